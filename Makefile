@@ -1,0 +1,43 @@
+# rightsize — build, demo, test, benchmark, lint.
+#
+#   make demo    build the tools and run the examples on this machine
+#   make test    install what the tests need (under CI=true) and run them
+#
+# Everything the project needs is installed by scripts/deps.sh; nothing by hand.
+
+GO          ?= go
+BIN         := $(CURDIR)/bin
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+export PATH := $(BIN):$(PATH)
+
+.PHONY: all build demo test test-short bench lint deps clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+# deps checks for the toolchain pieces the build needs (gcc for cgo) and,
+# under CI=true, installs the real components the interop tests run against.
+deps:
+	./scripts/deps.sh
+
+demo: deps build
+	./examples/demo.sh
+
+test: deps build
+	$(GO) test -count=1 -timeout 20m ./...
+
+test-short: build
+	$(GO) test -short ./...
+
+bench: deps build
+	./bench/run.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+
+clean:
+	rm -rf $(BIN)

@@ -1,0 +1,157 @@
+// Package cmdutil holds what the rightsize command-line tools share: the
+// input/output streams a command runs with, the mapping from errors to exit
+// codes, and the plumbing that turns a cobra command into a testable Main.
+//
+// It does not parse any tool's flags or know any tool's behaviour; each tool
+// builds its own cobra command and hands it to Execute.
+package cmdutil
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// Exit codes shared by every rightsize tool.
+const (
+	ExitOK          = 0   // everything asked for was done
+	ExitFailure     = 1   // the run failed, or finished with failed cells, rules or tasks
+	ExitUsage       = 2   // bad flags or arguments; nothing was run
+	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM; finished work was kept
+)
+
+// Streams are the standard streams a command reads and writes. Commands take
+// them as arguments so that tests can run them in-process.
+type Streams struct {
+	In  io.Reader
+	Out io.Writer
+	Err io.Writer
+}
+
+// StdStreams returns the process's own standard streams.
+func StdStreams() Streams {
+	return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr}
+}
+
+// IsTerminal reports whether w is a terminal. Anything that is not an
+// *os.File (a buffer in a test, a pipe wrapper) is not.
+func IsTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// UsageError is an error in how a command was invoked: a bad flag, a missing
+// argument, an impossible combination. It maps to ExitUsage and is printed
+// with a hint to run --help.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a *UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return &UsageError{Err: fmt.Errorf(format, args...)}
+}
+
+// ExitError carries an explicit exit code for errors that are neither usage
+// errors nor plain failures.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ErrSilent marks an error whose details the command has already printed; the
+// caller only maps it to an exit code.
+var ErrSilent = errors.New("failed (details above)")
+
+// ExitCode maps an error returned by a command to the process exit code.
+func ExitCode(err error) int {
+	var usage *UsageError
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &exit):
+		return exit.Code
+	case errors.As(err, &usage):
+		return ExitUsage
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	default:
+		return ExitFailure
+	}
+}
+
+// ExactArgs is cobra.ExactArgs with the error marked as a usage error.
+func ExactArgs(n int) cobra.PositionalArgs {
+	return usageArgs(cobra.ExactArgs(n))
+}
+
+// RangeArgs is cobra.RangeArgs with the error marked as a usage error.
+func RangeArgs(min, max int) cobra.PositionalArgs {
+	return usageArgs(cobra.RangeArgs(min, max))
+}
+
+func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := check(cmd, args); err != nil {
+			return &UsageError{Err: err}
+		}
+		return nil
+	}
+}
+
+// Execute runs cmd with args and streams and returns the exit code. It prints
+// a failing command's error once, as "NAME: message", followed for usage
+// errors by a pointer to --help. Commands should set RunE and return errors
+// rather than print them.
+func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) int {
+	cmd.SetArgs(args)
+	cmd.SetIn(s.In)
+	cmd.SetOut(s.Out)
+	cmd.SetErr(s.Err)
+	cmd.SilenceErrors = true
+	cmd.SilenceUsage = true
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
+		return &UsageError{Err: err}
+	})
+	err := cmd.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	name := cmd.Name()
+	if c, _, ferr := cmd.Find(args); ferr == nil && c != nil {
+		name = c.CommandPath()
+	}
+	if !errors.Is(err, ErrSilent) {
+		fmt.Fprintf(s.Err, "%s: %v\n", name, err)
+	}
+	code := ExitCode(err)
+	if code == ExitUsage {
+		fmt.Fprintf(s.Err, "Run '%s --help' for usage.\n", name)
+	}
+	return code
+}
+
+// MainFunc is the importable entry point of a tool.
+type MainFunc func(ctx context.Context, args []string, s Streams) int
+
+// RunMain runs main with the process's arguments and streams, cancels its
+// context on SIGINT or SIGTERM, and exits with the code it returns. It is all
+// a tool's main package needs to do.
+func RunMain(main MainFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := main(ctx, os.Args[1:], StdStreams())
+	stop()
+	os.Exit(code)
+}

@@ -1,0 +1,55 @@
+// Package testutil holds helpers shared by rightsize's tests: finding the real
+// components a test needs (CCTools, SLURM, gcc) and building the project's
+// commands for end-to-end runs.
+//
+// Outside CI a test whose component is missing is skipped with a message that
+// says how to install it; under CI=true it fails, because CI installs every
+// component through scripts/deps.sh.
+package testutil
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+)
+
+// InCI reports whether the tests run under CI (CI=true), where every real
+// component must be present.
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// NeedCommand returns the path of the named program, skipping the test when it
+// is missing outside CI and failing it under CI. hint says how to install it.
+func NeedCommand(t testing.TB, name, hint string) string {
+	t.Helper()
+	path, err := exec.LookPath(name)
+	if err == nil {
+		return path
+	}
+	if InCI() {
+		t.Fatalf("%s not found under CI=true (scripts/deps.sh should have installed it): %v", name, err)
+	}
+	t.Skipf("skipping: %s not found (%s)", name, hint)
+	return ""
+}
+
+// ModuleRoot returns the directory holding go.mod.
+func ModuleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Dir(filepath.Dir(filepath.Dir(file)))
+}
+
+// BuildCommands builds ./cmd/NAME for each name into dir, so that end-to-end
+// tests run the real binaries. Call it once from TestMain.
+func BuildCommands(dir string, names ...string) error {
+	for _, name := range names {
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
+		cmd.Dir = ModuleRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
+		}
+	}
+	return nil
+}
