@@ -1,0 +1,166 @@
+package funcs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/bits"
+	"strconv"
+)
+
+// ByteDiff is the built-in "bytediff": the number of byte positions at which
+// a and b differ, counting every byte of the longer input beyond the end of
+// the shorter one as a difference. It is the function of seed 000's Fig. 3.4
+// microbenchmark and a stand-in for biometric template distance.
+func ByteDiff(a, b []byte) ([]byte, error) {
+	return strconv.AppendInt(nil, int64(countDiff(a, b)), 10), nil
+}
+
+func countDiff(a, b []byte) int {
+	n := min(len(a), len(b))
+	diff := max(len(a), len(b)) - n
+	i := 0
+	// Eight bytes at a time: fold each byte of a^b onto its lowest bit, so
+	// that a population count gives the number of differing bytes.
+	const low = 0x0101010101010101
+	for ; i+32 <= n; i += 32 {
+		x0 := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
+		x1 := binary.LittleEndian.Uint64(a[i+8:]) ^ binary.LittleEndian.Uint64(b[i+8:])
+		x2 := binary.LittleEndian.Uint64(a[i+16:]) ^ binary.LittleEndian.Uint64(b[i+16:])
+		x3 := binary.LittleEndian.Uint64(a[i+24:]) ^ binary.LittleEndian.Uint64(b[i+24:])
+		diff += bits.OnesCount64(fold(x0)&low) + bits.OnesCount64(fold(x1)&low) +
+			bits.OnesCount64(fold(x2)&low) + bits.OnesCount64(fold(x3)&low)
+	}
+	for ; i+8 <= n; i += 8 {
+		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
+		diff += bits.OnesCount64(fold(x) & low)
+	}
+	for ; i < n; i++ {
+		if a[i] != b[i] {
+			diff++
+		}
+	}
+	return diff
+}
+
+// fold ORs the eight bits of every byte of x into that byte's lowest bit.
+func fold(x uint64) uint64 {
+	x |= x >> 4
+	x |= x >> 2
+	x |= x >> 1
+	return x
+}
+
+// Smith-Waterman scoring used by SWAlign: a linear gap penalty, as in the
+// textbook example (TGTTACGG against GGTTGACTA scores 13).
+const (
+	swMatch    = 3
+	swMismatch = -3
+	swGap      = -2
+)
+
+// SWAlign is the built-in "swalign": the Smith-Waterman local-alignment
+// score of two sequences, scoring +3 for a match, -3 for a mismatch and -2
+// for each gap position (a linear gap penalty). Inputs may be plain sequences
+// or FASTA: header lines starting with '>' and all whitespace are ignored,
+// and letters are compared without regard to case. It needs O(len(b)) memory
+// and O(len(a)·len(b)) time.
+func SWAlign(a, b []byte) ([]byte, error) {
+	return strconv.AppendInt(nil, int64(swScore(sequence(a), sequence(b))), 10), nil
+}
+
+// sequence strips FASTA headers and whitespace and upper-cases letters.
+func sequence(in []byte) []byte {
+	out := make([]byte, 0, len(in))
+	for len(in) > 0 {
+		line := in
+		if i := bytes.IndexByte(in, '\n'); i >= 0 {
+			line, in = in[:i], in[i+1:]
+		} else {
+			in = nil
+		}
+		if len(line) > 0 && line[0] == '>' {
+			continue
+		}
+		for _, c := range line {
+			switch {
+			case c == ' ' || c == '\t' || c == '\r':
+			case 'a' <= c && c <= 'z':
+				out = append(out, c-'a'+'A')
+			default:
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func swScore(a, b []byte) int {
+	if len(a) < len(b) {
+		a, b = b, a // keep the row short
+	}
+	row := make([]int32, len(b)+1)
+	best := int32(0)
+	for i := range a {
+		diag := int32(0) // H[i-1][j-1]
+		for j := range b {
+			up := row[j+1] // H[i-1][j]
+			s := int32(swMismatch)
+			if a[i] == b[j] {
+				s = swMatch
+			}
+			h := max(0, diag+s, up+swGap, row[j]+swGap)
+			diag = up
+			row[j+1] = h
+			best = max(best, h)
+		}
+	}
+	return int(best)
+}
+
+// Sum is the built-in Wavefront cell "sum": x + y + d, each input a decimal
+// integer (surrounding whitespace ignored), exact at any size. With
+// R[i,0] = i and R[0,j] = j, R[9,9] is 1854882.
+func Sum(x, y, d []byte) ([]byte, error) {
+	inputs := [3][]byte{bytes.TrimSpace(x), bytes.TrimSpace(y), bytes.TrimSpace(d)}
+	var sum int64
+	exact := true
+	for _, in := range inputs {
+		v, err := strconv.ParseInt(string(in), 10, 64)
+		if err != nil || overflows(sum, v) {
+			exact = false
+			break
+		}
+		sum += v
+	}
+	if exact {
+		return strconv.AppendInt(nil, sum, 10), nil
+	}
+	total := new(big.Int)
+	for _, in := range inputs {
+		v, ok := new(big.Int).SetString(string(in), 10)
+		if !ok {
+			return nil, fmt.Errorf("sum: %q is not an integer", truncate(in, 40))
+		}
+		total.Add(total, v)
+	}
+	return total.Append(nil, 10), nil
+}
+
+func overflows(a, b int64) bool {
+	s := a + b
+	return (a > 0 && b > 0 && s < 0) || (a < 0 && b < 0 && s >= 0)
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// errUnknownBuiltin is wrapped by the error for a builtin: name that is not
+// registered.
+var errUnknownBuiltin = errors.New("unknown built-in function")
