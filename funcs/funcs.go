@@ -182,6 +182,10 @@ func (e *CallError) Unwrap() error { return e.Err }
 // length.
 var ErrTooLarge = errors.New("too large")
 
+// ErrNoCgo is returned when opening a shared library in a program built
+// without cgo.
+var ErrNoCgo = errors.New("shared-library functions need a build with cgo (CGO_ENABLED=1 and gcc)")
+
 // readInput returns the bytes of an input for an in-memory function.
 func readInput(in Input) ([]byte, error) {
 	if in.Data != nil || in.Path == "" {

@@ -26,6 +26,7 @@ type program struct {
 	info  Info
 	args  []string // argv[0] and the extra arguments
 	opts  Options
+	stdin *os.File // /dev/null, shared by all calls
 	slots chan *outputFiles
 	temps atomic.Int64 // names of temporary input files
 }
@@ -33,18 +34,24 @@ type program struct {
 // outputFiles are the two files a call's output goes to.
 type outputFiles struct{ stdout, stderr *os.File }
 
-func newProgram(name, path string, opts Options) *program {
+func newProgram(name, path string, opts Options) (*program, error) {
+	stdin, err := os.Open(os.DevNull)
+	if err != nil {
+		return nil, err
+	}
 	return &program{
 		info:  Info{Kind: Program, Name: name, Path: path},
 		args:  append([]string{path}, opts.Args...),
 		opts:  opts,
+		stdin: stdin,
 		slots: make(chan *outputFiles, 64),
-	}
+	}, nil
 }
 
 func (p *program) Info() Info { return p.info }
 
 func (p *program) Close() error {
+	p.stdin.Close()
 	for {
 		select {
 		case s := <-p.slots:
@@ -148,14 +155,11 @@ func (p *program) writeTemp(data []byte) (string, error) {
 }
 
 func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]byte, error) {
-	proc, err := os.StartProcess(argv[0], argv, &os.ProcAttr{
-		Files: []*os.File{nil, slot.stdout, slot.stderr},
-		Sys:   &syscall.SysProcAttr{Setpgid: true},
-	})
+	pid, err := spawn(argv, p.stdin, slot.stdout, slot.stderr)
 	if err != nil {
 		return nil, p.fail(-1, nil, err)
 	}
-	k := &killer{pid: proc.Pid}
+	k := &killer{pid: pid}
 	var timer *time.Timer
 	if p.opts.Timeout > 0 {
 		timer = time.AfterFunc(p.opts.Timeout, func() { k.terminate(true) })
@@ -163,10 +167,11 @@ func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]
 	stop := context.AfterFunc(ctx, func() { k.terminate(false) })
 
 	// Wait for the exit without reaping, so that the process group cannot be
-	// reused by another process while the killer may still signal it.
+	// reused by another process while the killer may still signal it; then
+	// reap.
 	var info unix.Siginfo
 	for {
-		err = unix.Waitid(unix.P_PID, proc.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		err = unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
 		if err != unix.EINTR {
 			break
 		}
@@ -176,20 +181,22 @@ func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]
 		timer.Stop()
 	}
 	stop()
-	state, werr := proc.Wait()
-	if werr != nil {
-		return nil, p.fail(-1, slot.stderr, werr)
+	var ws syscall.WaitStatus
+	for {
+		_, err = syscall.Wait4(pid, &ws, 0, nil)
+		if err != syscall.EINTR {
+			break
+		}
 	}
-	if k.timedOut {
+	switch {
+	case err != nil:
+		return nil, p.fail(-1, slot.stderr, fmt.Errorf("wait: %w", err))
+	case k.timedOut:
 		e := p.fail(-1, slot.stderr, nil)
 		e.TimedOut, e.Timeout = true, p.opts.Timeout
 		return nil, e
-	}
-	if k.cancelled {
+	case k.cancelled:
 		return nil, ctx.Err()
-	}
-	ws := state.Sys().(syscall.WaitStatus)
-	switch {
 	case ws.Signaled():
 		e := p.fail(-1, slot.stderr, nil)
 		e.Signal = ws.Signal()

@@ -90,7 +90,11 @@ func (r *Registry) OpenPair(spec string, opts Options) (Pair, error) {
 	if err != nil {
 		return nil, err
 	}
-	return programPair{newProgram(spec, path, opts)}, nil
+	prog, err := newProgram(spec, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return programPair{prog}, nil
 }
 
 // OpenCell opens the Wavefront function named by spec, as OpenPair does,
@@ -115,7 +119,11 @@ func (r *Registry) OpenCell(spec string, opts Options) (Cell, error) {
 	if err != nil {
 		return nil, err
 	}
-	return programCell{newProgram(spec, path, opts)}, nil
+	prog, err := newProgram(spec, path, opts)
+	if err != nil {
+		return nil, err
+	}
+	return programCell{prog}, nil
 }
 
 // builtinName returns the registered name spec refers to, if it names a
