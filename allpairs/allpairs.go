@@ -151,6 +151,7 @@ func Run(ctx context.Context, p *Problem, out io.Writer) (Summary, error) {
 	engine := &multicore.AllPairs{
 		A: p.A.Paths(), B: p.B.Paths(), Func: p.Func,
 		Cores: plan.Cores, BlockSize: plan.BlockSize, Region: plan.Region, Symmetric: p.Symmetric,
+		BSizes: p.B.Sizes(),
 		Results: func(rs []multicore.CellResult) {
 			for _, r := range rs {
 				a, b := p.A.Items[r.I], p.B.Items[r.J]

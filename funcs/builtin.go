@@ -21,22 +21,21 @@ func ByteDiff(a, b []byte) ([]byte, error) {
 func countDiff(a, b []byte) int {
 	n := min(len(a), len(b))
 	diff := max(len(a), len(b)) - n
-	i := 0
-	// Eight bytes at a time: fold each byte of a^b onto its lowest bit, so
-	// that a population count gives the number of differing bytes.
-	const low = 0x0101010101010101
+	// Eight bytes at a time: a byte of a^b is zero where the inputs agree.
+	// zeroMask marks each zero byte in its top bit; the marks of four words
+	// are shifted into distinct bits so one population count adds them up.
+	same, i := 0, 0
 	for ; i+32 <= n; i += 32 {
-		x0 := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
-		x1 := binary.LittleEndian.Uint64(a[i+8:]) ^ binary.LittleEndian.Uint64(b[i+8:])
-		x2 := binary.LittleEndian.Uint64(a[i+16:]) ^ binary.LittleEndian.Uint64(b[i+16:])
-		x3 := binary.LittleEndian.Uint64(a[i+24:]) ^ binary.LittleEndian.Uint64(b[i+24:])
-		diff += bits.OnesCount64(fold(x0)&low) + bits.OnesCount64(fold(x1)&low) +
-			bits.OnesCount64(fold(x2)&low) + bits.OnesCount64(fold(x3)&low)
+		m := zeroMask(binary.LittleEndian.Uint64(a[i:])^binary.LittleEndian.Uint64(b[i:]))>>7 |
+			zeroMask(binary.LittleEndian.Uint64(a[i+8:])^binary.LittleEndian.Uint64(b[i+8:]))>>6 |
+			zeroMask(binary.LittleEndian.Uint64(a[i+16:])^binary.LittleEndian.Uint64(b[i+16:]))>>5 |
+			zeroMask(binary.LittleEndian.Uint64(a[i+24:])^binary.LittleEndian.Uint64(b[i+24:]))>>4
+		same += bits.OnesCount64(m)
 	}
 	for ; i+8 <= n; i += 8 {
-		x := binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])
-		diff += bits.OnesCount64(fold(x) & low)
+		same += bits.OnesCount64(zeroMask(binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])))
 	}
+	diff += i - same
 	for ; i < n; i++ {
 		if a[i] != b[i] {
 			diff++
@@ -45,12 +44,13 @@ func countDiff(a, b []byte) int {
 	return diff
 }
 
-// fold ORs the eight bits of every byte of x into that byte's lowest bit.
-func fold(x uint64) uint64 {
-	x |= x >> 4
-	x |= x >> 2
-	x |= x >> 1
-	return x
+// zeroMask sets the top bit of each zero byte of x and clears every other
+// bit. Adding 0x7f to a byte's low seven bits carries into its top bit
+// unless they are all zero, and OR-ing in the byte itself catches a set top
+// bit; no carry crosses into the next byte.
+func zeroMask(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	return ^((x&low7 + low7) | x | low7)
 }
 
 // Smith-Waterman scoring used by SWAlign: a linear gap penalty, as in the

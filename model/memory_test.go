@@ -45,3 +45,14 @@ func TestMemAvailableHere(t *testing.T) {
 		t.Errorf("MemAvailable = %d", m)
 	}
 }
+
+func TestParseCacheSize(t *testing.T) {
+	for in, want := range map[string]int64{"32768K\n": 32 << 20, "1M": 1 << 20, "512": 512, "lots": 0, "-1K": 0} {
+		if got := parseCacheSize(in); got != want {
+			t.Errorf("parseCacheSize(%q) = %d, want %d", in, got, want)
+		}
+	}
+	if CacheBytes() <= 0 {
+		t.Error("CacheBytes() <= 0")
+	}
+}

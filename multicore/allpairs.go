@@ -1,6 +1,7 @@
 package multicore
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/edsrzf/mmap-go"
 	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/model"
 )
 
 // Region is a rectangle of an All-Pairs matrix: rows (items of A) X to
@@ -56,6 +58,14 @@ type AllPairs struct {
 	Region Region
 	// Symmetric computes only cells with I <= J (A and B the same set).
 	Symmetric bool
+	// CacheBytes is how many bytes of B items a unit of work may hold, so
+	// that they stay in the processor's cache while A's rows pass them; zero
+	// means half of this machine's last-level cache, negative means one item
+	// of B per unit.
+	CacheBytes int64
+	// BSizes are the sizes of B's items, if the caller knows them; otherwise
+	// Run looks them up.
+	BSizes []int64
 	// Results receives the finished cells, a batch at a time; calls are
 	// serialised. The slice is reused after Results returns; the values in
 	// it are the receiver's to keep.
@@ -78,7 +88,16 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 	if cores <= 0 {
 		cores = runtime.NumCPU()
 	}
-	plan := Plan{Region: region, BlockSize: ap.BlockSize, Symmetric: ap.Symmetric, Cores: cores}
+	plan := Plan{Region: region, BlockSize: ap.BlockSize, Symmetric: ap.Symmetric, Cores: cores, CacheBytes: ap.CacheBytes}
+	if plan.CacheBytes == 0 {
+		plan.CacheBytes = model.CacheBytes() / 2
+	}
+	if plan.CacheBytes > 0 {
+		plan.BSizes = ap.BSizes
+		if plan.BSizes == nil {
+			plan.BSizes = fileSizes(ap.B)
+		}
+	}
 	inMemory := ap.Func.Info().Kind.InMemory()
 
 	type work struct {
@@ -132,36 +151,40 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 
 // runUnit computes the cells of one unit, appending them to results.
 func (ap *AllPairs) runUnit(ctx context.Context, u Unit, block *mappedBlock, inMemory bool, results []CellResult) []CellResult {
-	bIn := funcs.Input{Path: ap.B[u.J]}
-	if inMemory {
-		data, unmap, err := mapFile(ap.B[u.J])
-		if err != nil {
-			for i := u.I0; i < u.I1; i++ {
-				results = append(results, CellResult{I: i, J: u.J, Err: err})
-			}
-			return results
+	bs := make([]funcs.Input, u.J1-u.J0)
+	bErrs := make([]error, len(bs))
+	for j := u.J0; j < u.J1; j++ {
+		bs[j-u.J0].Path = ap.B[j]
+		if inMemory {
+			data, unmap, err := mapFile(ap.B[j])
+			defer unmap()
+			bs[j-u.J0].Data, bErrs[j-u.J0] = data, err
 		}
-		defer unmap()
-		bIn.Data = data
 	}
 	for i := u.I0; i < u.I1; i++ {
-		if ctx.Err() != nil {
-			break
-		}
 		aIn := funcs.Input{Path: ap.A[i]}
+		var aErr error
 		if inMemory {
-			data, err := block.data(i)
-			if err != nil {
-				results = append(results, CellResult{I: i, J: u.J, Err: err})
+			aIn.Data, aErr = block.data(i)
+		}
+		j0 := u.J0
+		if ap.Symmetric {
+			j0 = max(j0, i)
+		}
+		for j := j0; j < u.J1; j++ {
+			if ctx.Err() != nil {
+				return results
+			}
+			if err := cmp.Or(aErr, bErrs[j-u.J0]); err != nil {
+				results = append(results, CellResult{I: i, J: j, Err: err})
 				continue
 			}
-			aIn.Data = data
+			v, err := ap.Func.Call(ctx, aIn, bs[j-u.J0])
+			if ctx.Err() != nil {
+				return results // the call was cut short; it is not a result
+			}
+			results = append(results, CellResult{I: i, J: j, Value: v, Err: err})
 		}
-		v, err := ap.Func.Call(ctx, aIn, bIn)
-		if ctx.Err() != nil {
-			break // the call was cut short; it is not a result
-		}
-		results = append(results, CellResult{I: i, J: u.J, Value: v, Err: err})
 	}
 	return results
 }
@@ -196,6 +219,18 @@ func (b *mappedBlock) unmap() {
 }
 
 func noop() {}
+
+// fileSizes returns the sizes of files, with 0 for any it cannot stat (a
+// later read reports the error for the cells that need it).
+func fileSizes(paths []string) []int64 {
+	sizes := make([]int64, len(paths))
+	for i, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			sizes[i] = st.Size()
+		}
+	}
+	return sizes
+}
 
 // mapFile maps a file read-only. An empty file maps to an empty slice.
 func mapFile(path string) ([]byte, func(), error) {

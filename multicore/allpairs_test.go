@@ -28,6 +28,13 @@ func TestPlanCoversRegionOnce(t *testing.T) {
 		r.W = rng.IntN(n - r.X + 1)
 		r.H = rng.IntN(m - r.Y + 1)
 		p := multicore.Plan{Region: r, BlockSize: rng.IntN(n + 2), Symmetric: symmetric, Cores: 1 + rng.IntN(8)}
+		if rng.IntN(2) == 0 {
+			p.BSizes = make([]int64, m)
+			for j := range p.BSizes {
+				p.BSizes[j] = int64(rng.IntN(100))
+			}
+			p.CacheBytes = int64(rng.IntN(300))
+		}
 
 		seen := map[[2]int]int{}
 		next := r.X
@@ -37,11 +44,22 @@ func TestPlanCoversRegionOnce(t *testing.T) {
 			}
 			next = b.I1
 			for _, u := range p.Units(b) {
-				if u.I0 < b.I0 || u.I1 > b.I1 || u.I0 >= u.I1 {
+				if u.I0 < b.I0 || u.I1 > b.I1 || u.I0 >= u.I1 || u.J0 >= u.J1 || u.J0 < r.Y || u.J1 > r.Y+r.H {
 					t.Fatalf("%+v: unit %+v outside block %+v", p, u, b)
 				}
+				var bytes int64
+				for j := u.J0; j < u.J1 && p.BSizes != nil; j++ {
+					bytes += p.BSizes[j]
+				}
+				if u.J1-u.J0 > 1 && bytes > p.CacheBytes {
+					t.Fatalf("%+v: unit %+v holds %d bytes of B, more than %d", p, u, bytes, p.CacheBytes)
+				}
 				for i := u.I0; i < u.I1; i++ {
-					seen[[2]int{i, u.J}]++
+					for j := u.J0; j < u.J1; j++ {
+						if !symmetric || i <= j {
+							seen[[2]int{i, j}]++
+						}
+					}
 				}
 			}
 		}
@@ -142,14 +160,17 @@ func TestAllPairsAgainstNaive(t *testing.T) {
 			symmetric bool
 			block     int
 			cores     int
+			cache     int64
 		}{
-			{"one block", a, b, false, 0, 2},
-			{"blocks of 4", a, b, false, 4, 3},
-			{"blocks of 1, one core", a, b, false, 1, 1},
-			{"symmetric", a, a, true, 5, 2},
+			{"one block", a, b, false, 0, 2, 0},
+			{"one column per unit", a, b, false, 3, 2, -1},
+			{"tiles of a few columns", a, b, false, 4, 3, 6000},
+			{"blocks of 1, one core", a, b, false, 1, 1, 0},
+			{"symmetric", a, a, true, 5, 2, 0},
+			{"symmetric tiles", a, a, true, 5, 2, 6000},
 		} {
 			t.Run(filepath.Base(spec)+"/"+tc.name, func(t *testing.T) {
-				got := run(t, &multicore.AllPairs{A: tc.a, B: tc.b, Func: f, Cores: tc.cores, BlockSize: tc.block, Symmetric: tc.symmetric})
+				got := run(t, &multicore.AllPairs{A: tc.a, B: tc.b, Func: f, Cores: tc.cores, BlockSize: tc.block, Symmetric: tc.symmetric, CacheBytes: tc.cache})
 				want := naive(t, tc.a, tc.b, tc.symmetric)
 				if fmt.Sprint(got) != fmt.Sprint(want) {
 					t.Errorf("engine and naive loop differ:\n got %v\nwant %v", got, want)

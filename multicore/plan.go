@@ -5,19 +5,31 @@ import "iter"
 // Plan is the blocked traversal of an All-Pairs region: the order in which
 // cells are computed. It does no I/O, so tests can check that its units cover
 // the region exactly once.
+//
+// There are two levels of blocking. A block is a run of A's rows held in
+// memory (mapped) together; every core works on it until it is finished
+// (seed 000, Fig. 3.3). Within a block, a unit is a tile of rows × columns
+// whose B items fit in the processor's last-level cache, so that each A item
+// is compared with several B items while it is hot and the tile's B items are
+// read from memory once per unit, not once per cell.
 type Plan struct {
 	Region    Region
-	BlockSize int  // rows of A per block; <= 0 means the whole region
-	Symmetric bool // only cells with i <= j
-	Cores     int  // cores that will share each block
+	BlockSize int     // rows of A per block; <= 0 means the whole region
+	Symmetric bool    // only cells with i <= j
+	Cores     int     // cores that will share each block
+	BSizes    []int64 // the sizes of B's items; nil means one column per tile
+	// CacheBytes is the cache the tiles' B items may fill, usually half of
+	// the last-level cache; <= 0 means one column per tile.
+	CacheBytes int64
 }
 
 // Block is a range of rows of A, I0 to I1-1, held in memory together.
 type Block struct{ I0, I1 int }
 
-// Unit is the work one core takes at a time: the cells (I0..I1-1, J), one
-// item of B against a run of the current block's rows.
-type Unit struct{ J, I0, I1 int }
+// Unit is the work one core takes at a time: the cells of rows I0..I1-1 and
+// columns J0..J1-1 (only i <= j if the plan is symmetric), computed row by
+// row.
+type Unit struct{ I0, I1, J0, J1 int }
 
 // Blocks yields the blocks of the region in order.
 func (p Plan) Blocks() iter.Seq[Block] {
@@ -35,24 +47,43 @@ func (p Plan) Blocks() iter.Seq[Block] {
 	}
 }
 
-// Units returns the units of block b. They go column by column (item of B
-// by item of B), so that the cores working at one time share one B item as
-// well as the block; each column is split into enough runs that every core
-// has work even when B is narrow.
-func (p Plan) Units(b Block) []Unit {
+// columnTiles splits the region's columns into runs whose B items fit in
+// CacheBytes together (at least one column each).
+func (p Plan) columnTiles() [][2]int {
 	r := p.Region
-	cols := r.H
-	if cols == 0 {
+	var tiles [][2]int
+	for j0 := r.Y; j0 < r.Y+r.H; {
+		j1 := j0 + 1
+		if p.BSizes != nil && p.CacheBytes > 0 {
+			bytes := p.BSizes[j0]
+			for j1 < r.Y+r.H && bytes+p.BSizes[j1] <= p.CacheBytes {
+				bytes += p.BSizes[j1]
+				j1++
+			}
+		}
+		tiles = append(tiles, [2]int{j0, j1})
+		j0 = j1
+	}
+	return tiles
+}
+
+// Units returns the units of block b, column tile by column tile, so that
+// the cores working at one time share a tile of B as well as the block. Each
+// tile's rows are split into enough runs that a block has at least four
+// units per core, which keeps every core busy and the tail at the block's
+// end short.
+func (p Plan) Units(b Block) []Unit {
+	tiles := p.columnTiles()
+	if len(tiles) == 0 {
 		return nil
 	}
-	// Split each column into k runs so that a block has at least four
-	// units per core, which keeps the tail at the block's end short.
-	k := max(1, min((4*max(p.Cores, 1)+cols-1)/cols, b.I1-b.I0))
+	rows := b.I1 - b.I0
+	k := max(1, min((4*max(p.Cores, 1)+len(tiles)-1)/len(tiles), rows))
 	var units []Unit
-	for j := r.Y; j < r.Y+r.H; j++ {
+	for _, t := range tiles {
 		hi := b.I1
 		if p.Symmetric {
-			hi = min(hi, j+1)
+			hi = min(hi, t[1]) // rows below the tile's last column
 		}
 		n := hi - b.I0
 		if n <= 0 {
@@ -60,7 +91,7 @@ func (p Plan) Units(b Block) []Unit {
 		}
 		parts := min(k, n)
 		for q := 0; q < parts; q++ {
-			units = append(units, Unit{J: j, I0: b.I0 + n*q/parts, I1: b.I0 + n*(q+1)/parts})
+			units = append(units, Unit{I0: b.I0 + n*q/parts, I1: b.I0 + n*(q+1)/parts, J0: t[0], J1: t[1]})
 		}
 	}
 	return units
