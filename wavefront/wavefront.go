@@ -64,3 +64,24 @@ type CellError struct {
 
 func (e *CellError) Error() string { return fmt.Sprintf("cell (%d,%d): %v", e.X, e.Y, e.Err) }
 func (e *CellError) Unwrap() error { return e.Err }
+
+// FailuresError reports the cells a run could not compute. The cells that
+// did not depend on them were computed and written.
+type FailuresError struct {
+	Failed []*CellError // in the order they failed
+	NotRun int                    // cells never run because they depend on a failed one
+}
+
+func (e *FailuresError) Error() string {
+	s := "1 cell failed"
+	if len(e.Failed) != 1 {
+		s = fmt.Sprintf("%d cells failed", len(e.Failed))
+	}
+	if e.NotRun > 0 {
+		s += fmt.Sprintf(" and %d cells that depend on them were not run", e.NotRun)
+	}
+	if len(e.Failed) > 0 {
+		s += "; first " + e.Failed[0].Error()
+	}
+	return s
+}
