@@ -69,7 +69,7 @@ func (e *CellError) Unwrap() error { return e.Err }
 // did not depend on them were computed and written.
 type FailuresError struct {
 	Failed []*CellError // in the order they failed
-	NotRun int                    // cells never run because they depend on a failed one
+	NotRun int          // cells never run because they depend on a failed one
 }
 
 func (e *FailuresError) Error() string {
