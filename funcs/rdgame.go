@@ -29,9 +29,9 @@ const (
 //
 // Each value is one line of numbers: "v1 v2 e1 e2", the firms' expected
 // values and their equilibrium efforts in that state (the boundary needs
-// only v1 v2). The cell finds the Nash equilibrium of the state by iterating
-// best responses, each found in closed form, and fails if they do not
-// converge.
+// only v1 v2). The cell finds a Nash equilibrium of the state from best
+// responses in closed form (see equilibrium for which one when there are
+// several).
 func RDGame(left, below, diag []byte) ([]byte, error) {
 	var in [3][2]float64
 	for k, b := range [3][]byte{left, below, diag} {
@@ -52,21 +52,10 @@ func RDGame(left, below, diag []byte) ([]byte, error) {
 		num := -RDGameCost*e*e/2 + RDGameDiscount*(e*o*p.both+e*(1-o)*p.adv+(1-e)*o*p.other)
 		return num / (1 - RDGameDiscount*(1-e)*(1-o))
 	}
-	e := [2]float64{0.5, 0.5}
-	converged := false
-	for range 10000 {
-		e1 := bestResponse(firm[0].adv, firm[0].other, firm[0].both, e[1])
-		e2 := bestResponse(firm[1].adv, firm[1].other, firm[1].both, e1)
-		change := math.Max(math.Abs(e1-e[0]), math.Abs(e2-e[1]))
-		e = [2]float64{e1, e2}
-		if change < 1e-13 {
-			converged = true
-			break
-		}
-	}
-	if !converged {
-		return nil, fmt.Errorf("rdgame: best responses did not converge to an equilibrium (efforts %.6g, %.6g)", e[0], e[1])
-	}
+	e := equilibrium(
+		func(o float64) float64 { return bestResponse(firm[0].adv, firm[0].other, firm[0].both, o) },
+		func(o float64) float64 { return bestResponse(firm[1].adv, firm[1].other, firm[1].both, o) },
+	)
 	v1, v2 := value(firm[0], e[0], e[1]), value(firm[1], e[1], e[0])
 	out := make([]byte, 0, 96)
 	for k, f := range [4]float64{v1, v2, e[0], e[1]} {
@@ -76,6 +65,38 @@ func RDGame(left, below, diag []byte) ([]byte, error) {
 		out = strconv.AppendFloat(out, f, 'g', -1, 64)
 	}
 	return out, nil
+}
+
+// equilibrium returns efforts (e1, e2) with e1 = br1(e2) and e2 = br2(e1).
+// It first iterates both best responses at once from (½, ½), damping the
+// steps more each time the iteration does not settle; updating both firms
+// together treats them alike, so mirrored states get mirrored equilibria.
+// Where best responses keep cycling (several equilibria, as when the prize
+// is large), it bisects e2 ↦ br2(br1(e2)) − e2, which is ≥ 0 at 0 and ≤ 0
+// at 1 and continuous, so a fixed point is always found.
+func equilibrium(br1, br2 func(float64) float64) [2]float64 {
+	const tol = 1e-12
+	for damp := 1.0; damp >= 1.0/64; damp /= 2 {
+		e1, e2 := 0.5, 0.5
+		for range 2000 {
+			n1, n2 := br1(e2), br2(e1)
+			if math.Abs(n1-e1) < tol && math.Abs(n2-e2) < tol {
+				return [2]float64{n1, n2}
+			}
+			e1, e2 = e1+damp*(n1-e1), e2+damp*(n2-e2)
+		}
+	}
+	lo, hi := 0.0, 1.0
+	for hi-lo > 1e-15 {
+		mid := (lo + hi) / 2
+		if br2(br1(mid)) > mid {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	e2 := (lo + hi) / 2
+	return [2]float64{br1(e2), e2}
 }
 
 // bestResponse returns the effort in [0, 1] that maximises a firm's value

@@ -134,12 +134,18 @@ func rdValues(t *testing.T, v []byte) []float64 {
 // each firm's effort is a best response to the other's, symmetric firms get
 // mirrored results, and the firm ahead is worth more.
 func TestRDGame(t *testing.T) {
-	const n = 12
+	for _, prize := range []int{1, 100} {
+		t.Run(fmt.Sprint("prize ", prize), func(t *testing.T) { testRDGame(t, prize) })
+	}
+}
+
+func testRDGame(t *testing.T, prize int) {
+	const n = 40
 	r := grid(n, n)
-	r[0][0] = []byte("0.5 0.5")
+	r[0][0] = []byte(fmt.Sprintf("%g %g", float64(prize)/2, float64(prize)/2))
 	for k := 1; k <= n; k++ {
-		r[0][k] = []byte("1 0") // firm 1 (x) arrived first
-		r[k][0] = []byte("0 1")
+		r[0][k] = []byte(fmt.Sprintf("%d 0", prize)) // firm 1 (x) arrived first
+		r[k][0] = []byte(fmt.Sprintf("0 %d", prize))
 	}
 	solve(t, funcs.RDGame, r)
 	for x := 1; x <= n; x++ {
@@ -149,7 +155,7 @@ func TestRDGame(t *testing.T) {
 			if len(v) != 4 || math.Abs(v[0]-m[1]) > 1e-9 || math.Abs(v[2]-m[3]) > 1e-9 {
 				t.Fatalf("R[%d,%d] = %v is not the mirror of R[%d,%d] = %v", x, y, v, y, x, m)
 			}
-			if x < y && v[0] <= v[1] {
+			if x < y && v[0] < v[1] {
 				t.Errorf("R[%d,%d] = %v: firm 1 is ahead but not worth more", x, y, v)
 			}
 			// No effort on a grid beats the equilibrium effort.
@@ -159,7 +165,7 @@ func TestRDGame(t *testing.T) {
 				return num / (1 - funcs.RDGameDiscount*(1-e)*(1-o))
 			}
 			for k := 0; k <= 100; k++ {
-				if e := float64(k) / 100; value(e, v[3]) > v[0]+1e-9 {
+				if e := float64(k) / 100; value(e, v[3]) > v[0]+1e-9*float64(prize) {
 					t.Fatalf("R[%d,%d]: effort %v earns %v, more than the equilibrium's %v", x, y, e, value(e, v[3]), v[0])
 				}
 			}

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/wavefront"
 )
@@ -51,7 +53,7 @@ type Wavefront struct {
 	// also written as R.x.y; programs are then given those files.
 	Files *wavefront.Dir
 	// TempDir is where a program's input files are kept when Files is nil;
-	// "" means os.TempDir(). Each value is written once, shared by the three
+	// "" means FastTempDir(). Each value is written once, shared by the three
 	// cells that read it, and removed when they are done.
 	TempDir string
 	// States, if not nil, follows every cell of Region (running, complete,
@@ -63,6 +65,22 @@ type Wavefront struct {
 type WavefrontResult struct {
 	Computed int // cells computed by this run
 	Skipped  int // cells of Region that were already done
+}
+
+// FastTempDir returns where to keep the small temporary files of program
+// calls: $TMPDIR if it is set, otherwise /dev/shm when it is a writable
+// directory (memory-backed on Linux), otherwise os.TempDir(). Creating and
+// removing a small file per call on a busy disk can cost as much as the
+// fork and exec themselves.
+func FastTempDir() string {
+	if os.Getenv("TMPDIR") != "" {
+		return os.TempDir()
+	}
+	const shm = "/dev/shm"
+	if st, err := os.Stat(shm); err == nil && st.IsDir() && unix.Access(shm, unix.W_OK) == nil {
+		return shm
+	}
+	return os.TempDir()
 }
 
 // RunWavefront computes the cells of w.Region that are not done yet,
@@ -186,7 +204,11 @@ func (e *engine) store(x, y int, v funcs.Input) error {
 		v = funcs.Input{Data: data}
 	case !e.inMemory && v.Path == "":
 		if e.spillDir == "" {
-			dir, err := os.MkdirTemp(e.w.TempDir, "rightsize-wavefront-")
+			root := e.w.TempDir
+			if root == "" {
+				root = FastTempDir()
+			}
+			dir, err := os.MkdirTemp(root, "rightsize-wavefront-")
 			if err != nil {
 				return err
 			}

@@ -247,7 +247,7 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return cmdutil.Usagef("-e: %v", err)
 	}
-	cell, err := funcs.NewRegistry().OpenCell(o.fn, funcs.Options{Args: args, Timeout: o.timeout})
+	cell, err := funcs.NewRegistry().OpenCell(o.fn, funcs.Options{Args: args, Timeout: o.timeout, TempDir: multicore.FastTempDir()})
 	if err != nil {
 		return err
 	}
