@@ -296,12 +296,12 @@ func run(ctx context.Context, o *options) error {
 			}
 			return funcs.Input{}, fmt.Errorf("cell (%d,%d) is missing", x, y)
 		},
-		Done:    isDone,
-		Out:     sink,
-		Cores:   o.cores,
-		Block:   o.block,
-		Files:   files,
-		States:  states,
+		Done:   isDone,
+		Out:    sink,
+		Cores:  o.cores,
+		Block:  o.block,
+		Files:  files,
+		States: states,
 	})
 	bar.Stop()
 	pictureErr := stopPictures()

@@ -78,7 +78,9 @@ func load(t *testing.T, path string) map[sparsematrix.Key][]byte {
 	return m
 }
 
-func cell(m map[sparsematrix.Key][]byte, x, y int) string { return string(m[sparsematrix.Key{X: x, Y: y}]) }
+func cell(m map[sparsematrix.Key][]byte, x, y int) string {
+	return string(m[sparsematrix.Key{X: x, Y: y}])
+}
 
 func TestOracleWithEveryFunctionKind(t *testing.T) {
 	script := testutil.WriteScript(t, t.TempDir(), "sum", `echo $(( $(cat "$1") + $(cat "$2") + $(cat "$3") ))`)
