@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/internal/wavefrontcmd"
@@ -436,5 +437,25 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	}
 	if got := load(t, matrix); !maps.EqualFunc(got, want, bytes.Equal) {
 		t.Errorf("after kill and resume: %d cells, want %d, or values differ", len(got), len(want))
+	}
+}
+
+// TestAlignmentBuiltin runs swcell through the command on two sequences cut
+// into chunks and checks the score against the whole-sequence SWAlign.
+func TestAlignmentBuiltin(t *testing.T) {
+	a := strings.Repeat("ACGTTGCAAT", 30) + "GATTACA"
+	b := "CC" + strings.ReplaceAll(a[40:], "TTG", "TAG") + "GGGA"
+	dir := t.TempDir()
+	writeCell(t, dir, 0, 0, "")
+	for i := 0; i*50 < len(a); i++ {
+		writeCell(t, dir, i+1, 0, a[i*50:min(len(a), i*50+50)]+"\n")
+	}
+	for j := 0; j*40 < len(b); j++ {
+		writeCell(t, dir, 0, j+1, b[j*40:min(len(b), j*40+40)]+"\n")
+	}
+	code, _, stderr := runWF(t, "builtin:swcell", dir)
+	want, _ := funcs.SWAlign([]byte(a), []byte(b))
+	if code != 0 || !strings.Contains(stderr, "= swcell best "+string(want)+" …") {
+		t.Fatalf("exit %d, want best %s:\n%s", code, want, stderr)
 	}
 }
