@@ -8,11 +8,11 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -174,11 +174,18 @@ func BenchmarkWavefrontProgram(b *testing.B) {
 	})
 }
 
-// busyCell spins for tau of wall-clock time: a function of fixed cost.
-func busyCell(tau time.Duration) funcs.CellFunc {
+// fixedCell costs tau of wall-clock time, spinning (busy) or sleeping, and
+// adds what each call really took to *spent.
+func fixedCell(tau time.Duration, busy bool, spent *atomic.Int64) funcs.CellFunc {
 	return func(l, bl, d []byte) ([]byte, error) {
-		for start := time.Now(); time.Since(start) < tau; {
+		start := time.Now()
+		if busy {
+			for time.Since(start) < tau {
+			}
+		} else {
+			time.Sleep(tau)
 		}
+		spent.Add(int64(time.Since(start)))
 		return []byte("1"), nil
 	}
 }
@@ -195,19 +202,29 @@ func idealSteps(n, p int) int {
 }
 
 // BenchmarkWavefrontEfficiency is the efficiency figure: a 5 ms
-// busy loop on 300×300 on P = 2 cores against the model's ideal
-// Σ ⌈s_k/P⌉·τ (about 226 s). Target: measured ≤ 1.10 × ideal.
+// function on 300×300 on P = 2 cores against the model's ideal
+// Σ ⌈s_k/P⌉·τ (about 226 s). Target: measured ≤ 1.10 × ideal. x-ideal uses
+// the nominal τ; x-ideal-measured uses the mean time the calls really took,
+// which on a machine whose cores other programs share is longer, and so
+// isolates the engine's own idle time. The busy variant needs the two cores;
+// the sleeping one measures the dependency handling alone.
 func BenchmarkWavefrontEfficiency(b *testing.B) {
 	const tau = 5 * time.Millisecond
 	n := benchSide(300)
-	reg := funcs.NewRegistry()
-	reg.RegisterCell("busy", busyCell(tau))
-	cell, _ := reg.OpenCell("builtin:busy", funcs.Options{})
-	b.Run(fmt.Sprintf("n=%d/P=2/tau=5ms", n), func(b *testing.B) {
-		runSquare(b, cell, n, 2, 1, func(x, y int) (funcs.Input, error) { return funcs.Input{Data: []byte("0")}, nil })
-		ideal := time.Duration(idealSteps(n, 2)) * tau
-		perRun := b.Elapsed() / time.Duration(b.N)
-		b.ReportMetric(float64(perRun)/float64(ideal), "x-ideal")
-		b.ReportMetric(math.Round(ideal.Seconds()*100)/100, "ideal-s")
-	})
+	for _, busy := range []bool{true, false} {
+		kind := map[bool]string{true: "busy", false: "sleep"}[busy]
+		b.Run(fmt.Sprintf("n=%d/P=2/tau=5ms/%s", n, kind), func(b *testing.B) {
+			var spent atomic.Int64
+			reg := funcs.NewRegistry()
+			reg.RegisterCell("fixed", fixedCell(tau, busy, &spent))
+			cell, _ := reg.OpenCell("builtin:fixed", funcs.Options{})
+			runSquare(b, cell, n, 2, 1, func(x, y int) (funcs.Input, error) { return funcs.Input{Data: []byte("0")}, nil })
+			perRun := b.Elapsed() / time.Duration(b.N)
+			steps := time.Duration(idealSteps(n, 2))
+			measured := time.Duration(spent.Load() / int64(n*n*b.N))
+			b.ReportMetric(float64(perRun)/float64(steps*tau), "x-ideal")
+			b.ReportMetric(float64(perRun)/float64(steps*measured), "x-ideal-measured")
+			b.ReportMetric(float64(measured)/1e6, "tau-ms")
+		})
+	}
 }

@@ -55,7 +55,7 @@ func OpenDir(path string) (*Dir, error) {
 		if errors.As(err, &pe) {
 			err = pe.Err
 		}
-		return nil, fmt.Errorf("R directory %s: %w", path, err)
+		return nil, fmt.Errorf("open the R directory %s: %w", path, err)
 	}
 	d := &Dir{Path: path, boundary: map[sparsematrix.Key]bool{}}
 	for _, e := range entries {
