@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,20 +44,12 @@ func chunks(rng *rand.Rand, s []byte, n int) [][]byte {
 		cuts = append(cuts, c+1)
 	}
 	cuts = append(cuts, len(s))
-	slicesSort(cuts)
+	slices.Sort(cuts)
 	var out [][]byte
 	for k := 1; k < len(cuts); k++ {
 		out = append(out, s[cuts[k-1]:cuts[k]])
 	}
 	return out
-}
-
-func slicesSort(a []int) {
-	for i := 1; i < len(a); i++ {
-		for j := i; j > 0 && a[j] < a[j-1]; j-- {
-			a[j], a[j-1] = a[j-1], a[j]
-		}
-	}
 }
 
 // TestSWCellEqualsWholeAlignment aligns random related sequences cut into
