@@ -209,6 +209,16 @@ func run(ctx context.Context, o *options) error {
 	if err != nil {
 		return err
 	}
+	// The function first, so that a wrong name creates nothing in Rdir.
+	args, err := funcs.SplitArgs(o.extraArgs)
+	if err != nil {
+		return cmdutil.Usagef("-e: %v", err)
+	}
+	cell, err := funcs.NewRegistry().OpenCell(o.fn, funcs.Options{Args: args, Timeout: o.timeout, TempDir: multicore.FastTempDir()})
+	if err != nil {
+		return err
+	}
+	defer cell.Close()
 	p := &problem{dir: dir, checkpoint: map[sparsematrix.Key][]byte{}}
 
 	// The checkpoint: loaded (a torn last record cut off), then appended to.
@@ -243,15 +253,6 @@ func run(ctx context.Context, o *options) error {
 	if err := checkInputs(p, region, o.rdir); err != nil {
 		return err
 	}
-	args, err := funcs.SplitArgs(o.extraArgs)
-	if err != nil {
-		return cmdutil.Usagef("-e: %v", err)
-	}
-	cell, err := funcs.NewRegistry().OpenCell(o.fn, funcs.Options{Args: args, Timeout: o.timeout, TempDir: multicore.FastTempDir()})
-	if err != nil {
-		return err
-	}
-	defer cell.Close()
 
 	isDone := func(x, y int) bool {
 		_, ok := p.checkpoint[sparsematrix.Key{X: x, Y: y}]

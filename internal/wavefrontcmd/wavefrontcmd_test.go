@@ -459,3 +459,13 @@ func TestAlignmentBuiltin(t *testing.T) {
 		t.Fatalf("exit %d, want best %s:\n%s", code, want, stderr)
 	}
 }
+
+func TestBadFunctionCreatesNothing(t *testing.T) {
+	dir := makeRdir(t, 2, 2)
+	if code, _, _ := runWF(t, "./no-such-prog", dir); code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "R.matrix")); !os.IsNotExist(err) {
+		t.Errorf("a failed start created R.matrix: %v", err)
+	}
+}
