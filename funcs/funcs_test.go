@@ -294,7 +294,7 @@ func TestOpenErrors(t *testing.T) {
 			t.Errorf("OpenPair(%q) error = %v, want it to contain %q", tt.spec, err, tt.want)
 		}
 	}
-	if _, err := reg.OpenCell("builtin:bytediff", funcs.Options{}); err == nil || !strings.Contains(err.Error(), "Wavefront built-ins: sum") {
+	if _, err := reg.OpenCell("builtin:bytediff", funcs.Options{}); err == nil || !strings.Contains(err.Error(), "Wavefront built-ins: rdgame, sum, swcell") {
 		t.Errorf("OpenCell(builtin:bytediff) error = %v, want the list of cell built-ins", err)
 	}
 }

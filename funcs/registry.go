@@ -24,13 +24,15 @@ type Registry struct {
 // NewRegistry returns a Registry holding the built-in functions:
 //
 //	pairs: bytediff (alias bitwise), swalign
-//	cells: sum
+//	cells: sum, swcell, rdgame
 func NewRegistry() *Registry {
 	r := &Registry{pairs: map[string]PairFunc{}, cells: map[string]CellFunc{}}
 	r.RegisterPair("bytediff", ByteDiff)
 	r.RegisterPair("bitwise", ByteDiff)
 	r.RegisterPair("swalign", SWAlign)
 	r.RegisterCell("sum", Sum)
+	r.RegisterCell("swcell", SWCell)
+	r.RegisterCell("rdgame", RDGame)
 	return r
 }
 

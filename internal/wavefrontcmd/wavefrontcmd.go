@@ -1,0 +1,438 @@
+// Package wavefrontcmd is the wavefront command: it reads an R directory,
+// resumes from its sparse-matrix checkpoint, runs the multicore engine and
+// reports progress, failures and the result. `wavefront export` turns the
+// result into TSV, CSV or a grid.
+package wavefrontcmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/progress"
+	"github.com/rightsize/rightsize/multicore"
+	"github.com/rightsize/rightsize/sparsematrix"
+	"github.com/rightsize/rightsize/wavefront"
+)
+
+// Main runs the wavefront command with args (without the program name).
+func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
+	return cmdutil.Execute(ctx, newCommand(s), args, s)
+}
+
+type options struct {
+	streams cmdutil.Streams
+
+	fn, rdir   string
+	n          int
+	multicore  bool
+	x, y, w, h int
+	cores      int
+	block      int
+	extraArgs  string
+	timeout    time.Duration
+	output     string
+	files      bool
+	bitmap     string
+	interval   time.Duration
+	// set records which of -X -Y -W -H were given.
+	set map[string]bool
+}
+
+func newCommand(s cmdutil.Streams) *cobra.Command {
+	o := &options{streams: s}
+	cmd := &cobra.Command{
+		Use:   "wavefront [flags] FUNC Rdir",
+		Short: "Compute a two-dimensional recurrence R[i,j] = F(R[i-1,j], R[i,j-1], R[i-1,j-1])",
+		Long: `wavefront computes every cell of R from the boundary files R.i.0 and R.0.j in
+Rdir, each cell the moment its three neighbours exist, on all of this
+machine's cores. FUNC is a program run as 'FUNC [-e args] LEFT BELOW DIAG'
+(paths of the three cells; the result is its standard output), a .so
+exporting wavefront_function, or builtin:NAME (sum, swcell, rdgame).
+
+Every finished cell is appended at once to Rdir/R.matrix (or -o FILE), which
+is also the checkpoint: run the same command again after a crash or Ctrl-C
+and it continues where it stopped. 'wavefront export Rdir' prints the result.
+
+Sub-problem mode computes one rectangle: -X and -Y give its first cell
+(1-based), -W and -H its size. The cells it reads — the column left of it and
+the row below it, corner included — must be in the checkpoint, in
+Rdir/R.matrix or in files Rdir/R.x.y. With -o FILE only the rectangle's cells
+go to FILE, which is what a distributed master ships back.`,
+		Example: `  wavefront builtin:sum R                      # R holds R.0.0 … R.9.0 and R.0.1 … R.0.9
+  wavefront --bitmap progress.png ./align R     # a program, with a progress picture
+  wavefront -M -X 15 -Y 20 -W 5 -H 5 -o block.matrix ./f R
+  wavefront export --format grid R`,
+		Args: cmdutil.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.fn, o.rdir = args[0], args[1]
+			o.set = map[string]bool{}
+			for name, flag := range map[string]string{"X": "xstart", "Y": "ystart", "W": "width", "H": "height"} {
+				o.set[name] = cmd.Flags().Changed(flag)
+			}
+			return run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.IntVarP(&o.n, "size", "n", 0, "compute an N×N problem (default: as far as the boundary files reach)")
+	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine's cores (the default and, for now, the only mode)")
+	f.IntVarP(&o.x, "xstart", "X", 1, "sub-problem: first x (1-based)")
+	f.IntVarP(&o.y, "ystart", "Y", 1, "sub-problem: first y (1-based)")
+	f.IntVarP(&o.w, "width", "W", 0, "sub-problem: width (default: to the end of the boundary)")
+	f.IntVarP(&o.h, "height", "H", 0, "sub-problem: height (default: to the end of the boundary)")
+	f.IntVarP(&o.cores, "cores", "c", 0, "function calls at once (default: all cores)")
+	f.IntVarP(&o.block, "block-size", "b", 1, "cells per side of the blocks a core takes at a time; raise it for functions of a few microseconds")
+	f.StringVarP(&o.extraArgs, "extra-args", "e", "", "extra arguments for a program, before its three inputs")
+	f.DurationVar(&o.timeout, "timeout", 0, "fail a cell whose function runs longer than this (e.g. 10m; default none)")
+	f.StringVarP(&o.output, "output", "o", "", "the sparse-matrix result and checkpoint (default Rdir/R.matrix; - for standard output, without resume)")
+	f.BoolVar(&o.files, "files", false, "also write every computed cell as Rdir/R.x.y")
+	f.StringVarP(&o.bitmap, "bitmap", "B", "", "keep a PNG picture of the progress in `FILE`")
+	f.DurationVar(&o.interval, "bitmap-interval", 5*time.Second, "how often the --bitmap picture is rewritten")
+	cmd.AddCommand(newExportCommand(s))
+	return cmd
+}
+
+func (o *options) validate() error {
+	switch {
+	case o.n < 0:
+		return cmdutil.Usagef("-n %d: the size must be positive", o.n)
+	case o.x < 1 || o.y < 1:
+		return cmdutil.Usagef("-X %d -Y %d: cells start at (1,1); row 0 and column 0 are the boundary", o.x, o.y)
+	case o.set["W"] && o.w < 1, o.set["H"] && o.h < 1:
+		return cmdutil.Usagef("-W %d -H %d: a sub-problem needs at least one cell", o.w, o.h)
+	case o.cores < 0:
+		return cmdutil.Usagef("-c %d: the number of cores must be positive", o.cores)
+	case o.block < 1:
+		return cmdutil.Usagef("-b %d: blocks need at least one cell", o.block)
+	case o.timeout < 0:
+		return cmdutil.Usagef("--timeout %v: must be positive", o.timeout)
+	case o.bitmap != "" && o.interval <= 0:
+		return cmdutil.Usagef("--bitmap-interval %v: must be positive", o.interval)
+	}
+	return nil
+}
+
+// problem is what a run reads: the R directory, the cells the checkpoint
+// already holds, and the read-only Rdir/R.matrix when the checkpoint is
+// elsewhere.
+type problem struct {
+	dir        *wavefront.Dir
+	checkpoint map[sparsematrix.Key][]byte
+	shipped    map[sparsematrix.Key][]byte
+}
+
+// value returns a cell from the checkpoint, Rdir/R.matrix or its file.
+func (p *problem) value(x, y int) (funcs.Input, bool) {
+	k := sparsematrix.Key{X: x, Y: y}
+	if v, ok := p.checkpoint[k]; ok {
+		return funcs.Input{Data: v}, true
+	}
+	if v, ok := p.shipped[k]; ok {
+		return funcs.Input{Data: v}, true
+	}
+	if p.dir.HasFile(x, y) {
+		return funcs.Input{Path: p.dir.CellPath(x, y)}, true
+	}
+	return funcs.Input{}, false
+}
+
+// region works out the rectangle to compute from the flags and the boundary.
+func (o *options) region(p *problem) (wavefront.Rect, error) {
+	r := wavefront.Rect{X: o.x, Y: o.y, W: o.w, H: o.h}
+	if o.set["W"] && o.set["H"] && o.n == 0 {
+		return r, nil
+	}
+	cells := p.dir.Boundary()
+	for _, m := range []map[sparsematrix.Key][]byte{p.checkpoint, p.shipped} {
+		for k := range m {
+			if k.X == 0 || k.Y == 0 {
+				cells = append(cells, k)
+			}
+		}
+	}
+	sx, sy, err := wavefront.BoundarySize(cells, o.n)
+	if err != nil {
+		return r, fmt.Errorf("%s: %w", o.rdir, err)
+	}
+	if !o.set["W"] {
+		r.W = sx - o.x + 1
+	}
+	if !o.set["H"] {
+		r.H = sy - o.y + 1
+	}
+	if r.W < 1 || r.H < 1 {
+		return r, fmt.Errorf("-X %d -Y %d is outside the %d×%d problem that the boundary of %s defines", o.x, o.y, sx, sy, o.rdir)
+	}
+	return r, nil
+}
+
+// checkInputs reports the cells outside r that r reads and nobody has.
+func checkInputs(p *problem, r wavefront.Rect, rdir string) error {
+	var missing []string
+	check := func(x, y int) {
+		if _, ok := p.value(x, y); !ok {
+			missing = append(missing, wavefront.CellFile(x, y))
+		}
+	}
+	for y := r.Y - 1; y < r.Y+r.H; y++ {
+		check(r.X-1, y)
+	}
+	for x := r.X; x < r.X+r.W; x++ {
+		check(x, r.Y-1)
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	list := missing
+	if len(list) > 5 {
+		list = append(list[:5:5], fmt.Sprintf("… (%d in all)", len(missing)))
+	}
+	return fmt.Errorf("%v reads cells that are neither in the checkpoint nor files in %s: %v", r, rdir, list)
+}
+
+func run(ctx context.Context, o *options) error {
+	if err := o.validate(); err != nil {
+		return err
+	}
+	started := time.Now()
+	dir, err := wavefront.OpenDir(o.rdir)
+	if err != nil {
+		return err
+	}
+	// The function first, so that a wrong name creates nothing in Rdir.
+	args, err := funcs.SplitArgs(o.extraArgs)
+	if err != nil {
+		return cmdutil.Usagef("-e: %v", err)
+	}
+	cell, err := funcs.NewRegistry().OpenCell(o.fn, funcs.Options{Args: args, Timeout: o.timeout, TempDir: multicore.FastTempDir()})
+	if err != nil {
+		return err
+	}
+	defer cell.Close()
+	p := &problem{dir: dir, checkpoint: map[sparsematrix.Key][]byte{}}
+
+	// The checkpoint: loaded (a torn last record cut off), then appended to.
+	ckPath := o.output
+	if ckPath == "" {
+		ckPath = dir.MatrixPath()
+	}
+	var out *sparsematrix.Writer
+	if ckPath == "-" {
+		out = sparsematrix.NewWriter(o.streams.Out)
+	} else {
+		out, err = sparsematrix.Open(ckPath, func(r sparsematrix.Record) error {
+			p.checkpoint[sparsematrix.Key{X: r.X, Y: r.Y}] = r.Value
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		defer out.Close()
+	}
+	if ckPath != dir.MatrixPath() {
+		p.shipped, err = sparsematrix.Load(dir.MatrixPath())
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+
+	region, err := o.region(p)
+	if err != nil {
+		return err
+	}
+	if err := checkInputs(p, region, o.rdir); err != nil {
+		return err
+	}
+
+	isDone := func(x, y int) bool {
+		_, ok := p.checkpoint[sparsematrix.Key{X: x, Y: y}]
+		return ok && region.Contains(x, y)
+	}
+	var files *wavefront.Dir
+	if o.files {
+		files = dir
+		if err := writeMissingFiles(p, region); err != nil {
+			return err
+		}
+	}
+
+	done := 0
+	for k := range p.checkpoint {
+		if region.Contains(k.X, k.Y) {
+			done++
+		}
+	}
+	states := wavefront.NewStateGrid(region)
+	bar := progress.New(o.streams.Err, "cells", int64(region.Cells()-done))
+	msgs := bar.Writer(o.streams.Err)
+	if torn := out.Torn(); torn > 0 {
+		fmt.Fprintf(msgs, "wavefront: ignored a torn last record of %d bytes in %s (cut short by a crash)\n", torn, ckPath)
+	}
+	if done > 0 {
+		fmt.Fprintf(msgs, "wavefront: resuming: %d of %d cells are already in %s\n", done, region.Cells(), ckPath)
+	}
+	lx, ly := region.Last()
+	sink := &countingWriter{w: out, bar: bar, lastX: lx, lastY: ly, last: p.checkpoint[sparsematrix.Key{X: lx, Y: ly}]}
+
+	stopPictures := func() error { return nil }
+	if o.bitmap != "" {
+		stopPictures = keepPicture(o.bitmap, o.interval, states, msgs)
+	}
+	res, runErr := multicore.RunWavefront(ctx, multicore.Wavefront{
+		Cell:   cell,
+		Region: region,
+		Value: func(x, y int) (funcs.Input, error) {
+			if v, ok := p.value(x, y); ok {
+				return v, nil
+			}
+			return funcs.Input{}, fmt.Errorf("cell (%d,%d) is missing", x, y)
+		},
+		Done:   isDone,
+		Out:    sink,
+		Cores:  o.cores,
+		Block:  o.block,
+		Files:  files,
+		States: states,
+	})
+	bar.Stop()
+	pictureErr := stopPictures()
+	if err := out.Sync(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("checkpoint %s: %w", ckPath, err)
+	}
+	return report(o, runErr, pictureErr, res, sink, region, ckPath, time.Since(started))
+}
+
+// report prints the outcome on standard error and returns the error that
+// decides the exit code.
+func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult, sink *countingWriter, region wavefront.Rect, ckPath string, elapsed time.Duration) error {
+	w := o.streams.Err
+	where := ckPath
+	if ckPath == "-" {
+		where = "standard output"
+	}
+	var fe *wavefront.FailuresError
+	if errors.As(runErr, &fe) {
+		const show = 10
+		for i, ce := range fe.Failed {
+			if i == show {
+				fmt.Fprintf(w, "wavefront: … and %d more failed cells\n", len(fe.Failed)-show)
+				break
+			}
+			fmt.Fprintf(w, "wavefront: %v\n", ce)
+		}
+	}
+	rate := float64(res.Computed) / max(elapsed.Seconds(), 1e-9)
+	fmt.Fprintf(w, "wavefront: %v: computed %d cells", region, res.Computed)
+	if res.Skipped > 0 {
+		fmt.Fprintf(w, " (%d were already done)", res.Skipped)
+	}
+	fmt.Fprintf(w, " in %v, %.0f cells/s; results in %s\n", elapsed.Round(time.Millisecond), rate, where)
+	if pictureErr != nil {
+		fmt.Fprintf(w, "wavefront: progress picture: %v\n", pictureErr)
+	}
+	switch {
+	case fe != nil:
+		return fmt.Errorf("%d cells failed and %d cells that depend on them were not run; the %d finished cells are kept in %s", len(fe.Failed), fe.NotRun, res.Computed+res.Skipped, where)
+	case errors.Is(runErr, context.Canceled):
+		return fmt.Errorf("interrupted: the %d finished cells are kept in %s; run the same command again to resume: %w", res.Computed+res.Skipped, where, runErr)
+	case runErr != nil:
+		return fmt.Errorf("%w (the %d finished cells are kept in %s)", runErr, res.Computed+res.Skipped, where)
+	}
+	lx, ly := region.Last()
+	fmt.Fprintf(w, "R[%d,%d] = %s\n", lx, ly, preview(sink.lastValue()))
+	return nil
+}
+
+// preview shortens a value to its first line for the summary.
+func preview(v []byte) string {
+	const max = 120
+	s := string(v)
+	if line, _, more := strings.Cut(s, "\n"); more {
+		s = line + " …"
+	}
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q
+	}
+	return s
+}
+
+// countingWriter passes cells on to the checkpoint, counting them for the
+// progress bar and keeping the last cell of the region for the summary.
+type countingWriter struct {
+	w            multicore.CellWriter
+	bar          *progress.Bar
+	lastX, lastY int
+	last         []byte
+}
+
+func (c *countingWriter) Append(x, y int, v []byte) error {
+	if err := c.w.Append(x, y, v); err != nil {
+		return err
+	}
+	c.bar.Add(1)
+	if x == c.lastX && y == c.lastY {
+		c.last = v // written once, by the goroutine of the region's last cell
+	}
+	return nil
+}
+
+// lastValue may be called after the run, when no Append is in flight.
+func (c *countingWriter) lastValue() []byte { return c.last }
+
+// writeMissingFiles writes R.x.y for the checkpoint's cells of r that have
+// no file yet, so that --files holds every cell even after a resume.
+func writeMissingFiles(p *problem, r wavefront.Rect) error {
+	for k, v := range p.checkpoint {
+		if r.Contains(k.X, k.Y) && !p.dir.HasFile(k.X, k.Y) {
+			if _, err := p.dir.WriteCell(k.X, k.Y, v); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// keepPicture rewrites the progress picture every interval until the
+// returned function is called, which draws it a last time.
+func keepPicture(path string, interval time.Duration, states *wavefront.StateGrid, msgs io.Writer) func() error {
+	stop := make(chan struct{})
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		reported := false
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				if err := wavefront.WritePNG(path, states.Image()); err != nil && !reported {
+					fmt.Fprintf(msgs, "wavefront: progress picture: %v\n", err)
+					reported = true
+				}
+			}
+		}
+	}()
+	if err := wavefront.WritePNG(path, states.Image()); err != nil {
+		fmt.Fprintf(msgs, "wavefront: progress picture: %v\n", err)
+	}
+	return func() error {
+		close(stop)
+		<-finished
+		return wavefront.WritePNG(path, states.Image())
+	}
+}

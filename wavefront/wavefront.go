@@ -1,0 +1,87 @@
+// Package wavefront is the Wavefront abstraction of seed 000: a matrix R
+// whose boundary row R[i,0] and column R[0,j] are given and whose other cells
+// are R[i,j] = F(R[i-1,j], R[i,j-1], R[i-1,j-1]).
+//
+// It holds what every Wavefront engine shares, without running anything:
+//
+//   - [Rect], the cells a run computes (the whole problem, or one
+//     sub-problem of it);
+//   - [Scheduler], the dependency-driven block scheduler: an event-driven
+//     state machine with no I/O, no clock and no goroutines, that releases a
+//     block the moment the blocks it reads from are done. The multicore
+//     engine drives it with goroutines; the distributed master drives it with
+//     tasks on workers;
+//   - [Dir], the R directory of boundary files R.i.0 and R.0.j (and R.x.y
+//     result files), and how the problem's size follows from it;
+//   - [StateGrid], the state of every cell, and its progress picture
+//     (seed 000, Fig. 3.8).
+//
+// It does not call functions, keep cell values or write the sparse-matrix
+// result (package sparsematrix does that); the engines in package multicore
+// (and later the distributed master) do.
+package wavefront
+
+import "fmt"
+
+// Rect is a rectangle of cells: x in X … X+W-1, y in Y … Y+H-1. Cells are
+// numbered from 1; row 0 and column 0 are the boundary.
+type Rect struct{ X, Y, W, H int }
+
+// Contains reports whether cell (x, y) is in r.
+func (r Rect) Contains(x, y int) bool {
+	return r.X <= x && x < r.X+r.W && r.Y <= y && y < r.Y+r.H
+}
+
+// Cells returns the number of cells in r.
+func (r Rect) Cells() int { return r.W * r.H }
+
+// Empty reports whether r holds no cells.
+func (r Rect) Empty() bool { return r.W <= 0 || r.H <= 0 }
+
+// Last returns the top-right cell of r: the one every other cell of r feeds.
+func (r Rect) Last() (x, y int) { return r.X + r.W - 1, r.Y + r.H - 1 }
+
+func (r Rect) String() string {
+	return fmt.Sprintf("x %d…%d, y %d…%d", r.X, r.X+r.W-1, r.Y, r.Y+r.H-1)
+}
+
+// Validate reports a rectangle that is empty or reaches into the boundary.
+func (r Rect) Validate() error {
+	switch {
+	case r.X < 1 || r.Y < 1:
+		return fmt.Errorf("origin (%d,%d): cells start at (1,1); row 0 and column 0 are the boundary", r.X, r.Y)
+	case r.W < 1 || r.H < 1:
+		return fmt.Errorf("size %d×%d: a rectangle needs at least one cell", r.W, r.H)
+	}
+	return nil
+}
+
+// CellError is the failure of the function on one cell.
+type CellError struct {
+	X, Y int
+	Err  error
+}
+
+func (e *CellError) Error() string { return fmt.Sprintf("cell (%d,%d): %v", e.X, e.Y, e.Err) }
+func (e *CellError) Unwrap() error { return e.Err }
+
+// FailuresError reports the cells a run could not compute. The cells that
+// did not depend on them were computed and written.
+type FailuresError struct {
+	Failed []*CellError // in the order they failed
+	NotRun int          // cells never run because they depend on a failed one
+}
+
+func (e *FailuresError) Error() string {
+	s := "1 cell failed"
+	if len(e.Failed) != 1 {
+		s = fmt.Sprintf("%d cells failed", len(e.Failed))
+	}
+	if e.NotRun > 0 {
+		s += fmt.Sprintf(" and %d cells that depend on them were not run", e.NotRun)
+	}
+	if len(e.Failed) > 0 {
+		s += "; first " + e.Failed[0].Error()
+	}
+	return s
+}
