@@ -98,7 +98,15 @@ func (e *RunError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "workflow failed: %d of %d rules failed", len(rep.Failures), rep.Counts.Total)
 	if n := len(rep.Blocked); n > 0 {
-		fmt.Fprintf(&b, " and %d did not run because they need what failed", n)
+		its := "its"
+		if len(rep.Failures) > 1 {
+			its = "their"
+		}
+		noun := "rules that need"
+		if n == 1 {
+			noun = "rule that needs"
+		}
+		fmt.Fprintf(&b, "; %d %s %s outputs did not run", n, noun, its)
 	}
 	for i, f := range rep.Failures {
 		if i == maxListed {
@@ -493,11 +501,13 @@ func (d *driver) finish(res *Result) {
 	default:
 		d.queue(d.sched.Finished(id, false))
 		d.lognode(id, Failed)
-		if d.sched.State(id) == Waiting {
+		// With retries left the rule is waiting again, or already chosen
+		// to start again (it is in d.pending, submitted after this).
+		if d.sched.State(id) != Failed {
 			d.lognode(id, Waiting)
 			d.removeOutputs(r)
 			fmt.Fprintf(d.out, "rule %d (%s) failed: %s; trying again (attempt %d of %d)\n",
-				id, r.Pos, res.Status(), d.sched.Attempts(id)+1, d.opts.Retries+1)
+				id, r.Pos, res.Status(), res.Job.Attempt+1, d.opts.Retries+1)
 			return
 		}
 		f := Failure{Rule: r, Result: res, Attempts: d.sched.Attempts(id)}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/progress"
@@ -235,8 +236,8 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 		return err
 	}
 	if bt.name != "dryrun" {
-		fmt.Fprintf(s.Out, "workflow complete: %d rules ran, %d were already done, in %s\n",
-			rep.Ran, rep.Skipped, rep.Elapsed.Round(1e6))
+		fmt.Fprintf(s.Out, "workflow complete: %s ran, %s already done, in %s\n",
+			plural(rep.Ran, "rule"), plural(rep.Skipped, "rule"), rep.Elapsed.Round(time.Millisecond))
 	}
 	return nil
 }
@@ -257,6 +258,13 @@ func inputErrors(err error, path string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%d %s in %s; nothing was run\n", len(list), noun, path)
 	return cmdutil.ErrSilent
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 func cleanMode(s string) (makeflow.CleanMode, error) {
