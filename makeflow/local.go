@@ -40,6 +40,12 @@ const copyGrace = 2 * time.Second
 // its own process group in the workflow's directory. The parent directories
 // of a rule's targets are created before it starts.
 //
+// As GNU make does, a command that is a plain list of words (no quotes,
+// variables, globs, redirections or other shell syntax, and not a shell
+// builtin) is executed directly, found through the PATH it would get, sparing
+// a shell start per rule; the shell would exec the same program with the
+// same arguments and environment.
+//
 // A rule that renames files (local->remote) runs in a private sandbox
 // directory holding links to its inputs under their remote names, and its
 // outputs are moved back under their local names afterwards, as on a
@@ -57,6 +63,7 @@ type Local struct {
 	base    []string
 	baseIdx map[string]int
 	envs    map[*string][]string // Rule.Env (by first element) -> full environment
+	pwdEnvs map[pwdKey][]string  // environment and directory -> it with the shell's PWD
 	made    map[string]bool      // directories already created
 
 	mu    sync.Mutex
@@ -100,6 +107,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		base:    opts.Environ,
 		baseIdx: make(map[string]int, len(opts.Environ)),
 		envs:    map[*string][]string{},
+		pwdEnvs: map[pwdKey][]string{},
 		made:    map[string]bool{},
 		procs:   map[*Job]*localProc{},
 	}
@@ -170,7 +178,19 @@ func (l *Local) Submit(job *Job) (int64, error) {
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	lp.started = time.Now()
-	proc, err := os.StartProcess(l.opts.Shell, []string{filepath.Base(l.opts.Shell), "-c", job.Command}, attr)
+	var proc *os.Process
+	var err error
+	if path, argv := directCommand(job.Command, attr.Env, dir); path != "" {
+		shellEnv := attr.Env
+		attr.Env = l.pwdEnv(shellEnv, dir)
+		proc, err = os.StartProcess(path, argv, attr)
+		// On any error the shell runs it instead, and fails the way the
+		// user would expect (command not found, permission denied...).
+		attr.Env = shellEnv
+	}
+	if proc == nil {
+		proc, err = os.StartProcess(l.opts.Shell, []string{filepath.Base(l.opts.Shell), "-c", job.Command}, attr)
+	}
 	if err != nil {
 		return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
 	}
@@ -442,4 +462,111 @@ func (t *tailBuffer) bytes() []byte {
 		return append([]byte(nil), t.buf[len(t.buf)-stderrTail:]...)
 	}
 	return t.buf
+}
+
+// shellWords are the names a shell runs itself: builtins and keywords. A
+// command starting with one of them always goes through the shell.
+var shellWords = map[string]bool{
+	".": true, ":": true, "[": true, "alias": true, "bg": true, "break": true, "cd": true, "chdir": true,
+	"command": true, "continue": true, "echo": true, "eval": true, "exec": true, "exit": true,
+	"export": true, "false": true, "fc": true, "fg": true, "getopts": true, "hash": true, "jobs": true,
+	"kill": true, "local": true, "printf": true, "pwd": true, "read": true, "readonly": true,
+	"return": true, "set": true, "shift": true, "test": true, "times": true, "trap": true, "true": true,
+	"type": true, "ulimit": true, "umask": true, "unalias": true, "unset": true, "wait": true,
+	"!": true, "case": true, "do": true, "done": true, "elif": true, "else": true, "esac": true,
+	"fi": true, "for": true, "function": true, "if": true, "in": true, "then": true, "until": true,
+	"while": true, "{": true, "}": true, "time": true, "select": true, "source": true,
+}
+
+// plainByte reports whether c means nothing special to the shell.
+func plainByte(c byte) bool {
+	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') ||
+		c >= 0x80 || strings.IndexByte("-_./,:=+%@ ", c) >= 0
+}
+
+// directCommand returns the program and arguments to run cmd without a
+// shell, or "" if cmd needs the shell or its program cannot be found (the
+// shell then reports it). env is the command's environment and dir the
+// directory it runs in.
+func directCommand(cmd string, env []string, dir string) (string, []string) {
+	for i := 0; i < len(cmd); i++ {
+		if !plainByte(cmd[i]) {
+			return "", nil
+		}
+	}
+	argv := strings.Fields(cmd)
+	if len(argv) == 0 || shellWords[argv[0]] || strings.Contains(argv[0], "=") {
+		return "", nil
+	}
+	name := argv[0]
+	if strings.Contains(name, "/") {
+		return name, argv
+	}
+	path, ok := "", false
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, found := strings.CutPrefix(env[i], "PATH="); found {
+			path, ok = v, true
+			break
+		}
+	}
+	if !ok {
+		return "", nil
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		candidate := d + "/" + name
+		info, err := os.Stat(inDir(dir, candidate))
+		if err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return candidate, argv
+		}
+	}
+	return "", nil
+}
+
+type pwdKey struct {
+	env *string // first element of the environment slice
+	dir string
+}
+
+// pwdEnv returns env with PWD as /bin/sh would set it when started in dir
+// (it keeps an inherited PWD that names dir, and otherwise sets the
+// physical path), so that a directly executed command sees what it would
+// under the shell.
+func (l *Local) pwdEnv(env []string, dir string) []string {
+	if len(env) == 0 {
+		return env
+	}
+	key := pwdKey{&env[0], dir}
+	if e, ok := l.pwdEnvs[key]; ok {
+		return e
+	}
+	e := env
+	idx, old := -1, ""
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PWD="); ok {
+			idx, old = i, v
+		}
+	}
+	target := dir
+	if target == "" {
+		target = "."
+	}
+	here, herr := os.Stat(target)
+	there, terr := os.Stat(old)
+	if herr == nil && !(filepath.IsAbs(old) && terr == nil && os.SameFile(here, there)) {
+		if abs, err := filepath.Abs(target); err == nil {
+			if phys, err := filepath.EvalSymlinks(abs); err == nil {
+				e = append([]string(nil), env...)
+				if idx >= 0 {
+					e[idx] = "PWD=" + phys
+				} else {
+					e = append(e, "PWD="+phys)
+				}
+			}
+		}
+	}
+	l.pwdEnvs[key] = e
+	return e
 }

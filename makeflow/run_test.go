@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -623,4 +625,67 @@ func TestWriteDot(t *testing.T) {
 	if !strings.HasSuffix(got, "}\n") {
 		t.Errorf("dot output does not end the graph")
 	}
+}
+
+// BenchmarkRunFlat runs the benchmark workflow of bench/makeflow_bench.sh
+// in-process: n trivial rules and one rule gathering their outputs, two at
+// a time. Its time per op is dominated by starting /bin/sh n times; what
+// is left is the engine's own cost.
+func BenchmarkRunFlat(b *testing.B) {
+	const n = 500
+	var src strings.Builder
+	for i := range n {
+		fmt.Fprintf(&src, "out_%d:\n\techo %d > out_%d\n", i, i, i)
+	}
+	src.WriteString("gather:")
+	for i := range n {
+		fmt.Fprintf(&src, " out_%d", i)
+	}
+	src.WriteString("\n\tcat out_* > gather\n")
+	for b.Loop() {
+		b.StopTimer()
+		dir := b.TempDir()
+		path := filepath.Join(dir, "flat.mf")
+		if err := os.WriteFile(path, []byte(src.String()), 0o666); err != nil {
+			b.Fatal(err)
+		}
+		w, err := ParseFile(path, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		l, err := NewLocal(LocalOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := Run(context.Background(), w, Options{Dir: dir, Executor: l, Local: Limits{Jobs: 2}}); err != nil {
+			b.Fatal(err)
+		}
+		l.Close()
+	}
+}
+
+func TestRusageFlat(t *testing.T) {
+	if os.Getenv("RUSAGE") == "" {
+		t.Skip()
+	}
+	const n = 2000
+	var src strings.Builder
+	for i := range n {
+		fmt.Fprintf(&src, "out_%d:\n\techo %d > out_%d\n", i, i, i)
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "flat.mf")
+	os.WriteFile(path, []byte(src.String()), 0o666)
+	w, _ := ParseFile(path, nil)
+	l, _ := NewLocal(LocalOptions{})
+	var r0, r1, c1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	start := time.Now()
+	Run(context.Background(), w, Options{Dir: dir, Executor: l, Local: Limits{Jobs: 2}})
+	el := time.Since(start)
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c1)
+	tv := func(x syscall.Timeval) float64 { return float64(x.Sec) + float64(x.Usec)/1e6 }
+	t.Logf("wall %v self user %.3f sys %.3f children user %.3f sys %.3f", el, tv(r1.Utime)-tv(r0.Utime), tv(r1.Stime)-tv(r0.Stime), tv(c1.Utime), tv(c1.Stime))
 }
