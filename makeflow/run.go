@@ -213,8 +213,9 @@ type driver struct {
 	remote     Executor
 	closeLocal bool
 
-	jobs     []*Job // the running job of each rule
-	onRemote []bool // whether that job went to the remote executor
+	jobs     []*Job  // the running job of each rule
+	jobIDs   []int64 // its executor's id for it, for the log
+	onRemote []bool  // whether that job went to the remote executor
 	running  int
 	pending  []Start // decided but not yet submitted
 	report   Report
@@ -290,6 +291,7 @@ func (d *driver) setup() error {
 	}
 	d.jobs = make([]*Job, len(d.w.Rules))
 	d.onRemote = make([]bool, len(d.w.Rules))
+	d.jobIDs = make([]int64, len(d.w.Rules))
 	if o.DryRun {
 		return nil
 	}
@@ -437,6 +439,7 @@ func (d *driver) submit(st Start) {
 		return
 	}
 	d.jobs[r.ID] = job
+	d.jobIDs[r.ID] = jobID
 	d.onRemote[r.ID] = st.Remote
 	d.running++
 	if d.log != nil {
@@ -521,7 +524,7 @@ func (d *driver) finish(res *Result) {
 
 func (d *driver) lognode(id int, st RuleState) {
 	if d.log != nil {
-		d.log.node(id, st, 0, d.sched.Counts())
+		d.log.node(id, st, d.jobIDs[id], d.sched.Counts())
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -547,7 +546,7 @@ bad:
 	echo partial > bad; false
 `
 	tests := []struct {
-		mode         CleanMode
+		mode          CleanMode
 		gone, staying []string
 	}{
 		{CleanAll, []string{"mid", "final", "dir/x", "makeflow.failed.3", "Makeflow.makeflowlog"}, []string{"in", "Makeflow", "dir"}},
@@ -663,29 +662,4 @@ func BenchmarkRunFlat(b *testing.B) {
 		}
 		l.Close()
 	}
-}
-
-func TestRusageFlat(t *testing.T) {
-	if os.Getenv("RUSAGE") == "" {
-		t.Skip()
-	}
-	const n = 2000
-	var src strings.Builder
-	for i := range n {
-		fmt.Fprintf(&src, "out_%d:\n\techo %d > out_%d\n", i, i, i)
-	}
-	dir := t.TempDir()
-	path := filepath.Join(dir, "flat.mf")
-	os.WriteFile(path, []byte(src.String()), 0o666)
-	w, _ := ParseFile(path, nil)
-	l, _ := NewLocal(LocalOptions{})
-	var r0, r1, c1 syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
-	start := time.Now()
-	Run(context.Background(), w, Options{Dir: dir, Executor: l, Local: Limits{Jobs: 2}})
-	el := time.Since(start)
-	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
-	syscall.Getrusage(syscall.RUSAGE_CHILDREN, &c1)
-	tv := func(x syscall.Timeval) float64 { return float64(x.Sec) + float64(x.Usec)/1e6 }
-	t.Logf("wall %v self user %.3f sys %.3f children user %.3f sys %.3f", el, tv(r1.Utime)-tv(r0.Utime), tv(r1.Stime)-tv(r0.Stime), tv(c1.Utime), tv(c1.Stime))
 }
