@@ -1129,11 +1129,12 @@ func (p *parser) finishWorkflow() {
 		fl.end()
 		files := []string{}
 		for _, t := range fl.toks {
-			if t.kind != tokName || t.text == "" {
+			switch {
+			case t.kind != tokName:
 				p.errorf(v.pos, "%s must be a list of file names", name)
-				continue
+			case t.text != "": // "" is how CCTools' examples write an empty list
+				files = append(files, filepath.Clean(t.text))
 			}
-			files = append(files, filepath.Clean(t.text))
 		}
 		if name == "MAKEFLOW_INPUTS" {
 			p.wf.Inputs = files

@@ -336,7 +336,7 @@ func TestParseSharesEqualEnvironments(t *testing.T) {
 }
 
 func TestParseInputsOutputsAndNested(t *testing.T) {
-	src := "MAKEFLOW_INPUTS=in/hello \"x y\"\nMAKEFLOW_OUTPUTS=\"out.all\"\nout.all: sub.mf in/hello\n\tMAKEFLOW sub.mf subdir\nlocal.out:\n\tLOCAL MAKEFLOW other.mf\n"
+	src := "MAKEFLOW_INPUTS=in/hello \"x y\" \"\"\nMAKEFLOW_OUTPUTS=\"out.all\"\nout.all: sub.mf in/hello\n\tMAKEFLOW sub.mf subdir\nlocal.out:\n\tLOCAL MAKEFLOW other.mf\n"
 	w, err := Parse("n.mf", []byte(src), []string{})
 	if err != nil {
 		t.Fatal(err)
