@@ -405,7 +405,7 @@ func readLog(dir string) string {
 func TestNestedWorkflow(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{
-		"Makeflow":        "out.actual: sublevel.makeflow\n\tMAKEFLOW sublevel.makeflow\nfinal: out.actual\n\tcat out.actual > final\n",
+		"Makeflow":          "out.actual: sublevel.makeflow\n\tMAKEFLOW sublevel.makeflow\nfinal: out.actual\n\tcat out.actual > final\n",
 		"sublevel.makeflow": "out.hello:\n\techo hello > out.hello\nout.actual: out.hello\n\tcat out.hello > out.actual; echo world >> out.actual\n",
 	})
 	r := mf(t, dir)

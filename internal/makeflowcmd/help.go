@@ -24,10 +24,11 @@ THE LANGUAGE
 
   - Variables are replaced when the file is read. A $ that the shell should
     see is written $$ or \$. Undefined variables are errors (environment
-    variables count as defined).
-  - A backslash makes the next character literal (\\ for a backslash); at the
-    end of a line it joins the next one. An unquoted # starts a comment, also
-    in commands.
+    variables count as defined). Inside single quotes $ is left alone, as in
+    awk '{ print $2 }'.
+  - A backslash makes the next character literal, also inside quotes, and
+    is removed (write \\ for a backslash); at the end of a line it joins the
+    next one. An unquoted # starts a comment, also in commands.
   - File names may be quoted ("a b.txt"); runs of dashes are fine (a--b).
   - "local->remote" names a file differently where the command runs: the
     command sees only the rule's files, in a sandbox, under their remote
