@@ -231,8 +231,16 @@ func (d *driver) setup() error {
 	if logPath == "" {
 		logPath = d.w.Path + ".makeflowlog"
 	}
+	if !o.DryRun {
+		// Lock the log before reading it: another run may be writing it.
+		var err error
+		if d.log, err = openLog(logPath); err != nil {
+			return err
+		}
+	}
 	rec, err := readLog(logPath, len(d.w.Rules))
 	if err != nil {
+		d.closeLog()
 		return err
 	}
 	rc := planRecovery(d.g, rec, d.dir, !o.SkipFileCheck)
@@ -276,6 +284,7 @@ func (d *driver) setup() error {
 	}
 	d.sched, err = newScheduler(d.g, cfg)
 	if err != nil {
+		d.closeLog()
 		return err
 	}
 	d.warnOversized(local)
@@ -285,6 +294,7 @@ func (d *driver) setup() error {
 	if d.local == nil {
 		l, err := NewLocal(LocalOptions{})
 		if err != nil {
+			d.closeLog()
 			return err
 		}
 		d.local, d.closeLocal = l, true
@@ -294,11 +304,6 @@ func (d *driver) setup() error {
 	d.jobIDs = make([]int64, len(d.w.Rules))
 	if o.DryRun {
 		return nil
-	}
-
-	d.log, err = openLog(logPath)
-	if err != nil {
-		return err
 	}
 	d.log.event("STARTED")
 	// Rules that must run again lose what they left behind, so that
@@ -328,6 +333,14 @@ func (d *driver) warnOversized(l Limits) {
 			fmt.Fprintf(d.out, "warning: rule %d (%s) asks for %s, more than this machine offers; it will run alone\n",
 				r.ID, r.Pos, res)
 		}
+	}
+}
+
+// closeLog gives up the log when setup fails.
+func (d *driver) closeLog() {
+	if d.log != nil {
+		d.log.f.Close()
+		d.log = nil
 	}
 }
 

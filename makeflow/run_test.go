@@ -663,3 +663,17 @@ func BenchmarkRunFlat(b *testing.B) {
 		l.Close()
 	}
 }
+
+func TestRunRefusesALockedLog(t *testing.T) {
+	tr := newTestRun(t, "a:\n\ttouch a\n")
+	other, err := openLog(tr.path + ".makeflowlog")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tr.run(context.Background(), Options{})
+	if err == nil || !strings.Contains(err.Error(), "another makeflow is running this workflow") || tr.exists("a") {
+		t.Errorf("second run: %v", err)
+	}
+	other.close()
+	tr.mustRun(Options{})
+}

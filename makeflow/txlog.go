@@ -8,6 +8,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -44,10 +45,20 @@ type logWriter struct {
 	err      error // first write error; sticky
 }
 
+// openLog opens the log for appending and locks it, so that two runs of
+// one workflow cannot interleave their records. The lock goes with the
+// process, also when it is killed.
 func openLog(path string) (*logWriter, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another makeflow is running this workflow: %s is locked", path)
+		}
+		return nil, fmt.Errorf("lock log %s: %w", path, err)
 	}
 	return &logWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), lastSync: time.Now()}, nil
 }

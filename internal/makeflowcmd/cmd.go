@@ -195,10 +195,12 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 		Retries:       retries,
 		SkipFileCheck: o.skipFileCheck,
 		Out:           out,
-		Progress: func(c makeflow.Counts) {
+	}
+	if bar.Active() {
+		runOpts.Progress = func(c makeflow.Counts) {
 			bar.SetDone(int64(c.Complete))
 			bar.SetStatus(fmt.Sprintf("running %d, waiting %d, failed %d", c.Running, c.Waiting, c.Failed+c.Aborted))
-		},
+		}
 	}
 	if exe, err := os.Executable(); err == nil {
 		runOpts.MakeflowCommand = exe

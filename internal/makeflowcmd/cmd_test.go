@@ -227,6 +227,17 @@ func TestRunAndClean(t *testing.T) {
 	}
 }
 
+func TestDebugOutput(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "a:\n\ttouch a\n"})
+	r := mf(t, dir, "-d", "all", "w.mf")
+	for _, want := range []string{"level=DEBUG msg=limits", "level=DEBUG msg=started rule=0 attempt=1", "level=DEBUG msg=finished rule=0 status=\"exit status 0\" ok=true"} {
+		if r.code != 0 || !strings.Contains(r.err, want) {
+			t.Errorf("-d all: stderr lacks %q: %v", want, r)
+		}
+	}
+}
+
 func TestChangeDirectory(t *testing.T) {
 	top := t.TempDir()
 	dir := filepath.Join(top, "sub")
