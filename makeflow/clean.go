@@ -112,7 +112,13 @@ func (c *cleaner) clean(w *Workflow, dir, logPath string) error {
 
 func (c *cleaner) cleanNested(n *Nested, dir string) {
 	file := inDir(dir, n.File)
-	sub, err := ParseFile(file, c.opts.Environ)
+	var sub *Workflow
+	var err error
+	if n.JSON {
+		sub, err = ParseJSONFile(file)
+	} else {
+		sub, err = ParseFile(file, c.opts.Environ)
+	}
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(c.out, "warning: cannot clean nested workflow %s: %v\n", n.File, err)

@@ -475,6 +475,9 @@ func (d *driver) command(r *Rule) string {
 	if c := r.Resources.Cores; c > 0 {
 		args = append(args, "-j", strconv.FormatInt(c, 10))
 	}
+	if r.Nested.JSON {
+		args = append(args, "--json")
+	}
 	file := r.Nested.File
 	if r.Nested.Dir != "" {
 		args = append(args, "-X", shellQuote(r.Nested.Dir))

@@ -87,6 +87,7 @@ func (f File) RemoteName() string {
 type Nested struct {
 	File string // the sub-workflow's file, relative to the workflow directory
 	Dir  string // directory to run it in; "" for the workflow directory
+	JSON bool   // the sub-workflow is in the JSON form
 }
 
 // Resources is what a rule declares it needs. Zero means "not declared":

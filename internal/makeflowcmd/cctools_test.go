@@ -51,17 +51,30 @@ func TestSameResultsAsCCTools(t *testing.T) {
 			"out_rule_2b:\n    /bin/echo \\${CATEGORY} > out_rule_2b\n\n.MAKEFLOW CATEGORY three\nout_rule_3:\n    /bin/echo ${CATEGORY} > out_rule_3\n",
 		// LOCAL with redirections first (TR_makeflow_020_syntax_meta).
 		"meta": "correct.makeflow: typo.makeflow\n\tLOCAL < typo.makeflow > correct.makeflow sed \"s!capital!capitol!g\"\n",
+		// The JSON form (TR_makeflow_json_simple, _env, _local).
+		"simple.json": `{"rules": [{"command": "echo A > A", "outputs": ["A"]}, {"command": "echo B > B", "outputs": ["B"]},
+			{"command": "echo C > C && cat A B >> C", "outputs": ["C"], "inputs": ["A", "B"]},
+			{"command": "sort C > D", "outputs": ["D"], "inputs": ["C"]}, {"command": "[ -e C ] && [ -e D ]", "inputs": ["C", "D"]}]}`,
+		"env.json": `{"environment": {"A": "a", "B": "b"}, "rules": [{"command": "echo $A > A", "outputs": ["A"]},
+			{"command": "echo $B > B", "outputs": ["B"], "environment": {"B": "x"}},
+			{"inputs": ["A", "B"], "command": "[ \"$A\" = $(cat A) ] && [ x = $(cat B) ] && echo ok > ok", "outputs": ["ok"]}]}`,
+		"local.json": `{"rules": [{"command": "echo A > A", "local_job": true, "outputs": ["A"]},
+			{"command": "cat A > B && echo B >> B", "inputs": ["A"], "outputs": ["B"], "local_job": true}]}`,
 	}
 	for name, src := range workflows {
 		t.Run(name, func(t *testing.T) {
 			ours, theirs := t.TempDir(), t.TempDir()
-			for _, dir := range []string{ours, theirs} {
-				writeFiles(t, dir, map[string]string{"w.mf": src, "typo.makeflow": "capital.jpg: capital.360.jpg\n"})
+			args := []string{"w.mf"}
+			if strings.HasSuffix(name, ".json") {
+				args = []string{"--json", "w.json"}
 			}
-			if r := mf(t, ours, "w.mf"); r.code != 0 {
+			for _, dir := range []string{ours, theirs} {
+				writeFiles(t, dir, map[string]string{args[len(args)-1]: src, "typo.makeflow": "capital.jpg: capital.360.jpg\n"})
+			}
+			if r := mf(t, ours, args...); r.code != 0 {
 				t.Fatalf("ours: %v", r)
 			}
-			if r := runProgram(t, theirs, cctoolsMakeflow, "w.mf"); r.code != 0 {
+			if r := runProgram(t, theirs, cctoolsMakeflow, args...); r.code != 0 {
 				t.Fatalf("CCTools: %v", r)
 			}
 			got, want := madeFiles(t, ours), madeFiles(t, theirs)
@@ -88,7 +101,7 @@ func madeFiles(t *testing.T, dir string) map[string]string {
 	files := map[string]string{}
 	for _, e := range entries {
 		name := e.Name()
-		if name == "w.mf" || name == "typo.makeflow" || strings.HasPrefix(name, "w.mf.") || e.IsDir() {
+		if name == "typo.makeflow" || strings.HasPrefix(name, "w.") || e.IsDir() {
 			continue
 		}
 		files[name] = readFile(t, filepath.Join(dir, name))

@@ -44,6 +44,7 @@ type options struct {
 	localMemory   int64
 	localDisk     int64
 	skipFileCheck bool
+	json          bool
 }
 
 // A batchType is a value of -T: where the rules run.
@@ -116,6 +117,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.Int64Var(&o.localMemory, "local-memory", 0, "memory in MB of this machine rules may use (default: all)")
 	f.Int64Var(&o.localDisk, "local-disk", 0, "disk in MB rules may use (default: free space)")
 	f.BoolVar(&o.skipFileCheck, "skip-file-check", false, "trust the log: do not look for missing or changed files before running")
+	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 	return cmd
 }
 
@@ -146,7 +148,12 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 		}
 	}
 	path = inDir(dir, path)
-	wf, err := makeflow.ParseFile(path, nil)
+	var wf *makeflow.Workflow
+	if o.json || strings.HasSuffix(path, ".json") {
+		wf, err = makeflow.ParseJSONFile(path)
+	} else {
+		wf, err = makeflow.ParseFile(path, nil)
+	}
 	if err != nil {
 		return inputErrors(err, path, s.Err)
 	}
