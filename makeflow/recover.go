@@ -10,7 +10,7 @@ import (
 // run again.
 type recovery struct {
 	done  []bool
-	reset []int    // logged rules that must run (again), in id order
+	reset []int    // rules that started before and must run (again), in id order
 	why   []string // one line per rule that is out of date, and why
 }
 
@@ -87,8 +87,15 @@ func planRecovery(g *graph, rec *logRecord, dir string, check bool) *recovery {
 			}
 		}
 	}
-	for id := range n {
-		if rec.logged[id] && !rc.done[id] {
+	for id, r := range g.w.Rules {
+		if rc.done[id] {
+			continue
+		}
+		started := rec.logged[id]
+		for _, f := range r.Targets {
+			started = started || rec.expected[f.Name]
+		}
+		if started {
 			rc.reset = append(rc.reset, id)
 		}
 	}

@@ -218,6 +218,7 @@ type driver struct {
 	onRemote []bool  // whether that job went to the remote executor
 	running  int
 	pending  []Start // decided but not yet submitted
+	spare    []Start // the other buffer for pending
 	report   Report
 	aborting bool
 	err      error // what stopped the run early, if anything
@@ -405,19 +406,42 @@ func (d *driver) run(ctx context.Context) (*Report, error) {
 
 func (d *driver) queue(starts []Start) { d.pending = append(d.pending, starts...) }
 
-// launch submits the jobs the scheduler decided on. The log is flushed
-// first: whatever those jobs depend on is then recorded as done.
+// launch submits the jobs the scheduler decided on. Before any of them
+// starts, the log records that their outputs are expected, and everything
+// logged before (the completions they depend on) is handed to the kernel:
+// a run killed at any moment leaves a log that says which rules may have
+// left partial outputs, and never one that shows a rule started before the
+// rules it needs were complete.
 func (d *driver) launch() {
-	if d.log != nil {
-		d.log.flush()
-	}
-	d.out.Flush()
 	for len(d.pending) > 0 && !d.aborting {
-		st := d.pending[0]
-		d.pending = d.pending[1:]
-		d.submit(st)
+		batch := d.pending
+		d.pending = d.spare[:0]
+		for _, st := range batch {
+			r := d.w.Rules[st.Rule]
+			if !d.opts.DryRun {
+				fmt.Fprintln(d.out, d.command(r))
+			}
+			if d.log != nil {
+				for _, f := range r.Targets {
+					size, ok := d.w.Sizes[f.Name]
+					if !ok {
+						size = defaultExpectSize
+					}
+					d.log.file(f.Name, fileExpect, size)
+				}
+			}
+		}
+		d.flush()
+		for _, st := range batch {
+			d.submit(st) // a job that cannot start may queue a retry in d.pending
+		}
+		d.spare = batch
 	}
 	d.pending = d.pending[:0]
+	d.flush()
+}
+
+func (d *driver) flush() {
 	if d.log != nil {
 		d.log.flush()
 	}
@@ -430,18 +454,6 @@ func (d *driver) submit(st Start) {
 	exec := d.local
 	if st.Remote {
 		exec = d.remote
-	}
-	if !d.opts.DryRun {
-		fmt.Fprintln(d.out, job.Command)
-	}
-	if d.log != nil {
-		for _, f := range r.Targets {
-			size, ok := d.w.Sizes[f.Name]
-			if !ok {
-				size = defaultExpectSize
-			}
-			d.log.file(f.Name, fileExpect, size)
-		}
 	}
 	jobID, err := exec.Submit(job)
 	if err != nil {

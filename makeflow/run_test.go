@@ -677,3 +677,20 @@ func TestRunRefusesALockedLog(t *testing.T) {
 	other.close()
 	tr.mustRun(Options{})
 }
+
+// A run killed between logging that a rule's outputs are expected and
+// logging that the rule started may still have started it: its outputs
+// are removed before it runs again, so that an appending command does not
+// append twice.
+func TestRunRemovesOutputsOfRulesThatMayHaveStarted(t *testing.T) {
+	tr := newTestRun(t, "out:\n\techo line >> out\n")
+	tr.write("Makeflow.makeflowlog", "# STARTED 1\n# FILE 2 out 1 1073741824\n")
+	tr.write("out", "partial")
+	tr.mustRun(Options{})
+	if got := tr.read("out"); got != "line\n" {
+		t.Errorf("out = %q", got)
+	}
+	if !strings.Contains(tr.out.String(), "deleted out\n") {
+		t.Errorf("messages:\n%s", tr.out.String())
+	}
+}

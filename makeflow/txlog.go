@@ -147,7 +147,10 @@ type logRecord struct {
 	logged  []bool      // the rule appears in the log
 	started []int64     // when each rule last started (µs), 0 if never
 	made    map[string]int64
-	runs    int // how many runs the log records (# STARTED lines)
+	// expected holds the files some rule was about to make: a rule that is
+	// not complete and expected one of its outputs may have left part of it.
+	expected map[string]bool
+	runs     int // how many runs the log records (# STARTED lines)
 }
 
 // readLog reads the log at path for a workflow of n rules. A missing log
@@ -157,10 +160,11 @@ type logRecord struct {
 // naming it.
 func readLog(path string, n int) (*logRecord, error) {
 	rec := &logRecord{
-		state:   make([]RuleState, n),
-		logged:  make([]bool, n),
-		started: make([]int64, n),
-		made:    map[string]int64{},
+		state:    make([]RuleState, n),
+		logged:   make([]bool, n),
+		started:  make([]int64, n),
+		made:     map[string]int64{},
+		expected: map[string]bool{},
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -216,8 +220,11 @@ func (rec *logRecord) add(line string) error {
 			if err1 != nil || err2 != nil {
 				return errors.New("malformed FILE line")
 			}
-			if st == fileExists {
+			switch st {
+			case fileExists:
 				rec.made[name] = t
+			case fileExpect:
+				rec.expected[name] = true
 			}
 		}
 		// Other comment lines (CACHE, GC, MOUNT, verbose DAG dumps) carry
