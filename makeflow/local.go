@@ -265,7 +265,9 @@ func (l *Local) wait(lp *localProc) {
 			res.Signal = signalName(ws.Signal())
 		}
 	}
-	res.Canceled = lp.canceled.Load()
+	// A job that finished its work before the signal reached it is done,
+	// not cancelled.
+	res.Canceled = lp.canceled.Load() && !(res.Err == nil && res.ExitCode == 0)
 	res.Stderr = lp.tail.bytes()
 	if lp.sandbox != "" {
 		if err := collectSandbox(lp.job, lp.sandbox, res.OK()); err != nil && res.OK() {

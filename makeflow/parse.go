@@ -48,10 +48,17 @@ func ParseFile(path string, environ []string) (*Workflow, error) {
 //
 // Commands may start with LOCAL (always run on this machine) or be
 // "MAKEFLOW file [dir]" to run a nested workflow. $NAME, $(NAME) and ${NAME}
-// are replaced when the file is read; write \$ or $$ for a $ that the shell
-// should see. A backslash makes the next character literal and is removed
-// (so \\ gives one backslash); a backslash at the end of a line joins the
-// next line. An unquoted # starts a comment, also in commands.
+// are replaced when the file is read, except inside single quotes; write \$
+// or $$ for a $ that the shell should see. A variable's value keeps its
+// quotes, and is read again where it is used (so a value holding two quoted
+// names gives two files). A backslash makes the next character literal, also
+// inside quotes, and is removed (so \\ gives one backslash); a backslash at
+// the end of a line joins the next line. An unquoted # starts a comment, also
+// in commands. Runs of blanks in a command outside quotes become one space.
+//
+// These are CCTools' rules, with three differences: $$ is accepted, an
+// export applies to the rules after it (not to those before), and every
+// error is reported, not just the first.
 func Parse(name string, src []byte, environ []string) (*Workflow, error) {
 	if environ == nil {
 		environ = os.Environ()

@@ -319,7 +319,11 @@ func (d *driver) setup() error {
 			d.log.node(id, Waiting, 0, d.sched.Counts())
 		}
 	}
-	return d.log.sync()
+	if err := d.log.sync(); err != nil {
+		d.closeLog()
+		return fmt.Errorf("write log: %w", err)
+	}
+	return nil
 }
 
 // warnOversized notes rules that ask for more than this machine has: they
@@ -436,6 +440,10 @@ func (d *driver) launch() {
 			d.submit(st) // a job that cannot start may queue a retry in d.pending
 		}
 		d.spare = batch
+	}
+	// Rules chosen to start when the run was stopped never start.
+	for _, st := range d.pending {
+		d.sched.Abort(st.Rule)
 	}
 	d.pending = d.pending[:0]
 	d.flush()
