@@ -64,7 +64,7 @@ run() {
   esac
   end=$(date +%s%N)
   rm -rf "$dir"
-  echo "scale=3; ($end - $start) / 1000000000" | bc
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", (e - s) / 1e9 }'
 }
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
@@ -85,11 +85,11 @@ for shape in flat chain; do
   if [ -n "${med[make]:-}" ]; then
     for tool in "${tools[@]}"; do
       [ "$tool" = make ] && continue
-      printf '  %s / make = %.2f\n' "$tool" "$(echo "scale=4; ${med[$tool]} / ${med[make]}" | bc)"
+      awk -v t="$tool" -v a="${med[$tool]}" -v b="${med[make]}" 'BEGIN { printf "  %s / make = %.2f\n", t, a / b }'
     done
   fi
   for tool in "${tools[@]}"; do
-    printf '  %-8s %6.0f µs per rule\n' "$tool" "$(echo "scale=4; ${med[$tool]} * 1000000 / $n" | bc)"
+    awk -v t="$tool" -v s="${med[$tool]}" -v n="$n" 'BEGIN { printf "  %-8s %6.0f µs per rule\n", t, s * 1e6 / n }'
   done
   unset times med
 done
