@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -52,4 +53,39 @@ func BuildCommands(dir string, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// BuildSharedLib compiles the C source file src into a shared library in a
+// temporary directory with the system's gcc and returns its path.
+func BuildSharedLib(t testing.TB, src string) string {
+	t.Helper()
+	gcc := NeedCommand(t, "gcc", "apt-get install gcc")
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c")+".so")
+	if b, err := exec.Command(gcc, "-O2", "-shared", "-fPIC", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, b)
+	}
+	return out
+}
+
+// BuildProgram compiles the C source file src into an executable in a
+// temporary directory with the system's gcc and returns its path.
+func BuildProgram(t testing.TB, src string) string {
+	t.Helper()
+	gcc := NeedCommand(t, "gcc", "apt-get install gcc")
+	out := filepath.Join(t.TempDir(), strings.TrimSuffix(filepath.Base(src), ".c"))
+	if b, err := exec.Command(gcc, "-O2", "-o", out, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", src, err, b)
+	}
+	return out
+}
+
+// WriteScript writes an executable /bin/sh script with the given body into
+// dir and returns its path.
+func WriteScript(t testing.TB, dir, name, body string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte("#!/bin/sh\n"+body+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

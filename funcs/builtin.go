@@ -1,0 +1,166 @@
+package funcs
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/big"
+	"math/bits"
+	"strconv"
+)
+
+// ByteDiff is the built-in "bytediff": the number of byte positions at which
+// a and b differ, counting every byte of the longer input beyond the end of
+// the shorter one as a difference. It is the function of seed 000's Fig. 3.4
+// microbenchmark and a stand-in for biometric template distance.
+func ByteDiff(a, b []byte) ([]byte, error) {
+	return strconv.AppendInt(nil, int64(countDiff(a, b)), 10), nil
+}
+
+func countDiff(a, b []byte) int {
+	n := min(len(a), len(b))
+	diff := max(len(a), len(b)) - n
+	// Eight bytes at a time: a byte of a^b is zero where the inputs agree.
+	// zeroMask marks each zero byte in its top bit; the marks of four words
+	// are shifted into distinct bits so one population count adds them up.
+	same, i := 0, 0
+	for ; i+32 <= n; i += 32 {
+		m := zeroMask(binary.LittleEndian.Uint64(a[i:])^binary.LittleEndian.Uint64(b[i:]))>>7 |
+			zeroMask(binary.LittleEndian.Uint64(a[i+8:])^binary.LittleEndian.Uint64(b[i+8:]))>>6 |
+			zeroMask(binary.LittleEndian.Uint64(a[i+16:])^binary.LittleEndian.Uint64(b[i+16:]))>>5 |
+			zeroMask(binary.LittleEndian.Uint64(a[i+24:])^binary.LittleEndian.Uint64(b[i+24:]))>>4
+		same += bits.OnesCount64(m)
+	}
+	for ; i+8 <= n; i += 8 {
+		same += bits.OnesCount64(zeroMask(binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])))
+	}
+	diff += i - same
+	for ; i < n; i++ {
+		if a[i] != b[i] {
+			diff++
+		}
+	}
+	return diff
+}
+
+// zeroMask sets the top bit of each zero byte of x and clears every other
+// bit. Adding 0x7f to a byte's low seven bits carries into its top bit
+// unless they are all zero, and OR-ing in the byte itself catches a set top
+// bit; no carry crosses into the next byte.
+func zeroMask(x uint64) uint64 {
+	const low7 = 0x7f7f7f7f7f7f7f7f
+	return ^((x&low7 + low7) | x | low7)
+}
+
+// Smith-Waterman scoring used by SWAlign: a linear gap penalty, as in the
+// textbook example (TGTTACGG against GGTTGACTA scores 13).
+const (
+	swMatch    = 3
+	swMismatch = -3
+	swGap      = -2
+)
+
+// SWAlign is the built-in "swalign": the Smith-Waterman local-alignment
+// score of two sequences, scoring +3 for a match, -3 for a mismatch and -2
+// for each gap position (a linear gap penalty). Inputs may be plain sequences
+// or FASTA: header lines starting with '>' and all whitespace are ignored,
+// and letters are compared without regard to case. It needs O(len(b)) memory
+// and O(len(a)·len(b)) time.
+func SWAlign(a, b []byte) ([]byte, error) {
+	return strconv.AppendInt(nil, int64(swScore(sequence(a), sequence(b))), 10), nil
+}
+
+// sequence strips FASTA headers and whitespace and upper-cases letters.
+func sequence(in []byte) []byte {
+	out := make([]byte, 0, len(in))
+	for len(in) > 0 {
+		line := in
+		if i := bytes.IndexByte(in, '\n'); i >= 0 {
+			line, in = in[:i], in[i+1:]
+		} else {
+			in = nil
+		}
+		if len(line) > 0 && line[0] == '>' {
+			continue
+		}
+		for _, c := range line {
+			switch {
+			case c == ' ' || c == '\t' || c == '\r':
+			case 'a' <= c && c <= 'z':
+				out = append(out, c-'a'+'A')
+			default:
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+func swScore(a, b []byte) int {
+	if len(a) < len(b) {
+		a, b = b, a // keep the row short
+	}
+	row := make([]int32, len(b)+1)
+	best := int32(0)
+	for i := range a {
+		diag := int32(0) // H[i-1][j-1]
+		for j := range b {
+			up := row[j+1] // H[i-1][j]
+			s := int32(swMismatch)
+			if a[i] == b[j] {
+				s = swMatch
+			}
+			h := max(0, diag+s, up+swGap, row[j]+swGap)
+			diag = up
+			row[j+1] = h
+			best = max(best, h)
+		}
+	}
+	return int(best)
+}
+
+// Sum is the built-in Wavefront cell "sum": x + y + d, each input a decimal
+// integer (surrounding whitespace ignored), exact at any size. With
+// R[i,0] = i and R[0,j] = j, R[9,9] is 1854882.
+func Sum(x, y, d []byte) ([]byte, error) {
+	inputs := [3][]byte{bytes.TrimSpace(x), bytes.TrimSpace(y), bytes.TrimSpace(d)}
+	var sum int64
+	exact := true
+	for _, in := range inputs {
+		v, err := strconv.ParseInt(string(in), 10, 64)
+		if err != nil || overflows(sum, v) {
+			exact = false
+			break
+		}
+		sum += v
+	}
+	if exact {
+		return strconv.AppendInt(nil, sum, 10), nil
+	}
+	total := new(big.Int)
+	for _, in := range inputs {
+		v, ok := new(big.Int).SetString(string(in), 10)
+		if !ok {
+			return nil, fmt.Errorf("sum: %q is not an integer", truncate(in, 40))
+		}
+		total.Add(total, v)
+	}
+	return total.Append(nil, 10), nil
+}
+
+func overflows(a, b int64) bool {
+	s := a + b
+	return (a > 0 && b > 0 && s < 0) || (a < 0 && b < 0 && s >= 0)
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// errUnknownBuiltin is wrapped by the error for a builtin: name that is not
+// registered.
+var errUnknownBuiltin = errors.New("unknown built-in function")

@@ -1,0 +1,444 @@
+package funcs_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/testutil"
+)
+
+func naiveDiff(a, b []byte) int {
+	n := max(len(a), len(b))
+	d := 0
+	for i := 0; i < n; i++ {
+		if i >= len(a) || i >= len(b) || a[i] != b[i] {
+			d++
+		}
+	}
+	return d
+}
+
+func TestByteDiffAgainstNaive(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 500; trial++ {
+		a := make([]byte, rng.IntN(200))
+		b := make([]byte, rng.IntN(200))
+		// Few symbols make equal bytes common; the full range exercises
+		// the top bit of every byte.
+		symbols := 4
+		if trial%2 == 0 {
+			symbols = 256
+		}
+		for i := range a {
+			a[i] = byte(rng.IntN(symbols))
+		}
+		for i := range b {
+			b[i] = byte(rng.IntN(symbols))
+		}
+		got, err := funcs.ByteDiff(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strconv.Itoa(naiveDiff(a, b)); string(got) != want {
+			t.Fatalf("ByteDiff(%v, %v) = %s, want %s", a, b, got, want)
+		}
+	}
+}
+
+func TestSWAlign(t *testing.T) {
+	tests := []struct {
+		a, b string
+		want string
+	}{
+		{"TGTTACGG", "GGTTGACTA", "13"}, // the textbook example
+		{"GGTTGACTA", "TGTTACGG", "13"}, // symmetric
+		{"ACGT", "ACGT", "12"},
+		{"AAAA", "TTTT", "0"},
+		{"", "ACGT", "0"},
+		{">seq1 some header\nacgt\nACGT\n", ">seq2\nACGTACGT", "24"}, // FASTA, case-insensitive
+	}
+	for _, tt := range tests {
+		got, err := funcs.SWAlign([]byte(tt.a), []byte(tt.b))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("SWAlign(%q, %q) = %s, %v; want %s", tt.a, tt.b, got, err, tt.want)
+		}
+	}
+}
+
+func TestSumOracle(t *testing.T) {
+	// R[i,0] = i, R[0,j] = j, R[i,j] = sum of the three neighbours.
+	const n = 9
+	var r [n + 1][n + 1][]byte
+	for i := 0; i <= n; i++ {
+		r[i][0] = []byte(strconv.Itoa(i))
+		r[0][i] = []byte(strconv.Itoa(i))
+	}
+	for i := 1; i <= n; i++ {
+		for j := 1; j <= n; j++ {
+			v, err := funcs.Sum(r[i-1][j], r[i][j-1], r[i-1][j-1])
+			if err != nil {
+				t.Fatal(err)
+			}
+			r[i][j] = v
+		}
+	}
+	if got := string(r[n][n]); got != "1854882" {
+		t.Errorf("R[9,9] = %s, want 1854882", got)
+	}
+}
+
+func TestSumBig(t *testing.T) {
+	tests := []struct{ x, y, d, want string }{
+		{"9223372036854775807", "1", "0", "9223372036854775808"},
+		{"99999999999999999999999999", "1", "-1", "99999999999999999999999999"},
+		{" 1\n", "2\n", "3", "6"},
+		{"-5", "2", "1", "-2"},
+	}
+	for _, tt := range tests {
+		got, err := funcs.Sum([]byte(tt.x), []byte(tt.y), []byte(tt.d))
+		if err != nil || string(got) != tt.want {
+			t.Errorf("Sum(%q, %q, %q) = %s, %v; want %s", tt.x, tt.y, tt.d, got, err, tt.want)
+		}
+	}
+	if _, err := funcs.Sum([]byte("x"), []byte("1"), []byte("1")); err == nil {
+		t.Error("Sum of a non-integer succeeded")
+	}
+}
+
+func TestSplitArgs(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{"", nil, false},
+		{"-a -b", []string{"-a", "-b"}, false},
+		{"  -t   0.5 ", []string{"-t", "0.5"}, false},
+		{`'a b' "c d"`, []string{"a b", "c d"}, false},
+		{`"x\"y" 'q\w'`, []string{`x"y`, `q\w`}, false},
+		{`a\ b`, []string{"a b"}, false},
+		{`""`, []string{""}, false},
+		{`$HOME`, []string{"$HOME"}, false},
+		{`'unterminated`, nil, true},
+		{`trailing\`, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := funcs.SplitArgs(tt.in)
+		if (err != nil) != tt.wantErr {
+			t.Errorf("SplitArgs(%q) error = %v, want error %v", tt.in, err, tt.wantErr)
+			continue
+		}
+		if fmt.Sprint(got) != fmt.Sprint(tt.want) || len(got) != len(tt.want) {
+			t.Errorf("SplitArgs(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func writeFile(t *testing.T, dir, name, content string) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestProgramPair(t *testing.T) {
+	dir := t.TempDir()
+	a := writeFile(t, dir, "a", "hello")
+	b := writeFile(t, dir, "b", "world")
+	reg := funcs.NewRegistry()
+	ctx := context.Background()
+
+	tests := []struct {
+		name    string
+		body    string
+		opts    funcs.Options
+		want    string
+		check   func(t *testing.T, e *funcs.CallError)
+		wantErr bool
+	}{
+		{name: "result", body: `printf '%s %s\n\n' "$(cat "$1")" "$(cat "$2")"`, want: "hello world"},
+		{name: "extra args first", body: `echo "$@"`, opts: funcs.Options{Args: []string{"-x", "two words"}}, want: "-x two words " + a + " " + b},
+		{name: "empty output", body: `true`, want: ""},
+		{name: "exit status", body: "echo partial; echo 'bad input' >&2; exit 3", wantErr: true, check: func(t *testing.T, e *funcs.CallError) {
+			if e.ExitCode != 3 || !strings.Contains(string(e.Stderr), "bad input") {
+				t.Errorf("got exit %d, stderr %q; want 3 and the message", e.ExitCode, e.Stderr)
+			}
+		}},
+		{name: "signal", body: "kill -SEGV $$", wantErr: true, check: func(t *testing.T, e *funcs.CallError) {
+			if e.Signal != syscall.SIGSEGV || e.ExitCode != -1 {
+				t.Errorf("got signal %v exit %d, want SIGSEGV", e.Signal, e.ExitCode)
+			}
+		}},
+		{name: "timeout", body: "echo started >&2; exec sleep 30", opts: funcs.Options{Timeout: 200 * time.Millisecond}, wantErr: true, check: func(t *testing.T, e *funcs.CallError) {
+			if !e.TimedOut || !strings.Contains(e.Error(), "timed out after 200ms") || !strings.Contains(string(e.Stderr), "started") {
+				t.Errorf("got %v, want a timeout with stderr", e)
+			}
+		}},
+		{name: "timeout ignoring TERM", body: "trap '' TERM; echo started >&2; sleep 30", opts: funcs.Options{Timeout: 100 * time.Millisecond}, wantErr: true, check: func(t *testing.T, e *funcs.CallError) {
+			if !e.TimedOut {
+				t.Errorf("got %v, want a timeout", e)
+			}
+		}},
+		{name: "result too large", body: "head -c 5000 /dev/zero", opts: funcs.Options{MaxResult: 100}, wantErr: true, check: func(t *testing.T, e *funcs.CallError) {
+			if !errors.Is(e, funcs.ErrTooLarge) {
+				t.Errorf("got %v, want ErrTooLarge", e)
+			}
+		}},
+		{name: "stderr tail bounded", body: "for i in $(seq 1 2000); do echo line$i >&2; done; exit 1", opts: funcs.Options{StderrTail: 64}, wantErr: true, check: func(t *testing.T, e *funcs.CallError) {
+			if len(e.Stderr) > 64 || !strings.Contains(string(e.Stderr), "line2000") {
+				t.Errorf("stderr tail = %q, want at most 64 bytes ending with line2000", e.Stderr)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			prog := testutil.WriteScript(t, t.TempDir(), "f", tt.body)
+			f, err := reg.OpenPair(prog, tt.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if f.Info().Kind != funcs.Program || f.Info().Path != prog {
+				t.Errorf("Info = %+v", f.Info())
+			}
+			// Twice, so that the reused output files are exercised.
+			for i := 0; i < 2; i++ {
+				got, err := f.Call(ctx, funcs.Input{Path: a}, funcs.Input{Path: b})
+				if tt.wantErr {
+					var ce *funcs.CallError
+					if !errors.As(err, &ce) {
+						t.Fatalf("Call error = %v, want *CallError", err)
+					}
+					tt.check(t, ce)
+					continue
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != tt.want {
+					t.Errorf("Call = %q, want %q", got, tt.want)
+				}
+			}
+		})
+	}
+}
+
+func TestProgramDataInputs(t *testing.T) {
+	prog := testutil.WriteScript(t, t.TempDir(), "f", `cat "$1" "$2" "$3"`)
+	tmp := t.TempDir()
+	f, err := funcs.NewRegistry().OpenCell(prog, funcs.Options{TempDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	got, err := f.Call(context.Background(), funcs.Input{Data: []byte("x")}, funcs.Input{Data: []byte("y")}, funcs.Input{Data: []byte{}})
+	if err != nil || string(got) != "xy" {
+		t.Fatalf("Call = %q, %v; want xy", got, err)
+	}
+	if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
+		t.Errorf("temporary inputs left behind: %v", entries)
+	}
+}
+
+func TestProgramCancel(t *testing.T) {
+	prog := testutil.WriteScript(t, t.TempDir(), "f", "exec sleep 30")
+	f, err := funcs.NewRegistry().OpenPair(prog, funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	_, err = f.Call(ctx, funcs.Input{Path: "/dev/null"}, funcs.Input{Path: "/dev/null"})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Call after cancel = %v, want context.Canceled", err)
+	}
+}
+
+func TestOpenErrors(t *testing.T) {
+	dir := t.TempDir()
+	notExec := writeFile(t, dir, "notexec", "#!/bin/sh\n")
+	garbage := writeFile(t, dir, "garbage.so", "not an ELF file")
+	reg := funcs.NewRegistry()
+	tests := []struct {
+		spec string
+		want string
+	}{
+		{filepath.Join(dir, "missing"), "no such file"},
+		{"no-such-program-anywhere", "no such file in the current directory or in $PATH"},
+		{notExec, "is not executable"},
+		{dir, "is a directory"},
+		{"builtin:nope", "unknown built-in function (All-Pairs built-ins: bitwise, bytediff, swalign)"},
+		{filepath.Join(dir, "missing.so"), "no such file"},
+		{garbage, "cannot load"},
+	}
+	for _, tt := range tests {
+		_, err := reg.OpenPair(tt.spec, funcs.Options{})
+		if errors.Is(err, funcs.ErrNoCgo) {
+			continue // a library cannot even be tried without cgo
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("OpenPair(%q) error = %v, want it to contain %q", tt.spec, err, tt.want)
+		}
+	}
+	if _, err := reg.OpenCell("builtin:bytediff", funcs.Options{}); err == nil || !strings.Contains(err.Error(), "Wavefront built-ins: sum") {
+		t.Errorf("OpenCell(builtin:bytediff) error = %v, want the list of cell built-ins", err)
+	}
+}
+
+func TestOpenByName(t *testing.T) {
+	reg := funcs.NewRegistry()
+	// A bare name is found in $PATH.
+	f, err := reg.OpenPair("cmp", funcs.Options{Args: []string{"-s"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Call(context.Background(), funcs.Input{Path: "/dev/null"}, funcs.Input{Path: "/dev/null"}); err != nil {
+		t.Errorf("cmp -s /dev/null /dev/null: %v", err)
+	}
+	// CCTools' internal names map to built-ins.
+	g, err := reg.OpenPair("BITWISE", funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := g.Call(context.Background(), funcs.Input{Data: []byte("ab")}, funcs.Input{Data: []byte("ac")}); string(got) != "1" {
+		t.Errorf("BITWISE = %q, want 1", got)
+	}
+}
+
+func TestGoFunctions(t *testing.T) {
+	reg := funcs.NewRegistry()
+	reg.RegisterPair("fails", func(a, b []byte) ([]byte, error) { return nil, errors.New("no template found") })
+	reg.RegisterPair("panics", func(a, b []byte) ([]byte, error) { panic("index out of range") })
+	reg.RegisterPair("hangs", func(a, b []byte) ([]byte, error) { time.Sleep(5 * time.Second); return nil, nil })
+	reg.RegisterPair("concat", func(a, b []byte) ([]byte, error) { return append(append([]byte{}, a...), b...), nil })
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := writeFile(t, dir, "p", "from-file")
+
+	tests := []struct {
+		name    string
+		opts    funcs.Options
+		want    string
+		wantErr string
+	}{
+		{name: "concat", want: "memfrom-file"},
+		{name: "fails", wantErr: "builtin:fails: no template found"},
+		{name: "panics", wantErr: "panic: index out of range"},
+		{name: "hangs", opts: funcs.Options{Timeout: 50 * time.Millisecond}, wantErr: "timed out after 50ms"},
+	}
+	for _, tt := range tests {
+		f, err := reg.OpenPair("builtin:"+tt.name, tt.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.Call(ctx, funcs.Input{Data: []byte("mem")}, funcs.Input{Path: path})
+		var ce *funcs.CallError
+		switch {
+		case tt.wantErr != "":
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%s: error = %v, want a CallError containing %q", tt.name, err, tt.wantErr)
+			}
+		case err != nil || string(got) != tt.want:
+			t.Errorf("%s = %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}
+
+func TestSharedLibrary(t *testing.T) {
+	lib := testutil.BuildSharedLib(t, "testdata/bytediff.c")
+	reg := funcs.NewRegistry()
+	f, err := reg.OpenPair(lib, funcs.Options{})
+	if errors.Is(err, funcs.ErrNoCgo) {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Info().Kind != funcs.SharedLibrary || !f.Info().Kind.InMemory() {
+		t.Errorf("Info = %+v", f.Info())
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	ctx := context.Background()
+	for trial := 0; trial < 50; trial++ {
+		a := make([]byte, rng.IntN(3000))
+		b := make([]byte, rng.IntN(3000))
+		for i := range a {
+			a[i] = byte(rng.IntN(3))
+		}
+		for i := range b {
+			b[i] = byte(rng.IntN(3))
+		}
+		got, err := f.Call(ctx, funcs.Input{Data: a}, funcs.Input{Data: b})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, _ := funcs.ByteDiff(a, b)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("library = %s, built-in = %s", got, want)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Errorf("Close: %v", err)
+	}
+
+	// The library does not export the Wavefront symbol.
+	if _, err := reg.OpenCell(lib, funcs.Options{}); err == nil || !strings.Contains(err.Error(), "does not export wavefront_function") {
+		t.Errorf("OpenCell on an All-Pairs library: %v", err)
+	}
+
+	cell, err := reg.OpenCell(testutil.BuildSharedLib(t, "testdata/sum.c"), funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cell.Close()
+	if got, err := cell.Call(ctx, funcs.Input{Data: []byte("40")}, funcs.Input{Data: []byte("1")}, funcs.Input{Data: []byte("1")}); err != nil || string(got) != "42" {
+		t.Errorf("sum.so = %q, %v; want 42", got, err)
+	}
+
+	null, err := reg.OpenPair(testutil.BuildSharedLib(t, "testdata/null.c"), funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer null.Close()
+	if _, err := null.Call(ctx, funcs.Input{Data: []byte("a")}, funcs.Input{Data: []byte("b")}); err == nil || !strings.Contains(err.Error(), "returned NULL") {
+		t.Errorf("NULL-returning library: %v", err)
+	}
+}
+
+func ExampleRegistry_OpenPair() {
+	reg := funcs.NewRegistry()
+	f, err := reg.OpenPair("builtin:bytediff", funcs.Options{})
+	if err != nil {
+		panic(err)
+	}
+	defer f.Close()
+	out, _ := f.Call(context.Background(), funcs.Input{Data: []byte("GATTACA")}, funcs.Input{Data: []byte("GACTACA")})
+	fmt.Println(string(out))
+	// Output: 1
+}
+
+func ExampleRegistry_RegisterPair() {
+	reg := funcs.NewRegistry()
+	reg.RegisterPair("samelen", func(a, b []byte) ([]byte, error) {
+		return []byte(strconv.FormatBool(len(a) == len(b))), nil
+	})
+	f, _ := reg.OpenPair("builtin:samelen", funcs.Options{})
+	out, _ := f.Call(context.Background(), funcs.Input{Data: []byte("abc")}, funcs.Input{Data: []byte("xyz")})
+	fmt.Println(string(out))
+	// Output: true
+}

@@ -1,0 +1,247 @@
+// Package allpairscmd is the allpairs command: it parses the command line,
+// opens the function and the sets, and runs package allpairs with a progress
+// bar and error reports suited to a terminal.
+package allpairscmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"sync/atomic"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rightsize/rightsize/allpairs"
+	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/progress"
+	"github.com/rightsize/rightsize/multicore"
+)
+
+// maxShownFailures is how many failing cells are described in full; the
+// rest are only counted.
+const maxShownFailures = 10
+
+type options struct {
+	output    string
+	cores     int
+	blockSize int
+	extraArgs string
+	symmetric bool
+	timeout   time.Duration
+	quiet     bool
+	verbose   bool
+
+	multicore  bool
+	x, y, w, h int
+}
+
+// Main runs the allpairs command with args (without the program name).
+func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
+	return cmdutil.Execute(ctx, newCommand(s, funcs.NewRegistry()), args, s)
+}
+
+func newCommand(s cmdutil.Streams, reg *funcs.Registry) *cobra.Command {
+	var o options
+	cmd := &cobra.Command{
+		Use:   "allpairs [flags] FUNC A B",
+		Short: "Compare every item of set A with every item of set B",
+		Long: `allpairs computes the All-Pairs matrix M[i,j] = FUNC(A[i], B[j]) on this
+machine's cores and prints one line per cell, in no particular order:
+
+    Aname<TAB>Bname<TAB>result
+
+A and B are directories (their regular files, sorted by name; names starting
+with "." are skipped) or set-list files (one file path per line, relative to
+the current directory). In directories the name is the file name; in set lists
+it is the line as written.
+
+FUNC is one of:
+    path/to/program    run as "program [-e args] Afile Bfile"; its standard
+                       output, without trailing newlines, is the result. It is
+                       executed directly, not through a shell. A name without a
+                       slash is looked up in the current directory, then $PATH.
+    path/to/lib.so     a C shared library exporting
+                         void *allpairs_function(const void *a, int alength,
+                                                 const void *b, int blength);
+                       returning a malloc'd NUL-terminated string (freed by
+                       allpairs). It is called from many threads at once.
+    builtin:NAME       a built-in: bytediff (number of differing bytes) or
+                       swalign (Smith-Waterman local-alignment score; +3 match,
+                       -3 mismatch, -2 per gap). CCTools' BITWISE and SWALIGN
+                       also work.
+
+allpairs holds a block of A in memory (-b items; by default as many as fit in
+half of the available memory), keeps all cores (-c) on it while B streams past,
+then moves to the next block.
+
+A cell whose function fails (non-zero exit, signal, --timeout) is reported on
+standard error with its exit status and the end of its standard error; the
+run goes on, every cell that succeeded is printed, and allpairs exits with
+status 1. Exit status 2 means bad flags or arguments, 130 an interrupt.
+
+Sub-problem mode (-M -X x -Y y -W w -H h) computes only rows x..x+w-1 of A
+and columns y..y+h-1 of B (counted from 0); the union of sub-problems is the
+whole matrix. This is what a distributed master runs on a worker.`,
+		Example: `  allpairs builtin:bytediff irises/ irises/ --symmetric > scores.txt
+  allpairs ./compare.exe -e "-t 0.5" A.list B.list -o matrix.txt
+  allpairs -M -X 0 -Y 100 -W 50 -H 50 ./libmatch.so A/ B/`,
+		Args: cmdutil.ExactArgs(3),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := o.check(cmd); err != nil {
+				return err
+			}
+			return run(cmd.Context(), &o, reg, args, s)
+		},
+	}
+	f := cmd.Flags()
+	f.SortFlags = false
+	f.StringVarP(&o.output, "output", "o", "", "write the results to `FILE` instead of standard output")
+	f.IntVarP(&o.cores, "cores", "c", 0, "run `N` functions at once (default: all cores)")
+	f.IntVarP(&o.blockSize, "block-size", "b", 0, "hold `N` items of A in memory at once (default: as many as fit in half of free memory)")
+	f.StringVarP(&o.extraArgs, "extra-args", "e", "", "extra `ARGS` for a program function, before the two files (split like a shell would, without one)")
+	f.BoolVar(&o.symmetric, "symmetric", false, "compute only M[i,j] with i <= j (A and B must be the same set)")
+	f.DurationVar(&o.timeout, "timeout", 0, "fail a cell whose function runs longer than `DURATION` (e.g. 30s; default: no limit)")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "say how the run is set up and how long it took")
+	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine; with -X -Y -W -H, only that sub-problem")
+	f.IntVarP(&o.x, "x", "X", -1, "sub-problem: first row (item of A), from 0")
+	f.IntVarP(&o.y, "y", "Y", -1, "sub-problem: first column (item of B), from 0")
+	f.IntVarP(&o.w, "width", "W", -1, "sub-problem: number of rows (default: to the end of A)")
+	f.IntVarP(&o.h, "height", "H", -1, "sub-problem: number of columns (default: to the end of B)")
+	return cmd
+}
+
+func (o *options) check(cmd *cobra.Command) error {
+	sub := cmd.Flags().Changed("x") || cmd.Flags().Changed("y") || cmd.Flags().Changed("width") || cmd.Flags().Changed("height")
+	switch {
+	case sub && !o.multicore:
+		return cmdutil.Usagef("-X, -Y, -W and -H select a sub-problem and need -M")
+	case o.cores < 0:
+		return cmdutil.Usagef("--cores must be at least 1")
+	case o.blockSize < 0:
+		return cmdutil.Usagef("--block-size must be at least 1")
+	case o.timeout < 0:
+		return cmdutil.Usagef("--timeout must be positive")
+	}
+	for _, v := range []struct {
+		name string
+		val  int
+		min  int
+	}{{"-X", o.x, 0}, {"-Y", o.y, 0}, {"-W", o.w, 1}, {"-H", o.h, 1}} {
+		if v.val != -1 && v.val < v.min {
+			return cmdutil.Usagef("%s must be at least %d", v.name, v.min)
+		}
+	}
+	return nil
+}
+
+// region returns the sub-problem the flags select, or nil.
+func (o *options) region(nA, nB int) *multicore.Region {
+	if !o.multicore || (o.x < 0 && o.y < 0 && o.w < 0 && o.h < 0) {
+		return nil
+	}
+	r := multicore.Region{X: max(o.x, 0), Y: max(o.y, 0), W: o.w, H: o.h}
+	if r.W < 0 {
+		r.W = nA - r.X
+	}
+	if r.H < 0 {
+		r.H = nB - r.Y
+	}
+	return &r
+}
+
+func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) error {
+	extra, err := funcs.SplitArgs(o.extraArgs)
+	if err != nil {
+		return cmdutil.Usagef("--extra-args: %v", err)
+	}
+	a, err := allpairs.ReadSet(args[1])
+	if err != nil {
+		return err
+	}
+	b := a
+	if args[2] != args[1] {
+		if b, err = allpairs.ReadSet(args[2]); err != nil {
+			return err
+		}
+	}
+	fn, err := reg.OpenPair(args[0], funcs.Options{Args: extra, Timeout: o.timeout})
+	if err != nil {
+		return err
+	}
+	defer fn.Close()
+	if len(extra) > 0 && fn.Info().Kind != funcs.Program {
+		return cmdutil.Usagef("--extra-args applies only to program functions; %s is a %v", args[0], fn.Info().Kind)
+	}
+
+	p := &allpairs.Problem{
+		A: a, B: b, Func: fn,
+		Cores: o.cores, BlockSize: o.blockSize, Symmetric: o.symmetric,
+		Region: o.region(len(a.Items), len(b.Items)),
+	}
+	plan, err := p.Decide()
+	if err != nil {
+		return cmdutil.Usagef("%v", err)
+	}
+
+	out := s.Out
+	var file *os.File
+	if o.output != "" {
+		if file, err = os.Create(o.output); err != nil {
+			return err
+		}
+		defer file.Close()
+		out = file
+	}
+
+	barOut := s.Err
+	if o.quiet {
+		barOut = io.Discard
+	}
+	bar := progress.New(barOut, "cells", plan.Cells)
+	defer bar.Stop()
+	errOut := bar.Writer(s.Err)
+	if o.output == "" && cmdutil.IsTerminal(s.Out) {
+		out = bar.Writer(out)
+	}
+	if o.verbose {
+		fmt.Fprintf(errOut, "allpairs: %s (%d items) × %s (%d items) with %s (%v): %v\n",
+			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, plan)
+	}
+	var shown atomic.Int64
+	p.OnFailure = func(ce *allpairs.CellError) {
+		if shown.Add(1) <= maxShownFailures {
+			fmt.Fprintf(errOut, "allpairs: %v\n", ce)
+		}
+	}
+	p.OnProgress = bar.SetDone
+
+	sum, err := allpairs.Run(ctx, p, out)
+	bar.Stop()
+	if file != nil {
+		if cerr := file.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("write %s: %w", o.output, cerr)
+		}
+	}
+	if o.verbose {
+		rate := float64(sum.Done) / max(sum.Elapsed.Seconds(), 1e-9)
+		fmt.Fprintf(s.Err, "allpairs: %d cells in %v (%.0f cells/s), %d failed\n", sum.Done, sum.Elapsed.Round(time.Millisecond), rate, sum.Failed)
+	}
+	var failed *allpairs.FailedError
+	switch {
+	case errors.As(err, &failed):
+		more := ""
+		if failed.Failed > maxShownFailures {
+			more = fmt.Sprintf(" (the first %d are shown above)", maxShownFailures)
+		}
+		return fmt.Errorf("%d of %d cells failed%s; the %d that succeeded were written", failed.Failed, failed.Cells, more, sum.Done-sum.Failed)
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("interrupted after %d of %d cells; those were written: %w", sum.Done-sum.Failed, sum.Plan.Cells, err)
+	}
+	return err
+}

@@ -1,0 +1,79 @@
+package cmdutil
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/spf13/cobra"
+)
+
+func TestExitCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, ExitOK},
+		{errors.New("boom"), ExitFailure},
+		{Usagef("bad flag %q", "-z"), ExitUsage},
+		{fmt.Errorf("wrapped: %w", Usagef("x")), ExitUsage},
+		{fmt.Errorf("stopped: %w", context.Canceled), ExitInterrupted},
+		{&ExitError{Code: 7, Err: errors.New("custom")}, 7},
+	}
+	for _, tt := range tests {
+		if got := ExitCode(tt.err); got != tt.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+}
+
+func TestExecute(t *testing.T) {
+	newCmd := func(runErr error) *cobra.Command {
+		cmd := &cobra.Command{Use: "tool ARG", Args: ExactArgs(1), RunE: func(*cobra.Command, []string) error { return runErr }}
+		cmd.Flags().Int("n", 0, "a number")
+		return cmd
+	}
+	tests := []struct {
+		name    string
+		runErr  error
+		args    []string
+		code    int
+		stderr  []string
+		noWords []string
+	}{
+		{name: "ok", args: []string{"x"}, code: 0},
+		{name: "failure", runErr: errors.New("input.txt:3: bad line"), args: []string{"x"}, code: 1, stderr: []string{"tool: input.txt:3: bad line"}, noWords: []string{"--help"}},
+		{name: "silent", runErr: ErrSilent, args: []string{"x"}, code: 1, noWords: []string{"failed"}},
+		{name: "bad flag", args: []string{"--n", "zz", "x"}, code: 2, stderr: []string{"invalid argument", "Run 'tool --help' for usage."}},
+		{name: "unknown flag", args: []string{"--zz", "x"}, code: 2, stderr: []string{"unknown flag: --zz"}},
+		{name: "missing arg", args: nil, code: 2, stderr: []string{"accepts 1 arg(s), received 0"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := Execute(context.Background(), newCmd(tt.runErr), tt.args, Streams{Out: &out, Err: &errb})
+			if code != tt.code {
+				t.Errorf("exit %d, want %d (stderr %q)", code, tt.code, errb.String())
+			}
+			for _, w := range tt.stderr {
+				if !strings.Contains(errb.String(), w) {
+					t.Errorf("stderr %q does not contain %q", errb.String(), w)
+				}
+			}
+			for _, w := range tt.noWords {
+				if strings.Contains(errb.String(), w) {
+					t.Errorf("stderr %q contains %q", errb.String(), w)
+				}
+			}
+		})
+	}
+}
+
+func TestIsTerminal(t *testing.T) {
+	if IsTerminal(&bytes.Buffer{}) {
+		t.Error("a bytes.Buffer is a terminal")
+	}
+}

@@ -1,0 +1,70 @@
+// Package model holds rightsize's performance models: how much of this
+// machine an engine may use, and (as the engines grow) how long a workload
+// would take here versus on a cluster.
+//
+// Models are plain functions of measured inputs; they do not run workloads
+// or read command lines.
+package model
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// MemAvailable returns the memory the kernel estimates is available for new
+// work without swapping (MemAvailable in /proc/meminfo), in bytes.
+func MemAvailable() (int64, error) {
+	f, err := os.Open("/proc/meminfo")
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return parseMemAvailable(f)
+}
+
+func parseMemAvailable(r io.Reader) (int64, error) {
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		rest, ok := bytes.CutPrefix(sc.Bytes(), []byte("MemAvailable:"))
+		if !ok {
+			continue
+		}
+		fields := bytes.Fields(rest)
+		if len(fields) < 1 {
+			break
+		}
+		kb, err := strconv.ParseInt(string(fields[0]), 10, 64)
+		if err != nil {
+			break
+		}
+		return kb << 10, nil
+	}
+	if err := sc.Err(); err != nil {
+		return 0, err
+	}
+	return 0, fmt.Errorf("no MemAvailable line in /proc/meminfo")
+}
+
+// AllPairsBlockSize returns how many items of A to hold in memory at once:
+// as many as fit in half of mem bytes, given the sizes of A's items, and at
+// least one. Half, because B's items, the page cache for what streams past
+// the block, and the function's own memory need the rest.
+func AllPairsBlockSize(mem int64, sizes []int64) int {
+	n := len(sizes)
+	if n == 0 {
+		return 0
+	}
+	budget := mem / 2
+	var total int64
+	for i, s := range sizes {
+		total += s
+		if total > budget {
+			return max(i, 1)
+		}
+	}
+	return n
+}

@@ -1,0 +1,79 @@
+package model
+
+import (
+	"fmt"
+	"math"
+)
+
+// antiDiagonal returns the number of cells (i, j), 0 <= i < x, 0 <= j < y,
+// with i + j = k.
+func antiDiagonal(x, y, k int) int {
+	return min(k, x-1, y-1, x+y-2-k) + 1
+}
+
+// WavefrontMulticore is seed 000's multicore model for an x×y Wavefront on
+// p cores with a fixed cost of tau seconds per cell: every anti-diagonal must
+// finish before the next can, and k cells on p cores take ⌈k/p⌉ rounds.
+//
+//	T_mc = Σ_k ⌈s_k/p⌉·τ
+//
+// It is also the ideal that a perfect dependency-driven scheduler reaches.
+func WavefrontMulticore(x, y, p int, tau float64) float64 {
+	if x <= 0 || y <= 0 || p <= 0 {
+		return 0
+	}
+	rounds := 0
+	for k := 0; k <= x+y-2; k++ {
+		rounds += (antiDiagonal(x, y, k) + p - 1) / p
+	}
+	return float64(rounds) * tau
+}
+
+// WavefrontDistributed models an n×n Wavefront cut into square blocks of b
+// cells on a side, each run as a job with dispatch latency delta on a node of
+// cpn cores, with `nodes` nodes:
+//
+//	T_dist = T_mc(⌈n/b⌉, nodes, T_mc(b, cpn, τ) + δ)
+func WavefrontDistributed(n, b, nodes, cpn int, tau, delta float64) float64 {
+	if n <= 0 || b <= 0 {
+		return 0
+	}
+	blocks := (n + b - 1) / b
+	block := WavefrontMulticore(b, b, cpn, tau) + delta
+	return WavefrontMulticore(blocks, blocks, nodes, block)
+}
+
+// WavefrontChoice is the models' decision for an n×n Wavefront.
+type WavefrontChoice struct {
+	Multicore  float64 // predicted seconds on this machine's cores
+	Cluster    float64 // predicted seconds distributed, at Block
+	Block      int     // the best block size
+	Distribute bool
+}
+
+func (c WavefrontChoice) String() string {
+	where := "this machine"
+	if c.Distribute {
+		where = "the cluster"
+	}
+	return fmt.Sprintf("predicted %.0f s here, %.0f s distributed in blocks of %d×%d: run on %s",
+		c.Multicore, c.Cluster, c.Block, c.Block, where)
+}
+
+// distributeFactor is how much faster the cluster must be predicted to be
+// before a Wavefront leaves this machine: the distributed model ignores
+// stragglers and transfer time, so it is optimistic.
+const distributeFactor = 2
+
+// ChooseWavefront picks the block size that minimises WavefrontDistributed
+// and compares it with WavefrontMulticore on localCores.
+func ChooseWavefront(n, localCores, nodes, cpn int, tau, delta float64) WavefrontChoice {
+	c := WavefrontChoice{Multicore: WavefrontMulticore(n, n, localCores, tau), Cluster: math.Inf(1), Block: 1}
+	for b := 1; b <= n; b++ {
+		if t := WavefrontDistributed(n, b, nodes, cpn, tau, delta); t < c.Cluster {
+			c.Cluster, c.Block = t, b
+		}
+	}
+	c.Distribute = c.Cluster*distributeFactor < c.Multicore
+	return c
+}

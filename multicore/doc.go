@@ -1,0 +1,13 @@
+// Package multicore holds rightsize's local engines: the ways one machine's
+// cores are kept busy on an abstraction's cells.
+//
+// AllPairs walks an All-Pairs problem in blocks: it maps a block of A into
+// memory, keeps every core on that block while B streams past it, and only
+// then moves to the next block, so that each input is read from disk once per
+// block rather than once per cell (seed 000, Fig. 3.3–3.5). It never splits
+// the problem into independent sub-problems per core; that thrashes the cache.
+//
+// The package does not choose between local and distributed execution, read
+// command lines or format results; the abstraction packages (allpairs,
+// wavefront) do that and call in here.
+package multicore
