@@ -17,6 +17,15 @@ const maxSubstitutionDepth = 32
 // maxErrors is how many errors one parse reports before giving up.
 const maxErrors = 50
 
+// maxText bounds a variable's value, a command and a rule's file list, so
+// that values that double at each "X+=$X" or expand into themselves many
+// times over end in an error, not in exhausted memory.
+const maxText = 16 << 20
+
+// maxSubstitutions bounds the substitutions in one command or rule line,
+// for values that expand into many others without growing.
+const maxSubstitutions = 1 << 20
+
 // ParseFile reads the workflow in the file at path. environ is the
 // environment $NAME falls back to when NAME is not a workflow variable, as
 // "NAME=value" strings; nil means the process's environment.
@@ -293,6 +302,10 @@ func (p *parser) set(name, value string, appendOp bool, pos Pos) {
 		if old, ok := p.lookup(name); ok && old != "" {
 			value = old + " " + value
 		}
+	}
+	if len(value) > maxText {
+		p.errorf(pos, "the value of %s is longer than %d MB", name, maxText>>20)
+		return
 	}
 	if isResourceVar(name) {
 		if _, err := parseResource(name, value); err != nil {
@@ -645,11 +658,17 @@ type fileLexer struct {
 	cur    []byte
 	curPos Pos
 	inName bool
+
+	// Bounds against runaway substitution (maxText, maxSubstitutions).
+	size     int
+	subs     int
+	overflow bool
 }
 
 func (fl *fileLexer) add(c byte, pos Pos) {
 	fl.start(pos)
 	fl.cur = append(fl.cur, c)
+	fl.size++
 }
 
 // start begins a name if none is open (so that "" gives an empty name).
@@ -669,6 +688,7 @@ func (fl *fileLexer) end() {
 }
 
 func (fl *fileLexer) punct(kind tokKind, text string, pos Pos) {
+	fl.size++
 	fl.end()
 	fl.toks = append(fl.toks, ftok{kind: kind, text: text, pos: pos})
 }
@@ -678,6 +698,16 @@ func (fl *fileLexer) punct(kind tokKind, text string, pos Pos) {
 // lists, so a variable holding several names gives several files.
 func (p *parser) lexFiles(s *scanner, fl *fileLexer) {
 	for !s.eof() {
+		if fl.overflow || fl.size > maxText || fl.subs > maxSubstitutions {
+			if !fl.overflow {
+				fl.overflow = true
+				p.errorf(s.pos(), "file list longer than %d MB, or made of more than %d substitutions", maxText>>20, maxSubstitutions)
+			}
+			if s.fixed == nil {
+				s.skipToLineEnd()
+			}
+			return
+		}
 		pos := s.pos()
 		switch c := s.peek(); c {
 		case '\n':
@@ -721,8 +751,12 @@ func (p *parser) lexFiles(s *scanner, fl *fileLexer) {
 			case literal:
 				fl.add('$', pos)
 			case s.depth >= maxSubstitutionDepth:
-				p.errorf(pos, "variables substituted more than %d levels deep (does a variable contain itself?)", maxSubstitutionDepth)
+				if !fl.overflow {
+					fl.overflow = true
+					p.errorf(pos, "variables substituted more than %d levels deep (does a variable contain itself?)", maxSubstitutionDepth)
+				}
 			default:
+				fl.subs++
 				p.lexFiles(s.subScanner(text, pos), fl)
 			}
 		default:
@@ -964,6 +998,10 @@ func splitWords(s string) []string {
 type cmdBuilder struct {
 	b     strings.Builder
 	space bool
+
+	// Bounds against runaway substitution (maxText, maxSubstitutions).
+	subs     int
+	overflow bool
 }
 
 func (cb *cmdBuilder) blank() { cb.space = cb.b.Len() > 0 }
@@ -983,6 +1021,16 @@ func (cb *cmdBuilder) String() string { return cb.b.String() }
 // place).
 func (p *parser) lexCommand(s *scanner, cb *cmdBuilder) {
 	for !s.eof() {
+		if cb.overflow || cb.b.Len() > maxText || cb.subs > maxSubstitutions {
+			if !cb.overflow {
+				cb.overflow = true
+				p.errorf(s.pos(), "command longer than %d MB, or made of more than %d substitutions", maxText>>20, maxSubstitutions)
+			}
+			if s.fixed == nil {
+				s.skipToLineEnd()
+			}
+			return
+		}
 		pos := s.pos()
 		c := s.peek()
 		switch c {
@@ -1020,8 +1068,12 @@ func (p *parser) lexCommand(s *scanner, cb *cmdBuilder) {
 			case literal:
 				cb.byte('$')
 			case s.depth >= maxSubstitutionDepth:
-				p.errorf(pos, "variables substituted more than %d levels deep (does a variable contain itself?)", maxSubstitutionDepth)
+				if !cb.overflow {
+					cb.overflow = true
+					p.errorf(pos, "variables substituted more than %d levels deep (does a variable contain itself?)", maxSubstitutionDepth)
+				}
 			default:
+				cb.subs++
 				p.lexCommand(s.subScanner(text, pos), cb)
 			}
 		default:

@@ -2,6 +2,7 @@ package makeflow
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -384,6 +385,9 @@ func TestParseErrors(t *testing.T) {
 		{"lone dollar", "a:\n\techo $ > a\n", []string{"e.mf:2:7: '$' must be followed by a variable name"}},
 		{"unclosed substitution", "X=1\na:\n\techo $(X > a\n", []string{"e.mf:3:10: missing ')' to close $(X"}},
 		{"self-referential variable", "X=\\$X\na:\n\techo $X\n", []string{"e.mf:3:7: variables substituted more than 32 levels deep"}},
+		{"exploding variable", "X=x\n" + strings.Repeat("X+=$X\n", 24), []string{"e.mf:25:4: the value of X is longer than 16 MB"}},
+		{"exploding command", explodingCommand(), []string{"e.mf:10:7: command longer than 16 MB, or made of more than"}},
+		{"self-referential pair", "Y=\\$Z\\$Z\nZ=\\$Y\\$Y\na:\n\techo $Y\n", []string{"e.mf:4:7: variables substituted more than 32 levels deep"}},
 		{"arrow without a remote name", "a ->: b\n\ttrue\n", []string{"e.mf:1:3: '->' must be followed by the file's remote name"}},
 		{"arrow without a local name", "-> a: b\n\ttrue\n", []string{"e.mf:1:1: '->' must stand between"}},
 		{"absolute remote name", "a -> /abs: b\n\ttrue\n", []string{"e.mf:1:1: remote name \"/abs\" must be a relative path"}},
@@ -441,4 +445,72 @@ func TestParseResourceValues(t *testing.T) {
 			t.Errorf("parseResource(%s, %q) = %d, %v; want %d, ok=%v", tt.name, tt.text, got, err, tt.want, tt.ok)
 		}
 	}
+}
+
+// FuzzParse feeds the parser arbitrary text: it must never panic, and what
+// it accepts must be a well-formed workflow.
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{
+		"a: b\n\tcat b > a\n",
+		"X=1\nexport X\na b: c->d 'e f' \"$X\"\n\techo $$X \\$X '$X' \"${X}\" # c\n",
+		".MAKEFLOW CATEGORY c\n.MAKEFLOW CORES 2\n.SIZE a 1K\nMAKEFLOW_OUTPUTS=a\na:\n\t@V+=1\n\tLOCAL MAKEFLOW sub.mf dir\n",
+		"a:\\\n b\n\tx \\\n y\n",
+		"\"unterminated\n", "$(", "a:\n\t$", "=", "\t", "@.", "x->:y",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		w, err := Parse("f.mf", []byte(src), []string{"HOME=/h"})
+		if err != nil {
+			var list ErrorList
+			if !errors.As(err, &list) || len(list) == 0 {
+				t.Fatalf("error %v is not a non-empty ErrorList", err)
+			}
+			for _, e := range list {
+				if e.Pos.Line < 1 {
+					t.Fatalf("error without a line: %v", e)
+				}
+			}
+			return
+		}
+		for i, r := range w.Rules {
+			if r.ID != i || (r.Command == "" && r.Nested == nil) {
+				t.Fatalf("rule %d malformed: %+v", i, r)
+			}
+			for _, f := range append(append([]File(nil), r.Targets...), r.Sources...) {
+				if f.Name == "" {
+					t.Fatalf("rule %d has an empty file name", i)
+				}
+			}
+		}
+		w.Check(nil)
+	})
+}
+
+// FuzzParseJSON does the same for the JSON form.
+func FuzzParseJSON(f *testing.F) {
+	for _, seed := range []string{
+		`{"rules": [{"command": "x", "outputs": ["a"], "inputs": [{"dag_name": "b", "task_name": "c"}]}]}`,
+		`{"environment": {"A": "1"}, "categories": {"c": {"resources": {"cores": 2}}}, "rules": []}`,
+		`{"rules": [{"makeflow": {"path": "s.json"}}]}`, `[`, `{"rules": 3}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, src string) {
+		w, err := ParseJSON("f.json", []byte(src))
+		if err == nil {
+			w.Check(nil)
+		}
+	})
+}
+
+// explodingCommand is a workflow whose command expands to 10^8 words: V1
+// holds ten references to V2, which holds ten to V3, and so on.
+func explodingCommand() string {
+	var b strings.Builder
+	for i := 1; i <= 7; i++ {
+		fmt.Fprintf(&b, "V%d=%s\n", i, strings.Repeat(fmt.Sprintf("\\$V%d ", i+1), 10))
+	}
+	b.WriteString("V8=x\na:\n\techo $V1\n")
+	return b.String()
 }
