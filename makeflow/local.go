@@ -64,7 +64,6 @@ type Local struct {
 	baseIdx map[string]int
 	envs    map[*string][]string // Rule.Env (by first element) -> full environment
 	pwdEnvs map[pwdKey][]string  // environment and directory -> it with the shell's PWD
-	made    map[string]bool      // directories already created
 
 	mu    sync.Mutex
 	procs map[*Job]*localProc
@@ -108,7 +107,6 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		baseIdx: make(map[string]int, len(opts.Environ)),
 		envs:    map[*string][]string{},
 		pwdEnvs: map[pwdKey][]string{},
-		made:    map[string]bool{},
 		procs:   map[*Job]*localProc{},
 	}
 	for i, kv := range l.base {
@@ -135,7 +133,7 @@ func (l *Local) Submit(job *Job) (int64, error) {
 			return 0, err
 		}
 		lp.sandbox, dir = sb, sb
-	} else if err := l.makeOutputDirs(job); err != nil {
+	} else if err := makeOutputDirs(job); err != nil {
 		return 0, err
 	}
 
@@ -325,16 +323,17 @@ func (l *Local) env(ruleEnv []string) []string {
 }
 
 // makeOutputDirs creates the directories a job's targets go in.
-func (l *Local) makeOutputDirs(job *Job) error {
+func makeOutputDirs(job *Job) error {
 	for _, f := range job.Rule.Targets {
+		// Not cached: a directory made for one run may be cleaned away
+		// before the next run with the same executor.
 		d := filepath.Dir(f.Name)
-		if d == "." || l.made[d] {
+		if d == "." {
 			continue
 		}
 		if err := os.MkdirAll(inDir(job.Dir, d), 0o777); err != nil {
 			return fmt.Errorf("create directory for %s: %w", f.Name, err)
 		}
-		l.made[d] = true
 	}
 	return nil
 }
