@@ -384,6 +384,7 @@ func (d *driver) run(ctx context.Context) (*Report, error) {
 			d.abort(ctx.Err())
 		case <-tick.C:
 			if d.log != nil {
+				d.log.flush()
 				d.log.maybeSync()
 			}
 		}
@@ -415,8 +416,11 @@ func (d *driver) queue(starts []Start) { d.pending = append(d.pending, starts...
 // logged before (the completions they depend on) is handed to the kernel:
 // a run killed at any moment leaves a log that says which rules may have
 // left partial outputs, and never one that shows a rule started before the
-// rules it needs were complete.
+// rules it needs were complete. The lines saying the jobs started go out
+// with the next flush (the expected outputs already tell recovery what it
+// needs), which saves a write per job.
 func (d *driver) launch() {
+	launched := false
 	for len(d.pending) > 0 && !d.aborting {
 		batch := d.pending
 		d.pending = d.spare[:0]
@@ -440,13 +444,18 @@ func (d *driver) launch() {
 			d.submit(st) // a job that cannot start may queue a retry in d.pending
 		}
 		d.spare = batch
+		launched = true
 	}
 	// Rules chosen to start when the run was stopped never start.
 	for _, st := range d.pending {
 		d.sched.Abort(st.Rule)
 	}
 	d.pending = d.pending[:0]
-	d.flush()
+	if launched {
+		d.out.Flush()
+	} else {
+		d.flush() // completions with nothing new to start
+	}
 }
 
 func (d *driver) flush() {
