@@ -658,11 +658,8 @@ type fileLexer struct {
 	cur    []byte
 	curPos Pos
 	inName bool
-
-	// Bounds against runaway substitution (maxText, maxSubstitutions).
-	size     int
-	subs     int
-	overflow bool
+	size   int // bytes read, against maxText
+	budget
 }
 
 func (fl *fileLexer) add(c byte, pos Pos) {
@@ -693,19 +690,44 @@ func (fl *fileLexer) punct(kind tokKind, text string, pos Pos) {
 	fl.toks = append(fl.toks, ftok{kind: kind, text: text, pos: pos})
 }
 
+// A budget bounds the substitutions that build one command or file list.
+type budget struct {
+	subs     int  // substitutions made
+	overflow bool // the budget ran out; stop reading
+}
+
+// spent reports whether the text built so far (size bytes) has gone over
+// the bounds or a substitution went too deep, reporting it once; reading
+// then stops, skipping the rest of the line.
+func (b *budget) spent(p *parser, s *scanner, size int, what string) bool {
+	if !b.overflow && size <= maxText && b.subs <= maxSubstitutions {
+		return false
+	}
+	if !b.overflow {
+		b.overflow = true
+		p.errorf(s.pos(), "%s longer than %d MB, or made of more than %d substitutions", what, maxText>>20, maxSubstitutions)
+	}
+	if s.fixed == nil {
+		s.skipToLineEnd()
+	}
+	return true
+}
+
+// tooDeep reports a substitution nested more than maxSubstitutionDepth
+// levels, once, and stops the reading.
+func (b *budget) tooDeep(p *parser, pos Pos) {
+	if !b.overflow {
+		b.overflow = true
+		p.errorf(pos, "variables substituted more than %d levels deep (does a variable contain itself?)", maxSubstitutionDepth)
+	}
+}
+
 // lexFiles reads file-list tokens up to the end of the line (consuming it
 // when s is the file itself). Substituted values are read again as file
 // lists, so a variable holding several names gives several files.
 func (p *parser) lexFiles(s *scanner, fl *fileLexer) {
 	for !s.eof() {
-		if fl.overflow || fl.size > maxText || fl.subs > maxSubstitutions {
-			if !fl.overflow {
-				fl.overflow = true
-				p.errorf(s.pos(), "file list longer than %d MB, or made of more than %d substitutions", maxText>>20, maxSubstitutions)
-			}
-			if s.fixed == nil {
-				s.skipToLineEnd()
-			}
+		if fl.spent(p, s, fl.size, "file list") {
 			return
 		}
 		pos := s.pos()
@@ -751,10 +773,7 @@ func (p *parser) lexFiles(s *scanner, fl *fileLexer) {
 			case literal:
 				fl.add('$', pos)
 			case s.depth >= maxSubstitutionDepth:
-				if !fl.overflow {
-					fl.overflow = true
-					p.errorf(pos, "variables substituted more than %d levels deep (does a variable contain itself?)", maxSubstitutionDepth)
-				}
+				fl.tooDeep(p, pos)
 			default:
 				fl.subs++
 				p.lexFiles(s.subScanner(text, pos), fl)
@@ -998,10 +1017,7 @@ func splitWords(s string) []string {
 type cmdBuilder struct {
 	b     strings.Builder
 	space bool
-
-	// Bounds against runaway substitution (maxText, maxSubstitutions).
-	subs     int
-	overflow bool
+	budget
 }
 
 func (cb *cmdBuilder) blank() { cb.space = cb.b.Len() > 0 }
@@ -1021,14 +1037,7 @@ func (cb *cmdBuilder) String() string { return cb.b.String() }
 // place).
 func (p *parser) lexCommand(s *scanner, cb *cmdBuilder) {
 	for !s.eof() {
-		if cb.overflow || cb.b.Len() > maxText || cb.subs > maxSubstitutions {
-			if !cb.overflow {
-				cb.overflow = true
-				p.errorf(s.pos(), "command longer than %d MB, or made of more than %d substitutions", maxText>>20, maxSubstitutions)
-			}
-			if s.fixed == nil {
-				s.skipToLineEnd()
-			}
+		if cb.spent(p, s, cb.b.Len(), "command") {
 			return
 		}
 		pos := s.pos()
@@ -1068,10 +1077,7 @@ func (p *parser) lexCommand(s *scanner, cb *cmdBuilder) {
 			case literal:
 				cb.byte('$')
 			case s.depth >= maxSubstitutionDepth:
-				if !cb.overflow {
-					cb.overflow = true
-					p.errorf(pos, "variables substituted more than %d levels deep (does a variable contain itself?)", maxSubstitutionDepth)
-				}
+				cb.tooDeep(p, pos)
 			default:
 				cb.subs++
 				p.lexCommand(s.subScanner(text, pos), cb)
