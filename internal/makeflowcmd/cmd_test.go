@@ -1,0 +1,437 @@
+package makeflowcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/testutil"
+)
+
+// binary is the makeflow command built for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "makeflowcmd-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := testutil.BuildCommands(dir, "makeflow"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "makeflow")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of a command printed and returned.
+type result struct {
+	out, err string
+	code     int
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.err)
+}
+
+// mf runs the makeflow binary in dir.
+func mf(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	return runProgram(t, dir, binary, args...)
+}
+
+func runProgram(t *testing.T, dir, program string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, program, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var exit *exec.ExitError
+	code := 0
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("%s %v: %v", program, args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+func writeFiles(t *testing.T, dir string, files map[string]string) {
+	t.Helper()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o777); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o666); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+func TestHelp(t *testing.T) {
+	r := mf(t, t.TempDir(), "--help")
+	if r.code != 0 {
+		t.Fatal(r)
+	}
+	for _, want := range []string{"THE LANGUAGE", "THE LOG, RECOVERY AND FAILURES", "EXIT STATUS", "--batch-type", "--max-local", "--clean", "--dot", "--check"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("--help lacks %q", want)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "a:\n\ttouch a\n"})
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus", "w.mf"}, "unknown flag: --bogus"},
+		{[]string{"-T", "nope", "w.mf"}, `-T "nope": unknown batch type (known: local, dryrun, wq, slurm, sge, condor)`},
+		{[]string{"-T", "slurm", "w.mf"}, "-T slurm: running rules on slurm is not available in this version yet"},
+		{[]string{"w.mf", "extra"}, "accepts between 0 and 1 arg(s)"},
+		{[]string{}, "no workflow given, and ./Makeflow does not exist"},
+		{[]string{"--clean=bogus", "w.mf"}, "--clean=bogus: expected all, outputs or intermediates"},
+		{[]string{"-j", "-1", "w.mf"}, "must not be negative"},
+		{[]string{"-X", "nowhere", "w.mf"}, "-X nowhere: not a directory"},
+	}
+	for _, tt := range tests {
+		r := mf(t, dir, tt.args...)
+		if r.code != cmdutil.ExitUsage || !strings.Contains(r.err, tt.want) {
+			t.Errorf("makeflow %q: want exit 2 and %q, got %v", tt.args, tt.want, r)
+		}
+	}
+	if exists(filepath.Join(dir, "a")) {
+		t.Error("a usage error ran something")
+	}
+}
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"bad.mf":  "X=1\na: missing.txt\n\techo $UNDEFINED > a\nb: b\n\ttrue\n.MAKEFLOW CORES lots\n",
+		"bad2.mf": "a: missing.txt\n\ttouch a\nb: b\n\ttrue\nc:\n\ttouch c\nc:\n\ttouch c\n",
+		"good.mf": "a: in\n\tcp in a\n",
+		"in":      "x",
+	})
+	r := mf(t, dir, "--check", "bad.mf")
+	want := "bad.mf:3:7: variable UNDEFINED is not defined (write \\$UNDEFINED or $$UNDEFINED to leave it to the shell)\n" +
+		"bad.mf:6:17: CORES must be a whole number, got \"lots\"\n" +
+		"2 errors in bad.mf; nothing was run\n"
+	if r.code != 1 || r.err != want {
+		t.Errorf("got %v\nwant stderr:\n%s", r, want)
+	}
+	r = mf(t, dir, "--check", "bad2.mf")
+	want = "bad2.mf:1:4: input missing.txt does not exist and no rule makes it\n" +
+		"bad2.mf:3:1: dependency cycle: the rule reads b, which it makes itself\n" +
+		"bad2.mf:7:1: c is also made by the rule at bad2.mf:5:1; a file can be made by one rule only\n" +
+		"3 errors in bad2.mf; nothing was run\n"
+	if r.code != 1 || r.err != want {
+		t.Errorf("got %v\nwant stderr:\n%s", r, want)
+	}
+	// Running reports the same problems and runs nothing.
+	if r := mf(t, dir, "bad2.mf"); r.code != 1 || !strings.Contains(r.err, "3 errors in bad2.mf") || exists(filepath.Join(dir, "c")) {
+		t.Errorf("run of a bad workflow: %v", r)
+	}
+	r = mf(t, dir, "--check", "good.mf")
+	if r.code != 0 || r.out != "good.mf: 1 rules, no problems found\n" || exists(filepath.Join(dir, "a")) {
+		t.Errorf("good workflow: %v", r)
+	}
+}
+
+func TestDot(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "a: in\n\tcp in a\n"})
+	r := mf(t, dir, "--dot", "w.mf")
+	if r.code != 0 || !strings.HasPrefix(r.out, "digraph \"w.mf\" {") || !strings.Contains(r.out, "R0 -> F0;") {
+		t.Errorf("--dot: %v", r)
+	}
+}
+
+func TestDryRun(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "a: in\n\tcp in a\nb: a\n\tcp a b\n", "in": "x"})
+	r := mf(t, dir, "-T", "dryrun", "w.mf")
+	if r.code != 0 || !strings.Contains(r.out, "cp in a\n\n# rule 1 (w.mf:3:1) makes b\ncp a b\n") {
+		t.Errorf("dry run: %v", r)
+	}
+	if exists(filepath.Join(dir, "a")) || exists(filepath.Join(dir, "w.mf.makeflowlog")) {
+		t.Error("the dry run ran something or wrote a log")
+	}
+	// Shell syntax check of the script it printed.
+	sh := exec.Command("/bin/sh", "-n")
+	sh.Stdin = strings.NewReader(r.out)
+	if out, err := sh.CombinedOutput(); err != nil {
+		t.Errorf("the dry-run script is not valid sh: %v\n%s", err, out)
+	}
+}
+
+func TestRunAndClean(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"Makeflow": "out: in\n\ttr a-z A-Z < in > out\ncount: out\n\twc -l < out > count\n",
+		"in":       "hello\nworld\n",
+	})
+	r := mf(t, dir)
+	if r.code != 0 || !strings.Contains(r.out, "workflow complete: 2 rules ran, 0 rules already done") {
+		t.Fatalf("run: %v", r)
+	}
+	if got := readFile(t, filepath.Join(dir, "out")); got != "HELLO\nWORLD\n" {
+		t.Errorf("out = %q", got)
+	}
+	r = mf(t, dir)
+	if r.code != 0 || !strings.Contains(r.out, "nothing left to do.") || !strings.Contains(r.out, "0 rules ran, 2 rules already done") {
+		t.Errorf("second run: %v", r)
+	}
+	r = mf(t, dir, "-c")
+	if r.code != 0 || r.out != "deleted out\ndeleted count\ndeleted Makeflow.makeflowlog\n" {
+		t.Errorf("clean: %v", r)
+	}
+	if !exists(filepath.Join(dir, "in")) || !exists(filepath.Join(dir, "Makeflow")) || exists(filepath.Join(dir, "out")) {
+		t.Error("clean removed the wrong files")
+	}
+}
+
+func TestDebugOutput(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "a:\n\ttouch a\n"})
+	r := mf(t, dir, "-d", "all", "w.mf")
+	for _, want := range []string{"level=DEBUG msg=limits", "level=DEBUG msg=started rule=0 attempt=1", "level=DEBUG msg=finished rule=0 status=\"exit status 0\" ok=true"} {
+		if r.code != 0 || !strings.Contains(r.err, want) {
+			t.Errorf("-d all: stderr lacks %q: %v", want, r)
+		}
+	}
+}
+
+func TestChangeDirectory(t *testing.T) {
+	top := t.TempDir()
+	dir := filepath.Join(top, "sub")
+	writeFiles(t, dir, map[string]string{"w.mf": "a: in\n\tcp in a; pwd > where\n", "in": "x"})
+	r := mf(t, top, "-X", "sub", "w.mf")
+	if r.code != 0 || !exists(filepath.Join(dir, "a")) || !exists(filepath.Join(dir, "w.mf.makeflowlog")) {
+		t.Fatalf("-X: %v", r)
+	}
+	if got := strings.TrimSpace(readFile(t, filepath.Join(dir, "where"))); got != dir {
+		t.Errorf("ran in %q, want %q", got, dir)
+	}
+}
+
+func TestFailure(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "bad:\n\techo boom >&2; exit 3\nafter: bad\n\ttouch after\ngood:\n\ttouch good\n"})
+	r := mf(t, dir, "w.mf")
+	if r.code != 1 {
+		t.Fatalf("exit %d, want 1: %v", r.code, r)
+	}
+	for _, want := range []string{
+		"makeflow: workflow failed: 1 of 3 rules failed; 1 rule that needs its outputs did not run",
+		"rule 0 (w.mf:1:1) failed: exit status 3",
+		"command: echo boom >&2; exit 3",
+		"stderr: boom",
+	} {
+		if !strings.Contains(r.err, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r.err)
+		}
+	}
+	if !exists(filepath.Join(dir, "good")) || exists(filepath.Join(dir, "after")) {
+		t.Error("good should have run and after should not")
+	}
+	log := readFile(t, filepath.Join(dir, "w.mf.makeflowlog"))
+	starts := 0
+	for _, line := range strings.Split(log, "\n") {
+		if f := strings.Fields(line); len(f) == 10 && f[1] == "0" && f[2] == "1" {
+			starts++
+		}
+	}
+	if !strings.Contains(log, "\n# FAILED ") || starts != 1 {
+		t.Errorf("the failed rule started %d times (no retries were asked for); log:\n%s", starts, log)
+	}
+}
+
+// TestKill9Recovery kills makeflow with SIGKILL in the middle of a run, then
+// runs it again: the rules the log shows complete are not run again, the
+// interrupted ones are, and everything ends up made once.
+func TestKill9Recovery(t *testing.T) {
+	dir := t.TempDir()
+	var src strings.Builder
+	const chains, length = 3, 5
+	for c := range chains {
+		for i := range length {
+			name := fmt.Sprintf("c%d_%d", c, i)
+			if i == 0 {
+				fmt.Fprintf(&src, "%s:\n", name)
+			} else {
+				fmt.Fprintf(&src, "%s: c%d_%d\n", name, c, i-1)
+			}
+			fmt.Fprintf(&src, "\techo %s >> runs; sleep 0.3; echo %s > %s\n", name, name, name)
+		}
+	}
+	writeFiles(t, dir, map[string]string{"Makeflow": src.String()})
+	logPath := filepath.Join(dir, "Makeflow.makeflowlog")
+
+	cmd := exec.Command(binary, "-j", "2")
+	cmd.Dir = dir
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	complete := func() []string {
+		data, _ := os.ReadFile(logPath)
+		var ids []string
+		for _, line := range strings.Split(string(data), "\n") {
+			if f := strings.Fields(line); len(f) == 10 && f[2] == "2" {
+				ids = append(ids, f[1])
+			}
+		}
+		return ids
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(complete()) < 4 {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the run did not progress")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Wait()
+	doneBefore := complete()
+	made := func() []string {
+		matches, _ := filepath.Glob(filepath.Join(dir, "c*_*"))
+		return matches
+	}
+	// The jobs that were running died with makeflow: nothing more appears.
+	madeAtKill := made()
+	time.Sleep(600 * time.Millisecond)
+	if after := made(); len(after) != len(madeAtKill) {
+		t.Errorf("outputs appeared after makeflow was killed: %v -> %v", madeAtKill, after)
+	}
+	if len(doneBefore) >= chains*length {
+		t.Fatal("the run finished before it was killed; nothing was tested")
+	}
+
+	r := mf(t, dir, "-j", "2")
+	if r.code != 0 {
+		t.Fatalf("rerun: %v", r)
+	}
+	if !strings.Contains(r.out, fmt.Sprintf("%d of %d rules already done", len(doneBefore), chains*length)) {
+		t.Errorf("rerun did not recover %d rules:\n%s", len(doneBefore), r.out)
+	}
+	runs := strings.Fields(readFile(t, filepath.Join(dir, "runs")))
+	count := map[string]int{}
+	for _, name := range runs {
+		count[name]++
+	}
+	for c := range chains {
+		for i := range length {
+			name := fmt.Sprintf("c%d_%d", c, i)
+			if got := readFile(t, filepath.Join(dir, name)); got != name+"\n" {
+				t.Errorf("%s = %q", name, got)
+			}
+			id := fmt.Sprint(c*length + i)
+			switch {
+			case slices.Contains(doneBefore, id) && count[name] != 1:
+				t.Errorf("%s was complete before the kill but ran %d times", name, count[name])
+			case count[name] < 1 || count[name] > 2:
+				t.Errorf("%s ran %d times", name, count[name])
+			}
+		}
+	}
+}
+
+func TestInterrupt(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"Makeflow": "a:\n\ttouch a\nb: a\n\tsleep 30; touch b\n"})
+	cmd := exec.Command(binary)
+	cmd.Dir = dir
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(readLog(dir), " 1 1 ") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("b never started")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	start := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != cmdutil.ExitInterrupted {
+		t.Fatalf("exit = %v, want %d\n%s", err, cmdutil.ExitInterrupted, out.String())
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Error("the running rule was not stopped")
+	}
+	if !strings.Contains(out.String(), "interrupted with 1 of 2 rules done") || !strings.Contains(readLog(dir), "# ABORTED") {
+		t.Errorf("output:\n%s\nlog:\n%s", out.String(), readLog(dir))
+	}
+}
+
+func readLog(dir string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "Makeflow.makeflowlog"))
+	return string(b)
+}
+
+func TestNestedWorkflow(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"Makeflow":          "out.actual: sublevel.makeflow\n\tMAKEFLOW sublevel.makeflow\nfinal: out.actual\n\tcat out.actual > final\n",
+		"sublevel.makeflow": "out.hello:\n\techo hello > out.hello\nout.actual: out.hello\n\tcat out.hello > out.actual; echo world >> out.actual\n",
+	})
+	r := mf(t, dir)
+	if r.code != 0 {
+		t.Fatalf("run: %v", r)
+	}
+	if got := readFile(t, filepath.Join(dir, "final")); got != "hello\nworld\n" {
+		t.Errorf("final = %q", got)
+	}
+	if !exists(filepath.Join(dir, "sublevel.makeflow.makeflowlog")) {
+		t.Error("the nested workflow kept no log")
+	}
+	r = mf(t, dir, "-c")
+	if r.code != 0 || exists(filepath.Join(dir, "out.hello")) || exists(filepath.Join(dir, "out.actual")) ||
+		exists(filepath.Join(dir, "sublevel.makeflow.makeflowlog")) || !exists(filepath.Join(dir, "sublevel.makeflow")) {
+		t.Errorf("clean: %v", r)
+	}
+}

@@ -1,0 +1,72 @@
+package makeflowcmd
+
+const longHelp = `makeflow runs a workflow: a set of rules, each a shell command that reads
+some files and writes others, in the Makeflow language of CCTools. Rules run
+as soon as the files they read exist, as many at once as allowed (-j).
+Without WORKFLOW it reads ./Makeflow.
+
+THE LANGUAGE
+  # a comment
+  REF=genome.fa                 a variable; $REF, $(REF) or ${REF} uses it
+  PARTS=part.1 part.2           a list: $(PARTS) in a rule line is two files
+  PARTS+=part.3                 += appends, with a space
+  export REF                    pass REF to the commands' environment
+  export THREADS=4              (only exported variables reach commands)
+  .MAKEFLOW CATEGORY search     later rules belong to the category "search"
+  .MAKEFLOW CORES 2             resources for that category's rules
+  .MAKEFLOW MEMORY 4G           (MB by default; also DISK, GPUS, WALL_TIME)
+  .SIZE genome.fa 3G            expected size of a file
+
+  out.txt err.txt: in.txt $(REF)        a rule: targets, then sources
+  THREADS=8                             a variable for this rule only
+  	search -t $$THREADS in.txt > out.txt 2> err.txt
+                                        one command line, indented by a tab
+
+  - Variables are replaced when the file is read. A $ that the shell should
+    see is written $$ or \$. Undefined variables are errors (environment
+    variables count as defined). Inside single quotes $ is left alone, as in
+    awk '{ print $2 }'.
+  - A backslash makes the next character literal, also inside quotes, and
+    is removed (write \\ for a backslash); at the end of a line it joins the
+    next one. An unquoted # starts a comment, also in commands.
+  - File names may be quoted ("a b.txt"); runs of dashes are fine (a--b).
+  - "local->remote" names a file differently where the command runs: the
+    command sees only the rule's files, in a sandbox, under their remote
+    names.
+  - "LOCAL cmd" always runs on this machine; "MAKEFLOW sub.mf [dir]" runs a
+    nested workflow as one rule.
+  - Every file a command reads must be a source of its rule and every file it
+    writes a target; makeflow checks that the targets exist afterwards.
+
+BEFORE ANYTHING RUNS
+  makeflow checks the file and reports every problem as file:line:column:
+  syntax errors, unknown directives, bad resource values, dependency cycles,
+  files made by two rules, and inputs that neither exist nor are made by a
+  rule. --check does only this.
+
+THE LOG, RECOVERY AND FAILURES
+  Every step is appended to WORKFLOW.makeflowlog (CCTools' format). Run the
+  same command again after a crash, an interrupt or a failure and only what
+  is not done runs: a rule runs again if its outputs were deleted, if an
+  input changed since it ran, or if a rule it depends on runs again.
+
+  When a rule fails, everything that does not need its outputs still runs;
+  then makeflow exits with status 1 and lists the failed rules with their
+  exit status and the end of their standard error. Partial outputs of a
+  failed rule are moved to makeflow.failed.<rule>. Failed rules are retried
+  only with -r N (or -R).
+
+  -c removes everything the rules made, and the log; it never removes a
+  file that no rule makes.
+
+EXIT STATUS
+  0 everything ran; 1 a rule failed or the workflow has errors; 2 bad flags;
+  130 interrupted (finished rules are kept).
+
+EXAMPLES
+  makeflow                       run ./Makeflow with one job per CPU
+  makeflow -j 8 blast.mf         at most 8 rules at once
+  makeflow --check blast.mf      only look for errors
+  makeflow -T dryrun blast.mf    print the commands that would run
+  makeflow --dot blast.mf | dot -Tsvg > blast.svg
+  makeflow -c blast.mf           remove what the workflow made`

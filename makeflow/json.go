@@ -1,0 +1,329 @@
+package makeflow
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// The JSON form of a workflow, as CCTools' makeflow --json reads it:
+//
+//	{
+//	  "environment": {"NAME": "value"},              exported to every rule
+//	  "categories": {"big": {"resources": {...}, "environment": {...}}},
+//	  "default_category": "default",
+//	  "rules": [
+//	    {"command": "sort in > out",
+//	     "inputs": ["in", {"dag_name": "local", "task_name": "remote"}],
+//	     "outputs": ["out"],
+//	     "local_job": false, "category": "big", "allocation": "first",
+//	     "environment": {"NAME": "value"},
+//	     "resources": {"cores": 1, "memory": 100, "disk": 100, "gpus": 0, "wall-time": 60}},
+//	    {"makeflow": {"path": "sub.json", "cwd": "dir"}, "outputs": [...]}
+//	  ]
+//	}
+//
+// Memory and disk are in MB, wall time in seconds. JX expressions
+// ("define", "variables", comprehensions) are not evaluated: this is plain
+// JSON.
+
+type jsonWorkflow struct {
+	Rules           json.RawMessage         `json:"rules"`
+	Environment     map[string]string       `json:"environment"`
+	Categories      map[string]jsonCategory `json:"categories"`
+	DefaultCategory string                  `json:"default_category"`
+	Define          json.RawMessage         `json:"define"`
+	Variables       json.RawMessage         `json:"variables"`
+}
+
+type jsonCategory struct {
+	Resources   *jsonResources    `json:"resources"`
+	Environment map[string]string `json:"environment"`
+}
+
+type jsonResources struct {
+	Cores    int64 `json:"cores"`
+	Memory   int64 `json:"memory"`
+	Disk     int64 `json:"disk"`
+	GPUs     int64 `json:"gpus"`
+	WallTime int64 `json:"wall-time"`
+}
+
+type jsonRule struct {
+	Command     *string           `json:"command"`
+	Makeflow    *jsonNested       `json:"makeflow"`
+	Inputs      []json.RawMessage `json:"inputs"`
+	Outputs     []json.RawMessage `json:"outputs"`
+	LocalJob    bool              `json:"local_job"`
+	Category    string            `json:"category"`
+	Allocation  string            `json:"allocation"`
+	Environment map[string]string `json:"environment"`
+	Resources   *jsonResources    `json:"resources"`
+}
+
+type jsonNested struct {
+	Path string `json:"path"`
+	Cwd  string `json:"cwd"`
+}
+
+type jsonFile struct {
+	DagName  string `json:"dag_name"`
+	TaskName string `json:"task_name"`
+}
+
+// ParseJSONFile reads a workflow in CCTools' JSON form from the file at
+// path.
+func ParseJSONFile(path string) (*Workflow, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read workflow: %w", err)
+	}
+	return ParseJSON(path, src)
+}
+
+// ParseJSON reads a workflow in CCTools' JSON form. Errors carry the
+// file:line:column of the rule (or JSON syntax error) they concern.
+func ParseJSON(name string, src []byte) (*Workflow, error) {
+	at := func(off int64) Pos { return offsetPos(name, src, off) }
+	fail := func(off int64, format string, args ...any) error {
+		return ErrorList{{Pos: at(off), Msg: fmt.Sprintf(format, args...)}}
+	}
+	var top jsonWorkflow
+	if err := strictDecode(src, &top); err != nil {
+		return nil, jsonError(name, src, 0, err)
+	}
+	if top.Define != nil || top.Variables != nil {
+		return nil, fail(0, "JX \"define\" and \"variables\" are not supported: write plain JSON")
+	}
+	w := &Workflow{Path: name, Sizes: map[string]int64{}}
+	defCat := top.DefaultCategory
+	if defCat == "" {
+		defCat = defaultCategory
+	}
+	for cat, c := range top.Categories {
+		if c.Resources != nil {
+			if err := c.Resources.check(); err != nil {
+				return nil, fail(0, "category %q: %v", cat, err)
+			}
+		}
+	}
+
+	// Decode the rules one by one, to know where each starts.
+	if len(bytes.TrimSpace(top.Rules)) == 0 {
+		return nil, fail(0, "a JSON workflow needs a \"rules\" list")
+	}
+	base := int64(bytes.Index(src, top.Rules))
+	dec := json.NewDecoder(bytes.NewReader(top.Rules))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
+		return nil, fail(base, "\"rules\" must be a list")
+	}
+	var errs ErrorList
+	envs := map[string][]string{}
+	for dec.More() {
+		var raw json.RawMessage
+		off := base + dec.InputOffset()
+		if err := dec.Decode(&raw); err != nil {
+			return nil, jsonError(name, src, base, err)
+		}
+		// InputOffset is before any whitespace; the rule starts at '{'.
+		off += int64(bytes.IndexByte(src[off:], '{'))
+		r, err := ruleFromJSON(raw, &top, defCat, len(w.Rules), at(off), envs)
+		if err != nil {
+			errs = append(errs, &Error{Pos: at(off), Msg: err.Error()})
+			continue
+		}
+		w.Rules = append(w.Rules, r)
+	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return w, nil
+}
+
+func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int, pos Pos, envs map[string][]string) (*Rule, error) {
+	var jr jsonRule
+	if err := strictDecode(raw, &jr); err != nil {
+		return nil, fmt.Errorf("rule %d: %v", id, err)
+	}
+	r := &Rule{ID: id, Pos: pos, CommandPos: pos, Local: jr.LocalJob, Category: jr.Category}
+	switch {
+	case jr.Command != nil && jr.Makeflow != nil:
+		return nil, errors.New("a rule has either a \"command\" or a \"makeflow\", not both")
+	case jr.Command != nil:
+		if strings.TrimSpace(*jr.Command) == "" {
+			return nil, errors.New("empty command")
+		}
+		r.Command = *jr.Command
+	case jr.Makeflow != nil:
+		if jr.Makeflow.Path == "" {
+			return nil, errors.New("\"makeflow\" needs a \"path\"")
+		}
+		r.Nested = &Nested{File: filepath.Clean(jr.Makeflow.Path), JSON: true}
+		if jr.Makeflow.Cwd != "" {
+			r.Nested.Dir = filepath.Clean(jr.Makeflow.Cwd)
+		}
+	default:
+		return nil, errors.New("a rule needs a \"command\" (or a nested \"makeflow\")")
+	}
+	switch jr.Allocation {
+	case "", "first", "max", "error":
+	default:
+		return nil, fmt.Errorf("unknown allocation %q: expected first, max or error", jr.Allocation)
+	}
+	for _, list := range []struct {
+		items []json.RawMessage
+		dst   *[]File
+	}{{jr.Inputs, &r.Sources}, {jr.Outputs, &r.Targets}} {
+		for _, item := range list.items {
+			f, err := fileFromJSON(item, pos)
+			if err != nil {
+				return nil, err
+			}
+			*list.dst = appendFile(*list.dst, f)
+		}
+	}
+	if r.Nested != nil {
+		r.Sources = appendFile(r.Sources, File{Name: r.Nested.File, Pos: pos})
+	}
+	if r.Category == "" {
+		r.Category = defCat
+	}
+	cat := top.Categories[r.Category]
+	for _, res := range []*jsonResources{cat.Resources, jr.Resources} {
+		if res == nil {
+			continue
+		}
+		if err := res.check(); err != nil {
+			return nil, err
+		}
+		res.apply(&r.Resources)
+	}
+
+	// The environment: resources, then the workflow's, the category's and
+	// the rule's own variables, later ones winning.
+	env := map[string]string{}
+	if c := r.Resources.Cores; c > 0 {
+		env["CORES"] = fmt.Sprint(c)
+		env["OMP_NUM_THREADS"] = fmt.Sprint(c)
+	} else {
+		env["CORES"], env["OMP_NUM_THREADS"] = "1", "1"
+	}
+	if r.Category != defaultCategory {
+		env["CATEGORY"] = r.Category
+	}
+	for _, m := range []map[string]string{top.Environment, cat.Environment, jr.Environment} {
+		for k, v := range m {
+			env[k] = v
+		}
+	}
+	names := make([]string, 0, len(env))
+	for k := range env {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	list := make([]string, len(names))
+	for i, k := range names {
+		list[i] = k + "=" + env[k]
+	}
+	key := strings.Join(list, "\x00")
+	if shared, ok := envs[key]; ok {
+		list = shared
+	} else {
+		envs[key] = list
+	}
+	r.Env = list
+	return r, nil
+}
+
+func fileFromJSON(raw json.RawMessage, pos Pos) (File, error) {
+	var f File
+	var name string
+	if err := json.Unmarshal(raw, &name); err == nil {
+		f = File{Name: name}
+	} else {
+		var jf jsonFile
+		if err := strictDecode(raw, &jf); err != nil {
+			return f, fmt.Errorf("a file is a name or {\"dag_name\": ..., \"task_name\": ...}: %v", err)
+		}
+		f = File{Name: jf.DagName, Remote: jf.TaskName}
+	}
+	f.Pos = pos
+	if f.Name == "" || strings.ContainsRune(f.Name, '\n') {
+		return f, fmt.Errorf("bad file name %q", f.Name)
+	}
+	f.Name = filepath.Clean(f.Name)
+	if f.Remote != "" {
+		remote := filepath.Clean(f.Remote)
+		if filepath.IsAbs(remote) || remote == ".." || strings.HasPrefix(remote, "../") {
+			return f, fmt.Errorf("remote name %q must be a relative path inside the task's sandbox", f.Remote)
+		}
+		f.Remote = remote
+		if remote == f.Name {
+			f.Remote = ""
+		}
+	}
+	return f, nil
+}
+
+func (r *jsonResources) check() error {
+	if r.Cores < 0 || r.Memory < 0 || r.Disk < 0 || r.GPUs < 0 || r.WallTime < 0 {
+		return errors.New("resources must not be negative")
+	}
+	return nil
+}
+
+// apply sets the resources r declares (non-zero) in res.
+func (r *jsonResources) apply(res *Resources) {
+	for _, f := range []struct {
+		v   int64
+		dst *int64
+	}{{r.Cores, &res.Cores}, {r.Memory, &res.MemoryMB}, {r.Disk, &res.DiskMB}, {r.GPUs, &res.GPUs}, {r.WallTime, &res.WallTimeS}} {
+		if f.v > 0 {
+			*f.dst = f.v
+		}
+	}
+}
+
+// strictDecode decodes one JSON value, rejecting unknown keys (a typo in a
+// key would otherwise be silently ignored).
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// jsonError positions a decoding error: base is where the decoded text
+// starts in src.
+func jsonError(name string, src []byte, base int64, err error) error {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	off := base
+	// Both offsets count the bytes read, up to and including the bad one.
+	switch {
+	case errors.As(err, &syn):
+		off += max(syn.Offset-1, 0)
+	case errors.As(err, &typ):
+		off += max(typ.Offset-1, 0)
+	}
+	return ErrorList{{Pos: offsetPos(name, src, off), Msg: err.Error()}}
+}
+
+// offsetPos turns a byte offset into a position.
+func offsetPos(name string, src []byte, off int64) Pos {
+	off = min(max(off, 0), int64(len(src)))
+	before := src[:off]
+	line := 1 + bytes.Count(before, []byte("\n"))
+	col := int(off) - bytes.LastIndexByte(before, '\n')
+	return Pos{File: name, Line: line, Col: col}
+}

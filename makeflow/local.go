@@ -1,0 +1,573 @@
+package makeflow
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// LocalOptions configures a Local executor. The zero value is usable.
+type LocalOptions struct {
+	// Stdout and Stderr receive the commands' standard output and error;
+	// nil discards them. An *os.File is handed to the commands directly.
+	// Writes from concurrent commands are serialised.
+	Stdout, Stderr io.Writer
+	// Environ is the environment commands start from, before each rule's
+	// own variables are added; nil means the process's environment.
+	Environ []string
+	// Shell runs the commands, as Shell -c command; default /bin/sh.
+	Shell string
+	// KillDelay is how long Cancel waits after SIGTERM before SIGKILL;
+	// default 5 s.
+	KillDelay time.Duration
+}
+
+// stderrTail is how much of a command's standard error a Result keeps.
+const stderrTail = 2048
+
+// copyGrace is how long a finished command's output is still read, in
+// case a background process it started holds the pipe open.
+const copyGrace = 2 * time.Second
+
+// Local runs jobs as processes on this machine, each as Shell -c command in
+// its own process group in the workflow's directory. The parent directories
+// of a rule's targets are created before it starts.
+//
+// As GNU make does, a command that is a plain list of words (no quotes,
+// variables, globs, redirections or other shell syntax, and not a shell
+// builtin) is executed directly, found through the PATH it would get, sparing
+// a shell start per rule; the shell would exec the same program with the
+// same arguments and environment.
+//
+// A rule that renames files (local->remote) runs in a private sandbox
+// directory holding links to its inputs under their remote names, and its
+// outputs are moved back under their local names afterwards, as on a
+// remote worker. Such a command sees only the files its rule names.
+//
+// Commands die with the process that started them (Linux's parent-death
+// signal), so that a killed makeflow leaves no job behind to race its
+// re-run; processes the commands start in the background are not tracked.
+type Local struct {
+	opts    LocalOptions
+	results chan *Result
+	devnull *os.File
+	outMu   sync.Mutex // serialises writes to opts.Stdout and opts.Stderr
+
+	base    []string
+	baseIdx map[string]int
+	envs    map[*string][]string // Rule.Env (by first element) -> full environment
+	pwdEnvs map[pwdKey][]string  // environment and directory -> it with the shell's PWD
+
+	mu    sync.Mutex
+	procs map[*Job]*localProc
+}
+
+type localProc struct {
+	job      *Job
+	proc     *os.Process
+	started  time.Time
+	sandbox  string
+	canceled atomic.Bool
+	kill     *time.Timer
+
+	tail     tailBuffer
+	copiers  []chan struct{} // closed when each output copier ends
+	readEnds []*os.File
+}
+
+var _ Executor = (*Local)(nil)
+
+// NewLocal returns a Local executor.
+func NewLocal(opts LocalOptions) (*Local, error) {
+	if opts.Shell == "" {
+		opts.Shell = "/bin/sh"
+	}
+	if opts.KillDelay <= 0 {
+		opts.KillDelay = 5 * time.Second
+	}
+	if opts.Environ == nil {
+		opts.Environ = os.Environ()
+	}
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
+	l := &Local{
+		opts:    opts,
+		results: make(chan *Result, 64),
+		devnull: devnull,
+		base:    opts.Environ,
+		baseIdx: make(map[string]int, len(opts.Environ)),
+		envs:    map[*string][]string{},
+		pwdEnvs: map[pwdKey][]string{},
+		procs:   map[*Job]*localProc{},
+	}
+	for i, kv := range l.base {
+		name, _, _ := strings.Cut(kv, "=")
+		l.baseIdx[name] = i
+	}
+	return l, nil
+}
+
+// Results implements Executor.
+func (l *Local) Results() <-chan *Result { return l.results }
+
+// Close implements Executor.
+func (l *Local) Close() error { return l.devnull.Close() }
+
+// Submit implements Executor: it starts the job's command and returns its
+// process id.
+func (l *Local) Submit(job *Job) (int64, error) {
+	lp := &localProc{job: job}
+	dir := job.Dir
+	if needsSandbox(job.Rule) {
+		sb, err := makeSandbox(job)
+		if err != nil {
+			return 0, err
+		}
+		lp.sandbox, dir = sb, sb
+	} else if err := makeOutputDirs(job); err != nil {
+		return 0, err
+	}
+
+	files := []*os.File{l.devnull, nil, nil}
+	var childEnds []*os.File
+	fail := func(err error) (int64, error) {
+		for _, f := range append(childEnds, lp.readEnds...) {
+			f.Close()
+		}
+		if lp.sandbox != "" {
+			os.RemoveAll(lp.sandbox)
+		}
+		return 0, err
+	}
+	// Standard output goes straight to a file when it can; standard error
+	// always goes through a pipe, to keep its tail for reports. The read
+	// end of standard error's pipe is always the last of lp.readEnds.
+	switch out := l.opts.Stdout.(type) {
+	case nil:
+		files[1] = l.devnull
+	case *os.File:
+		files[1] = out
+	}
+	for i := 1; i <= 2; i++ {
+		if files[i] != nil {
+			continue
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return fail(fmt.Errorf("pipe: %w", err))
+		}
+		files[i] = pw
+		childEnds = append(childEnds, pw)
+		lp.readEnds = append(lp.readEnds, pr)
+	}
+	attr := &os.ProcAttr{
+		Dir:   dir,
+		Env:   l.env(job.Rule.Env),
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	lp.started = time.Now()
+	var proc *os.Process
+	var err error
+	if path, argv := directCommand(job.Command, attr.Env, dir); path != "" {
+		shellEnv := attr.Env
+		attr.Env = l.pwdEnv(shellEnv, dir)
+		proc, err = os.StartProcess(path, argv, attr)
+		// On any error the shell runs it instead, and fails the way the
+		// user would expect (command not found, permission denied...).
+		attr.Env = shellEnv
+	}
+	if proc == nil {
+		proc, err = os.StartProcess(l.opts.Shell, []string{filepath.Base(l.opts.Shell), "-c", job.Command}, attr)
+	}
+	if err != nil {
+		return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
+	}
+	for _, f := range childEnds {
+		f.Close()
+	}
+	lp.proc = proc
+	for i, r := range lp.readEnds {
+		done := make(chan struct{})
+		lp.copiers = append(lp.copiers, done)
+		var w io.Writer
+		var tail *tailBuffer
+		if i == len(lp.readEnds)-1 {
+			w, tail = l.opts.Stderr, &lp.tail
+		} else {
+			w = l.opts.Stdout
+		}
+		go l.copyOut(r, w, tail, done)
+	}
+	l.mu.Lock()
+	l.procs[job] = lp
+	l.mu.Unlock()
+	go l.wait(lp)
+	return int64(proc.Pid), nil
+}
+
+// Cancel implements Executor: SIGTERM to the job's process group, then
+// SIGKILL after KillDelay.
+func (l *Local) Cancel(job *Job) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	lp := l.procs[job]
+	if lp == nil || lp.canceled.Swap(true) {
+		return
+	}
+	pgid := lp.proc.Pid
+	syscall.Kill(-pgid, syscall.SIGTERM)
+	lp.kill = time.AfterFunc(l.opts.KillDelay, func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+}
+
+func (l *Local) wait(lp *localProc) {
+	state, werr := lp.proc.Wait()
+	res := &Result{Job: lp.job, ExitCode: -1, Started: lp.started, Ended: time.Now()}
+	for i, done := range lp.copiers {
+		select {
+		case <-done:
+		default:
+			t := time.NewTimer(copyGrace)
+			select {
+			case <-done:
+			case <-t.C:
+				// A background process holds the pipe: stop reading.
+				lp.readEnds[i].SetReadDeadline(time.Now())
+				<-done
+			}
+			t.Stop()
+		}
+	}
+	l.mu.Lock()
+	delete(l.procs, lp.job)
+	if lp.kill != nil {
+		lp.kill.Stop()
+	}
+	l.mu.Unlock()
+
+	switch {
+	case werr != nil:
+		res.Err = fmt.Errorf("wait: %w", werr)
+	default:
+		res.ExitCode = state.ExitCode()
+		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = signalName(ws.Signal())
+		}
+	}
+	// A job that finished its work before the signal reached it is done,
+	// not cancelled.
+	res.Canceled = lp.canceled.Load() && !(res.Err == nil && res.ExitCode == 0)
+	res.Stderr = lp.tail.bytes()
+	if lp.sandbox != "" {
+		if err := collectSandbox(lp.job, lp.sandbox, res.OK()); err != nil && res.OK() {
+			res.Err = err
+		}
+	}
+	l.results <- res
+}
+
+// copyOut copies a command's output to w (if any), keeping its tail in
+// tail (if any), until the pipe closes.
+func (l *Local) copyOut(r *os.File, w io.Writer, tail *tailBuffer, done chan<- struct{}) {
+	defer close(done)
+	defer r.Close()
+	var buf [4096]byte
+	for {
+		n, err := r.Read(buf[:])
+		if n > 0 {
+			if tail != nil {
+				tail.write(buf[:n])
+			}
+			if w != nil {
+				l.outMu.Lock()
+				w.Write(buf[:n])
+				l.outMu.Unlock()
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+// env returns the full environment for a rule's variables, computed once
+// per distinct set (rules with equal variables share one Env slice).
+func (l *Local) env(ruleEnv []string) []string {
+	if len(ruleEnv) == 0 {
+		return l.base
+	}
+	key := &ruleEnv[0]
+	if e, ok := l.envs[key]; ok {
+		return e
+	}
+	e := append([]string(nil), l.base...)
+	for _, kv := range ruleEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		if i, ok := l.baseIdx[name]; ok {
+			e[i] = kv
+		} else {
+			e = append(e, kv)
+		}
+	}
+	l.envs[key] = e
+	return e
+}
+
+// makeOutputDirs creates the directories a job's targets go in.
+func makeOutputDirs(job *Job) error {
+	for _, f := range job.Rule.Targets {
+		// Not cached: a directory made for one run may be cleaned away
+		// before the next run with the same executor.
+		d := filepath.Dir(f.Name)
+		if d == "." {
+			continue
+		}
+		if err := os.MkdirAll(inDir(job.Dir, d), 0o777); err != nil {
+			return fmt.Errorf("create directory for %s: %w", f.Name, err)
+		}
+	}
+	return nil
+}
+
+// inDir resolves a workflow file name against the workflow directory.
+func inDir(dir, name string) string {
+	if filepath.IsAbs(name) || dir == "" || dir == "." {
+		return name
+	}
+	return filepath.Join(dir, name)
+}
+
+func needsSandbox(r *Rule) bool {
+	for _, files := range [][]File{r.Sources, r.Targets} {
+		for _, f := range files {
+			if f.Remote != "" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// makeSandbox creates a directory for a job that renames files, with
+// symbolic links to its inputs under their remote names.
+func makeSandbox(job *Job) (string, error) {
+	root, err := filepath.Abs(job.Dir)
+	if err != nil {
+		return "", err
+	}
+	sb, err := os.MkdirTemp(root, ".makeflow-sandbox-")
+	if err != nil {
+		return "", fmt.Errorf("create sandbox: %w", err)
+	}
+	for _, f := range job.Rule.Sources {
+		src := inDir(root, f.Name)
+		if _, err := os.Stat(src); err != nil {
+			os.RemoveAll(sb)
+			return "", fmt.Errorf("input %s: %w", f.Name, err)
+		}
+		dst := filepath.Join(sb, f.RemoteName())
+		if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+			os.RemoveAll(sb)
+			return "", err
+		}
+		if err := os.Symlink(src, dst); err != nil {
+			os.RemoveAll(sb)
+			return "", fmt.Errorf("link input %s as %s: %w", f.Name, f.RemoteName(), err)
+		}
+	}
+	for _, f := range job.Rule.Targets {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(sb, f.RemoteName())), 0o777); err != nil {
+			os.RemoveAll(sb)
+			return "", err
+		}
+	}
+	return sb, nil
+}
+
+// collectSandbox moves a sandboxed job's outputs back under their local
+// names (if it succeeded) and removes the sandbox.
+func collectSandbox(job *Job, sb string, ok bool) error {
+	defer os.RemoveAll(sb)
+	if !ok {
+		return nil
+	}
+	var errs []error
+	for _, f := range job.Rule.Targets {
+		src := filepath.Join(sb, f.RemoteName())
+		if _, err := os.Lstat(src); err != nil {
+			continue // reported as a missing output by Run
+		}
+		dst := inDir(job.Dir, f.Name)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o777); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		os.RemoveAll(dst)
+		if err := os.Rename(src, dst); err != nil {
+			errs = append(errs, fmt.Errorf("move output %s to %s: %w", f.RemoteName(), f.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func signalName(sig syscall.Signal) string {
+	switch sig {
+	case syscall.SIGKILL:
+		return "SIGKILL"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	case syscall.SIGSEGV:
+		return "SIGSEGV"
+	case syscall.SIGABRT:
+		return "SIGABRT"
+	case syscall.SIGBUS:
+		return "SIGBUS"
+	case syscall.SIGPIPE:
+		return "SIGPIPE"
+	case syscall.SIGHUP:
+		return "SIGHUP"
+	}
+	return fmt.Sprintf("%d (%v)", int(sig), sig)
+}
+
+// A tailBuffer keeps the last stderrTail bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (t *tailBuffer) write(p []byte) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > 2*stderrTail {
+		t.buf = append(t.buf[:0], t.buf[len(t.buf)-stderrTail:]...)
+	}
+}
+
+func (t *tailBuffer) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.buf) > stderrTail {
+		return append([]byte(nil), t.buf[len(t.buf)-stderrTail:]...)
+	}
+	return t.buf
+}
+
+// shellWords are the names a shell runs itself: builtins and keywords. A
+// command starting with one of them always goes through the shell.
+var shellWords = map[string]bool{
+	".": true, ":": true, "[": true, "alias": true, "bg": true, "break": true, "cd": true, "chdir": true,
+	"command": true, "continue": true, "echo": true, "eval": true, "exec": true, "exit": true,
+	"export": true, "false": true, "fc": true, "fg": true, "getopts": true, "hash": true, "jobs": true,
+	"kill": true, "local": true, "printf": true, "pwd": true, "read": true, "readonly": true,
+	"return": true, "set": true, "shift": true, "test": true, "times": true, "trap": true, "true": true,
+	"type": true, "ulimit": true, "umask": true, "unalias": true, "unset": true, "wait": true,
+	"!": true, "case": true, "do": true, "done": true, "elif": true, "else": true, "esac": true,
+	"fi": true, "for": true, "function": true, "if": true, "in": true, "then": true, "until": true,
+	"while": true, "{": true, "}": true, "time": true, "select": true, "source": true,
+}
+
+// plainByte reports whether c means nothing special to the shell.
+func plainByte(c byte) bool {
+	return ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z') || ('0' <= c && c <= '9') ||
+		c >= 0x80 || strings.IndexByte("-_./,:=+%@ ", c) >= 0
+}
+
+// directCommand returns the program and arguments to run cmd without a
+// shell, or "" if cmd needs the shell or its program cannot be found (the
+// shell then reports it). env is the command's environment and dir the
+// directory it runs in.
+func directCommand(cmd string, env []string, dir string) (string, []string) {
+	for i := 0; i < len(cmd); i++ {
+		if !plainByte(cmd[i]) {
+			return "", nil
+		}
+	}
+	argv := strings.Fields(cmd)
+	if len(argv) == 0 || shellWords[argv[0]] || strings.Contains(argv[0], "=") {
+		return "", nil
+	}
+	name := argv[0]
+	if strings.Contains(name, "/") {
+		return name, argv
+	}
+	path, ok := "", false
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, found := strings.CutPrefix(env[i], "PATH="); found {
+			path, ok = v, true
+			break
+		}
+	}
+	if !ok {
+		return "", nil
+	}
+	for _, d := range filepath.SplitList(path) {
+		if d == "" {
+			d = "."
+		}
+		candidate := d + "/" + name
+		info, err := os.Stat(inDir(dir, candidate))
+		if err == nil && info.Mode().IsRegular() && info.Mode()&0o111 != 0 {
+			return candidate, argv
+		}
+	}
+	return "", nil
+}
+
+type pwdKey struct {
+	env *string // first element of the environment slice
+	dir string
+}
+
+// pwdEnv returns env with PWD as /bin/sh would set it when started in dir
+// (it keeps an inherited PWD that names dir, and otherwise sets the
+// physical path), so that a directly executed command sees what it would
+// under the shell.
+func (l *Local) pwdEnv(env []string, dir string) []string {
+	if len(env) == 0 {
+		return env
+	}
+	key := pwdKey{&env[0], dir}
+	if e, ok := l.pwdEnvs[key]; ok {
+		return e
+	}
+	e := env
+	idx, old := -1, ""
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PWD="); ok {
+			idx, old = i, v
+		}
+	}
+	target := dir
+	if target == "" {
+		target = "."
+	}
+	here, herr := os.Stat(target)
+	there, terr := os.Stat(old)
+	if herr == nil && !(filepath.IsAbs(old) && terr == nil && os.SameFile(here, there)) {
+		if abs, err := filepath.Abs(target); err == nil {
+			if phys, err := filepath.EvalSymlinks(abs); err == nil {
+				e = append([]string(nil), env...)
+				if idx >= 0 {
+					e[idx] = "PWD=" + phys
+				} else {
+					e = append(e, "PWD="+phys)
+				}
+			}
+		}
+	}
+	l.pwdEnvs[key] = e
+	return e
+}

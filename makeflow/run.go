@@ -1,0 +1,724 @@
+package makeflow
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Options configures Run. The zero value runs every rule on this machine,
+// with one job per CPU, discarding the commands' output.
+type Options struct {
+	// Dir is the workflow's directory: commands run there and relative
+	// file names are relative to it. Empty means the current directory.
+	Dir string
+	// LogPath is the transaction log; empty means Workflow.Path +
+	// ".makeflowlog".
+	LogPath string
+
+	// Executor runs the rules that run on this machine; nil means a Local
+	// executor that discards the commands' output.
+	Executor Executor
+	// Remote, if set, runs the rules not marked LOCAL (a batch system),
+	// within RemoteLimits.
+	Remote       Executor
+	RemoteLimits Limits
+
+	// Local bounds the jobs on this machine. Zero fields take this
+	// machine's values: one job per CPU, its cores and memory, and the free
+	// space of Dir's file system.
+	Local Limits
+
+	// Retries is how many more times a failing rule is tried.
+	Retries int
+
+	// DryRun marks Executor as one that runs nothing (DryRun): no log is
+	// written or changed, no output is checked or removed.
+	DryRun bool
+
+	// SkipFileCheck skips comparing the files on disk with the log at
+	// recovery; only the log then says what is done.
+	SkipFileCheck bool
+
+	// MakeflowCommand is the program that runs nested workflows
+	// ("MAKEFLOW sub.mf" rules); empty means "makeflow" from PATH.
+	MakeflowCommand string
+
+	// Out receives what a run has to say: the commands as they start,
+	// recovery notes, retries and failures. Nil discards it.
+	Out io.Writer
+	// Logger receives debug records; nil discards them.
+	Logger *slog.Logger
+	// Progress, if set, is called with the rule counts whenever they
+	// change, at most once per batch of events.
+	Progress func(Counts)
+}
+
+// A Report is what a run did.
+type Report struct {
+	Counts   Counts    // final state of every rule
+	Skipped  int       // rules already done before this run
+	Ran      int       // rules completed by this run
+	Failures []Failure // rules that failed with no retries left
+	// Blocked are the rules that did not run because a rule they need
+	// failed, or because the run was interrupted.
+	Blocked []*Rule
+	Elapsed time.Duration
+}
+
+// A Failure is a rule that failed for good.
+type Failure struct {
+	Rule     *Rule
+	Result   *Result // its last attempt
+	Attempts int
+	// SavedIn is the directory its partial outputs were moved to
+	// (makeflow.failed.<id>), or "" if it left none.
+	SavedIn string
+}
+
+// A RunError reports a run that finished with failed rules. Everything that
+// could run did run, and is recorded in the log.
+type RunError struct {
+	Report *Report
+}
+
+func (e *RunError) Error() string {
+	const maxListed = 10
+	rep := e.Report
+	var b strings.Builder
+	fmt.Fprintf(&b, "workflow failed: %d of %d rules failed", len(rep.Failures), rep.Counts.Total)
+	if n := len(rep.Blocked); n > 0 {
+		its := "its"
+		if len(rep.Failures) > 1 {
+			its = "their"
+		}
+		noun := "rules that need"
+		if n == 1 {
+			noun = "rule that needs"
+		}
+		fmt.Fprintf(&b, "; %d %s %s outputs did not run", n, noun, its)
+	}
+	for i, f := range rep.Failures {
+		if i == maxListed {
+			fmt.Fprintf(&b, "\n  ... and %d more", len(rep.Failures)-maxListed)
+			break
+		}
+		b.WriteString("\n  ")
+		b.WriteString(describeFailure(f))
+	}
+	return b.String()
+}
+
+// describeFailure says which rule failed, how, and the end of its stderr.
+func describeFailure(f Failure) string {
+	r := f.Rule
+	var b strings.Builder
+	fmt.Fprintf(&b, "rule %d (%s) failed: %s", r.ID, r.Pos, f.Result.Status())
+	if f.Attempts > 1 {
+		fmt.Fprintf(&b, " (after %d attempts)", f.Attempts)
+	}
+	cmd := r.Command
+	if r.Nested != nil {
+		cmd = "MAKEFLOW " + r.Nested.File
+	}
+	fmt.Fprintf(&b, "\n    command: %s", cmd)
+	if tail := lastLines(f.Result.Stderr, 5); tail != "" {
+		b.WriteString("\n    stderr: ")
+		b.WriteString(strings.ReplaceAll(tail, "\n", "\n            "))
+	}
+	if f.SavedIn != "" {
+		fmt.Fprintf(&b, "\n    partial outputs moved to %s", f.SavedIn)
+	}
+	return b.String()
+}
+
+// lastLines returns at most n last lines of b, without the final newline.
+func lastLines(b []byte, n int) string {
+	b = bytes.TrimRight(b, "\n")
+	if len(b) == 0 {
+		return ""
+	}
+	i := len(b)
+	for ; n > 0 && i > 0; n-- {
+		i = bytes.LastIndexByte(b[:i], '\n')
+		if i < 0 {
+			i = 0
+			break
+		}
+	}
+	return strings.TrimLeft(string(b[i:]), "\n")
+}
+
+// Run runs a workflow to the end: every rule that is not already done
+// according to the log and that can run, runs. It returns a *RunError if
+// rules failed (the rest still ran), an ErrorList if the workflow has
+// structural problems (nothing ran then), and an error wrapping ctx.Err()
+// if ctx was cancelled (running jobs are cancelled; what finished is kept).
+func Run(ctx context.Context, w *Workflow, opts Options) (*Report, error) {
+	d := &driver{w: w, opts: opts, dir: opts.Dir, start: time.Now()}
+	if d.dir == "" {
+		d.dir = "."
+	}
+	d.logger = opts.Logger
+	if d.logger == nil {
+		d.logger = slog.New(slog.DiscardHandler)
+	}
+	out := opts.Out
+	if out == nil {
+		out = io.Discard
+	}
+	d.out = bufio.NewWriter(out)
+	defer d.out.Flush()
+
+	d.g = newGraph(w)
+	exists := func(name string) bool {
+		_, err := os.Stat(inDir(d.dir, name))
+		return err == nil
+	}
+	if opts.SkipFileCheck {
+		exists = nil
+	}
+	if errs := d.g.check(exists); len(errs) > 0 {
+		return nil, errs
+	}
+	if err := d.setup(); err != nil {
+		return nil, err
+	}
+	defer d.closeExecutors()
+	return d.run(ctx)
+}
+
+type driver struct {
+	w      *Workflow
+	g      *graph
+	opts   Options
+	dir    string
+	start  time.Time
+	logger *slog.Logger
+	out    *bufio.Writer
+
+	sched      *Scheduler
+	log        *logWriter // nil in a dry run
+	local      Executor
+	remote     Executor
+	closeLocal bool
+
+	jobs     []*Job  // the running job of each rule
+	jobIDs   []int64 // its executor's id for it, for the log
+	onRemote []bool  // whether that job went to the remote executor
+	running  int
+	pending  []Start // decided but not yet submitted
+	spare    []Start // the other buffer for pending
+	report   Report
+	aborting bool
+	err      error // what stopped the run early, if anything
+}
+
+// setup reads the log, decides what is done, and makes the scheduler and
+// executors.
+func (d *driver) setup() error {
+	o := d.opts
+	logPath := o.LogPath
+	if logPath == "" {
+		logPath = d.w.Path + ".makeflowlog"
+	}
+	if !o.DryRun {
+		// Lock the log before reading it: another run may be writing it.
+		var err error
+		if d.log, err = openLog(logPath); err != nil {
+			return err
+		}
+	}
+	rec, err := readLog(logPath, len(d.w.Rules))
+	if err != nil {
+		d.closeLog()
+		return err
+	}
+	rc := planRecovery(d.g, rec, d.dir, !o.SkipFileCheck)
+	done := 0
+	for _, ok := range rc.done {
+		if ok {
+			done++
+		}
+	}
+	if rec.runs > 0 || len(rec.made) > 0 {
+		fmt.Fprintf(d.out, "recovering from %s: %d of %d rules already done\n", logPath, done, len(d.w.Rules))
+	}
+	const maxWhy = 10
+	for i, why := range rc.why {
+		if i == maxWhy {
+			fmt.Fprintf(d.out, "... and %d more rules are out of date\n", len(rc.why)-maxWhy)
+			break
+		}
+		fmt.Fprintln(d.out, why)
+	}
+	d.report.Skipped = done
+
+	local := o.Local
+	if local.Jobs <= 0 {
+		local.Jobs = runtime.NumCPU()
+	}
+	machine := thisMachine(d.dir)
+	if local.Cores <= 0 {
+		local.Cores = machine.Cores
+	}
+	if local.MemoryMB <= 0 {
+		local.MemoryMB = machine.MemoryMB
+	}
+	if local.DiskMB <= 0 {
+		local.DiskMB = machine.DiskMB
+	}
+	cfg := SchedulerConfig{Local: local, Retries: o.Retries, Done: rc.done}
+	if o.Remote != nil {
+		rl := o.RemoteLimits
+		cfg.Remote = &rl
+	}
+	d.sched, err = newScheduler(d.g, cfg)
+	if err != nil {
+		d.closeLog()
+		return err
+	}
+	d.warnOversized(local)
+	d.logger.Debug("limits", "jobs", local.Jobs, "cores", local.Cores, "memory_mb", local.MemoryMB, "disk_mb", local.DiskMB)
+
+	d.local, d.remote = o.Executor, o.Remote
+	if d.local == nil {
+		l, err := NewLocal(LocalOptions{})
+		if err != nil {
+			d.closeLog()
+			return err
+		}
+		d.local, d.closeLocal = l, true
+	}
+	d.jobs = make([]*Job, len(d.w.Rules))
+	d.onRemote = make([]bool, len(d.w.Rules))
+	d.jobIDs = make([]int64, len(d.w.Rules))
+	if o.DryRun {
+		return nil
+	}
+	d.log.event("STARTED")
+	// Rules that must run again lose what they left behind, so that
+	// nothing stale is taken for a result; the log records the reset.
+	for _, id := range rc.reset {
+		for _, f := range d.w.Rules[id].Targets {
+			if d.remove(f.Name) {
+				fmt.Fprintf(d.out, "deleted %s\n", f.Name)
+			}
+		}
+		if rec.state[id] != Waiting {
+			d.log.node(id, Waiting, 0, d.sched.Counts())
+		}
+	}
+	if err := d.log.sync(); err != nil {
+		d.closeLog()
+		return fmt.Errorf("write log: %w", err)
+	}
+	return nil
+}
+
+// warnOversized notes rules that ask for more than this machine has: they
+// will run alone.
+func (d *driver) warnOversized(l Limits) {
+	for _, r := range d.w.Rules {
+		if d.opts.Remote != nil && !r.Local {
+			continue
+		}
+		res := r.Resources
+		if (l.Cores > 0 && res.Cores > l.Cores) || (l.MemoryMB > 0 && res.MemoryMB > l.MemoryMB) || (l.DiskMB > 0 && res.DiskMB > l.DiskMB) {
+			fmt.Fprintf(d.out, "warning: rule %d (%s) asks for %s, more than this machine offers; it will run alone\n",
+				r.ID, r.Pos, res)
+		}
+	}
+}
+
+// closeLog gives up the log when setup fails.
+func (d *driver) closeLog() {
+	if d.log != nil {
+		d.log.f.Close()
+		d.log = nil
+	}
+}
+
+func (d *driver) closeExecutors() {
+	if d.closeLocal {
+		d.local.Close()
+	}
+}
+
+func (d *driver) run(ctx context.Context) (*Report, error) {
+	if d.sched.Counts().Complete == len(d.w.Rules) {
+		fmt.Fprintln(d.out, "nothing left to do.")
+	}
+	d.queue(d.sched.Next())
+	var remoteResults <-chan *Result
+	if d.remote != nil {
+		remoteResults = d.remote.Results()
+	}
+	localResults := d.local.Results()
+	ctxDone := ctx.Done()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	d.progress()
+	for {
+		d.launch()
+		if d.sched.Done() && d.running == 0 {
+			break
+		}
+		select {
+		case res := <-localResults:
+			d.finish(res)
+		case res := <-remoteResults:
+			d.finish(res)
+		case <-ctxDone:
+			ctxDone = nil
+			d.abort(ctx.Err())
+		case <-tick.C:
+			if d.log != nil {
+				d.log.flush()
+				d.log.maybeSync()
+			}
+		}
+		// Take every result that is already in before acting, so that one
+		// flush covers them all.
+	drain:
+		for d.running > 0 {
+			select {
+			case res := <-localResults:
+				d.finish(res)
+			case res := <-remoteResults:
+				d.finish(res)
+			default:
+				break drain
+			}
+		}
+		if d.log != nil && d.log.err != nil && !d.aborting {
+			d.abort(fmt.Errorf("write log: %w", d.log.err))
+		}
+		d.progress()
+	}
+	return d.end(ctx)
+}
+
+func (d *driver) queue(starts []Start) { d.pending = append(d.pending, starts...) }
+
+// launch submits the jobs the scheduler decided on. Before any of them
+// starts, the log records that their outputs are expected, and everything
+// logged before (the completions they depend on) is handed to the kernel:
+// a run killed at any moment leaves a log that says which rules may have
+// left partial outputs, and never one that shows a rule started before the
+// rules it needs were complete. The lines saying the jobs started go out
+// with the next flush (the expected outputs already tell recovery what it
+// needs), which saves a write per job.
+func (d *driver) launch() {
+	launched := false
+	for len(d.pending) > 0 && !d.aborting {
+		batch := d.pending
+		d.pending = d.spare[:0]
+		for _, st := range batch {
+			r := d.w.Rules[st.Rule]
+			if !d.opts.DryRun {
+				fmt.Fprintln(d.out, d.command(r))
+			}
+			if d.log != nil {
+				for _, f := range r.Targets {
+					size, ok := d.w.Sizes[f.Name]
+					if !ok {
+						size = defaultExpectSize
+					}
+					d.log.file(f.Name, fileExpect, size)
+				}
+			}
+		}
+		d.flush()
+		for _, st := range batch {
+			d.submit(st) // a job that cannot start may queue a retry in d.pending
+		}
+		d.spare = batch
+		launched = true
+	}
+	// Rules chosen to start when the run was stopped never start.
+	for _, st := range d.pending {
+		d.sched.Abort(st.Rule)
+	}
+	d.pending = d.pending[:0]
+	if launched {
+		d.out.Flush()
+	} else {
+		d.flush() // completions with nothing new to start
+	}
+}
+
+func (d *driver) flush() {
+	if d.log != nil {
+		d.log.flush()
+	}
+	d.out.Flush()
+}
+
+func (d *driver) submit(st Start) {
+	r := d.w.Rules[st.Rule]
+	job := &Job{Rule: r, Attempt: st.Attempt, Command: d.command(r), Dir: d.dir}
+	exec := d.local
+	if st.Remote {
+		exec = d.remote
+	}
+	jobID, err := exec.Submit(job)
+	if err != nil {
+		d.logger.Debug("submit failed", "rule", r.ID, "err", err)
+		now := time.Now()
+		d.running++
+		d.finish(&Result{Job: job, ExitCode: -1, Err: fmt.Errorf("could not start: %w", err), Started: now, Ended: now})
+		return
+	}
+	d.jobs[r.ID] = job
+	d.jobIDs[r.ID] = jobID
+	d.onRemote[r.ID] = st.Remote
+	d.running++
+	if d.log != nil {
+		d.log.node(r.ID, Running, jobID, d.sched.Counts())
+	}
+	d.logger.Debug("started", "rule", r.ID, "attempt", st.Attempt, "job", jobID, "remote", st.Remote)
+}
+
+// command is what runs for a rule: its own command, or for a nested
+// workflow this program run on the nested file.
+func (d *driver) command(r *Rule) string {
+	if r.Nested == nil {
+		return r.Command
+	}
+	exe := d.opts.MakeflowCommand
+	if exe == "" {
+		exe = "makeflow"
+	}
+	args := []string{shellQuote(exe), "-T", "local"}
+	if c := r.Resources.Cores; c > 0 {
+		args = append(args, "-j", strconv.FormatInt(c, 10))
+	}
+	if r.Nested.JSON {
+		args = append(args, "--json")
+	}
+	file := r.Nested.File
+	if r.Nested.Dir != "" {
+		args = append(args, "-X", shellQuote(r.Nested.Dir))
+		if !filepath.IsAbs(file) {
+			if abs, err := filepath.Abs(inDir(d.dir, file)); err == nil {
+				file = abs
+			}
+		}
+	}
+	return strings.Join(append(args, shellQuote(file)), " ")
+}
+
+// finish records how a job ended and what the scheduler makes of it.
+func (d *driver) finish(res *Result) {
+	r := res.Job.Rule
+	id := r.ID
+	d.running--
+	d.jobs[id] = nil
+	ok := res.OK()
+	var sizes []int64
+	if ok && !d.opts.DryRun {
+		sizes, res.Err = d.verify(r)
+		ok = res.Err == nil
+	}
+	d.logger.Debug("finished", "rule", id, "status", res.Status(), "ok", ok, "seconds", res.Ended.Sub(res.Started).Seconds())
+	switch {
+	case ok:
+		if d.log != nil {
+			for i, f := range r.Targets {
+				d.log.file(f.Name, fileExists, sizes[i])
+			}
+		}
+		d.queue(d.sched.Finished(id, true))
+		d.report.Ran++
+		d.lognode(id, Complete)
+	case res.Canceled && d.aborting:
+		d.sched.Abort(id)
+		d.removeOutputs(r)
+		d.lognode(id, Aborted)
+	default:
+		d.queue(d.sched.Finished(id, false))
+		d.lognode(id, Failed)
+		// With retries left the rule is waiting again, or already chosen
+		// to start again (it is in d.pending, submitted after this).
+		if d.sched.State(id) != Failed {
+			d.lognode(id, Waiting)
+			d.removeOutputs(r)
+			fmt.Fprintf(d.out, "rule %d (%s) failed: %s; trying again (attempt %d of %d)\n",
+				id, r.Pos, res.Status(), res.Job.Attempt+1, d.opts.Retries+1)
+			return
+		}
+		f := Failure{Rule: r, Result: res, Attempts: d.sched.Attempts(id)}
+		if !d.opts.DryRun {
+			f.SavedIn = d.saveFailed(r)
+		}
+		d.report.Failures = append(d.report.Failures, f)
+		fmt.Fprintf(d.out, "rule %d (%s) failed: %s\n", id, r.Pos, res.Status())
+	}
+}
+
+func (d *driver) lognode(id int, st RuleState) {
+	if d.log != nil {
+		d.log.node(id, st, d.jobIDs[id], d.sched.Counts())
+	}
+}
+
+// verify checks that a rule made every target, and returns their sizes.
+func (d *driver) verify(r *Rule) ([]int64, error) {
+	sizes := make([]int64, len(r.Targets))
+	for i, f := range r.Targets {
+		info, err := os.Stat(inDir(d.dir, f.Name))
+		if err != nil {
+			return nil, fmt.Errorf("the command succeeded but did not create %s", quoteName(f.Name))
+		}
+		sizes[i] = info.Size()
+	}
+	return sizes, nil
+}
+
+// remove deletes a file or directory the workflow made and reports
+// whether there was one.
+func (d *driver) remove(name string) bool {
+	p := inDir(d.dir, name)
+	if _, err := os.Lstat(p); err != nil {
+		return false
+	}
+	if err := os.RemoveAll(p); err != nil {
+		fmt.Fprintf(d.out, "warning: could not remove %s: %v\n", name, err)
+		return false
+	}
+	return true
+}
+
+func (d *driver) removeOutputs(r *Rule) {
+	if d.opts.DryRun {
+		return
+	}
+	for _, f := range r.Targets {
+		d.remove(f.Name)
+	}
+}
+
+// failedDir is where a failed rule's partial outputs are kept.
+func failedDir(id int) string { return "makeflow.failed." + strconv.Itoa(id) }
+
+// saveFailed moves what a failed rule left into makeflow.failed.<id>, so
+// that it is neither lost for debugging nor taken for a result.
+func (d *driver) saveFailed(r *Rule) string {
+	name := failedDir(r.ID)
+	dst := inDir(d.dir, name)
+	os.RemoveAll(dst)
+	saved := false
+	for _, f := range r.Targets {
+		src := inDir(d.dir, f.Name)
+		if _, err := os.Lstat(src); err != nil {
+			continue
+		}
+		rel := f.Name
+		if filepath.IsAbs(rel) || strings.HasPrefix(rel, "..") {
+			rel = filepath.Base(rel)
+		}
+		to := filepath.Join(dst, rel)
+		if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
+			continue
+		}
+		if err := os.Rename(src, to); err == nil {
+			saved = true
+		}
+	}
+	if !saved {
+		os.RemoveAll(dst)
+		return ""
+	}
+	return name
+}
+
+// abort stops starting rules and cancels the running ones.
+func (d *driver) abort(cause error) {
+	if d.aborting {
+		return
+	}
+	d.aborting = true
+	if d.err == nil {
+		d.err = cause
+	}
+	d.sched.Halt()
+	for id, job := range d.jobs {
+		switch {
+		case job == nil:
+		case d.onRemote[id]:
+			d.remote.Cancel(job)
+		default:
+			d.local.Cancel(job)
+		}
+	}
+}
+
+func (d *driver) progress() {
+	if d.opts.Progress != nil {
+		d.opts.Progress(d.sched.Counts())
+	}
+}
+
+// end writes the log's last line and builds the report.
+func (d *driver) end(ctx context.Context) (*Report, error) {
+	rep := &d.report
+	rep.Counts = d.sched.Counts()
+	rep.Elapsed = time.Since(d.start)
+	for _, id := range d.sched.Blocked() {
+		rep.Blocked = append(rep.Blocked, d.w.Rules[id])
+	}
+	var err error
+	switch {
+	case d.err != nil && ctx.Err() != nil:
+		err = fmt.Errorf("interrupted with %d of %d rules done (they are kept; run again to finish): %w",
+			rep.Counts.Complete, rep.Counts.Total, d.err)
+		d.logEvent("ABORTED")
+	case d.err != nil:
+		err = d.err
+		d.logEvent("ABORTED")
+	case len(rep.Failures) > 0 || len(rep.Blocked) > 0:
+		err = &RunError{Report: rep}
+		d.logEvent("FAILED")
+	default:
+		d.logEvent("COMPLETED")
+	}
+	if d.log != nil {
+		if cerr := d.log.close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}
+	return rep, err
+}
+
+func (d *driver) logEvent(what string) {
+	if d.log != nil {
+		d.log.event(what)
+	}
+}
+
+// A machine is what this computer offers to local jobs.
+type machine struct{ Cores, MemoryMB, DiskMB int64 }
+
+func thisMachine(dir string) machine {
+	m := machine{Cores: int64(runtime.NumCPU())}
+	var si syscall.Sysinfo_t
+	if syscall.Sysinfo(&si) == nil {
+		m.MemoryMB = int64(si.Totalram) * int64(si.Unit) >> 20
+	}
+	var fs syscall.Statfs_t
+	if syscall.Statfs(dir, &fs) == nil {
+		m.DiskMB = int64(fs.Bavail) * fs.Bsize >> 20
+	}
+	return m
+}

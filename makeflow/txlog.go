@@ -1,0 +1,262 @@
+package makeflow
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// The transaction log, <workflow>.makeflowlog, in CCTools' line format:
+//
+//	<µs> <rule> <state> <jobid> <waiting> <running> <complete> <failed> <aborted> <total>
+//	# FILE <µs> <name> <filestate> <size>
+//	# STARTED <µs>, # COMPLETED <µs>, # FAILED <µs>, # ABORTED <µs>
+//
+// Lines are appended through a buffer that Run flushes after every batch of
+// events, before it starts any job: the completion of every rule a job
+// depends on is in the file (the kernel's, which survives a kill -9) before
+// the job starts. The file is also fsynced at the start and end of a run
+// and every minute, against losing the machine.
+
+// File states in the log.
+const (
+	fileExpect = 1 // a running rule will make it
+	fileExists = 2 // made, with its real size
+)
+
+// defaultExpectSize is what CCTools logs for an expected file of unknown
+// size (1 GiB).
+const defaultExpectSize = 1 << 30
+
+// syncEvery is how often a long run fsyncs its log.
+const syncEvery = time.Minute
+
+type logWriter struct {
+	f        *os.File
+	w        *bufio.Writer
+	buf      []byte
+	lastSync time.Time
+	err      error // first write error; sticky
+}
+
+// openLog opens the log for appending and locks it, so that two runs of
+// one workflow cannot interleave their records. The lock goes with the
+// process, also when it is killed.
+func openLog(path string) (*logWriter, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil, fmt.Errorf("another makeflow is running this workflow: %s is locked", path)
+		}
+		return nil, fmt.Errorf("lock log %s: %w", path, err)
+	}
+	return &logWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), lastSync: time.Now()}, nil
+}
+
+func now() int64 { return time.Now().UnixMicro() }
+
+func (l *logWriter) write(b []byte) {
+	if l.err == nil {
+		_, l.err = l.w.Write(b)
+	}
+}
+
+// node logs a rule's state change with the counts after it.
+func (l *logWriter) node(id int, st RuleState, jobID int64, c Counts) {
+	b := l.buf[:0]
+	b = strconv.AppendInt(b, now(), 10)
+	for _, v := range []int64{int64(id), int64(st), jobID, int64(c.Waiting), int64(c.Running),
+		int64(c.Complete), int64(c.Failed), int64(c.Aborted), int64(c.Total)} {
+		b = append(b, ' ')
+		b = strconv.AppendInt(b, v, 10)
+	}
+	b = append(b, '\n')
+	l.buf = b
+	l.write(b)
+}
+
+// file logs a file's state: expected with its estimated size, or made with
+// its real one.
+func (l *logWriter) file(name string, state int, size int64) {
+	b := append(l.buf[:0], "# FILE "...)
+	b = strconv.AppendInt(b, now(), 10)
+	b = append(b, ' ')
+	b = append(b, name...)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(state), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, size, 10)
+	b = append(b, '\n')
+	l.buf = b
+	l.write(b)
+}
+
+// event logs "# STARTED", "# COMPLETED", "# FAILED" or "# ABORTED".
+func (l *logWriter) event(what string) {
+	l.write(fmt.Appendf(nil, "# %s %d\n", what, now()))
+}
+
+// flush hands the buffered lines to the kernel.
+func (l *logWriter) flush() error {
+	if l.err == nil && l.w.Buffered() > 0 {
+		l.err = l.w.Flush()
+	}
+	return l.err
+}
+
+// sync flushes and fsyncs.
+func (l *logWriter) sync() error {
+	if l.flush() == nil {
+		l.err = l.f.Sync()
+		l.lastSync = time.Now()
+	}
+	return l.err
+}
+
+func (l *logWriter) maybeSync() error {
+	if time.Since(l.lastSync) >= syncEvery {
+		return l.sync()
+	}
+	return l.err
+}
+
+func (l *logWriter) close() error {
+	err := l.sync()
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write log: %w", err)
+	}
+	return nil
+}
+
+// A logRecord is what a log says about a workflow.
+type logRecord struct {
+	state   []RuleState // last state of every rule; Waiting if never logged
+	logged  []bool      // the rule appears in the log
+	started []int64     // when each rule last started (µs), 0 if never
+	made    map[string]int64
+	// expected holds the files some rule was about to make: a rule that is
+	// not complete and expected one of its outputs may have left part of it.
+	expected map[string]bool
+	runs     int // how many runs the log records (# STARTED lines)
+}
+
+// readLog reads the log at path for a workflow of n rules. A missing log
+// is an empty record. Lines about rules beyond n are ignored (the workflow
+// may have lost rules since). A final line without its newline, which a
+// killed run can leave, is ignored; any other unreadable line is an error
+// naming it.
+func readLog(path string, n int) (*logRecord, error) {
+	rec := &logRecord{
+		state:    make([]RuleState, n),
+		logged:   make([]bool, n),
+		started:  make([]int64, n),
+		made:     map[string]int64{},
+		expected: map[string]bool{},
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return rec, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read log: %w", err)
+	}
+	lineNo := 0
+	for len(data) > 0 {
+		lineNo++
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break // torn last line
+		}
+		line := string(data[:i])
+		data = data[i+1:]
+		if err := rec.add(line); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w (the log may be damaged; remove it to start the workflow afresh)", path, lineNo, err)
+		}
+	}
+	return rec, nil
+}
+
+func (rec *logRecord) add(line string) error {
+	if strings.TrimSpace(line) == "" {
+		return nil
+	}
+	if strings.HasPrefix(line, "#") {
+		fields := strings.Fields(line[1:])
+		if len(fields) == 0 {
+			return nil
+		}
+		switch fields[0] {
+		case "STARTED":
+			rec.runs++
+		case "FILE":
+			// # FILE <ts> <name> <state> <size>; names may hold spaces.
+			rest := strings.TrimSpace(line[1:])
+			rest = strings.TrimSpace(strings.TrimPrefix(rest, "FILE"))
+			ts, rest, ok1 := strings.Cut(rest, " ")
+			j := strings.LastIndexByte(rest, ' ')
+			if !ok1 || j < 0 {
+				return errors.New("malformed FILE line")
+			}
+			k := strings.LastIndexByte(rest[:j], ' ')
+			if k < 0 {
+				return errors.New("malformed FILE line")
+			}
+			name, state := rest[:k], rest[k+1:j]
+			t, err1 := strconv.ParseInt(ts, 10, 64)
+			st, err2 := strconv.Atoi(state)
+			if err1 != nil || err2 != nil {
+				return errors.New("malformed FILE line")
+			}
+			switch st {
+			case fileExists:
+				rec.made[name] = t
+			case fileExpect:
+				rec.expected[name] = true
+			}
+		}
+		// Other comment lines (CACHE, GC, MOUNT, verbose DAG dumps) carry
+		// nothing recovery needs.
+		return nil
+	}
+	f := strings.Fields(line)
+	if len(f) < 3 {
+		return fmt.Errorf("malformed line %q", line)
+	}
+	var v [4]int64
+	for i := range v {
+		if i >= len(f) {
+			break
+		}
+		n, err := strconv.ParseInt(f[i], 10, 64)
+		if err != nil {
+			return fmt.Errorf("malformed line %q", line)
+		}
+		v[i] = n
+	}
+	id, st := v[1], RuleState(v[2])
+	if st < Waiting || st > Aborted || id < 0 {
+		return fmt.Errorf("malformed line %q", line)
+	}
+	if id >= int64(len(rec.state)) {
+		return nil
+	}
+	rec.state[id] = st
+	rec.logged[id] = true
+	if st == Running {
+		rec.started[id] = v[0]
+	}
+	return nil
+}
