@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"fmt"
 	"io/fs"
 	"strconv"
@@ -252,6 +253,12 @@ func Parse(line []byte) (Message, error) {
 			m = File{Name: name(0), Size: size(1)}
 		}
 	case "missing":
+		// CCTools workers print the name here without encoding it, so a
+		// name with spaces arrives split: the errno is the last field.
+		if len(args) > 2 {
+			joined := bytes.Join(args[:len(args)-1], []byte(" "))
+			args = [][]byte{joined, args[len(args)-1]}
+		}
 		if err = want(2); err == nil {
 			m = Missing{Name: name(0), Errno: int(num(1))}
 			if err == nil && (m.(Missing).Errno < 0 || m.(Missing).Errno > 1<<16) {

@@ -250,3 +250,11 @@ func rw(s string) io.ReadWriter {
 		io.Writer
 	}{strings.NewReader(s), &bytes.Buffer{}}
 }
+
+// CCTools workers print the name of a missing output without encoding it.
+func TestParseUnencodedMissing(t *testing.T) {
+	m, err := Parse([]byte("missing file-23-abc-spaced out.txt 2"))
+	if want := (Missing{Name: "file-23-abc-spaced out.txt", Errno: 2}); err != nil || m != want {
+		t.Errorf("Parse = %#v, %v; want %#v", m, err, want)
+	}
+}
