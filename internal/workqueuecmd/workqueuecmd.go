@@ -24,7 +24,7 @@ func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
 		Use:   "workqueue",
 		Short: "Work Queue workers, catalog and status, compatible with CCTools",
 	}
-	root.AddCommand(newWorkerCmd(s), newCatalogCmd(s))
+	root.AddCommand(newWorkerCmd(s), newCatalogCmd(s), newStatusCmd(s))
 	return cmdutil.Execute(ctx, root, args, s)
 }
 

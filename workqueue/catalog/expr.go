@@ -23,8 +23,11 @@ func ParseFilter(src string) (*Filter, error) {
 	p := &parser{src: src}
 	p.next()
 	n, err := p.or()
+	if err == nil {
+		err = p.err
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("filter %q: %w", src, err)
 	}
 	if p.tok.kind != tEOF {
 		return nil, fmt.Errorf("filter %q: unexpected %q at %d", src, p.tok.text, p.tok.pos)
