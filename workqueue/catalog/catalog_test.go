@@ -18,7 +18,7 @@ type clock struct {
 	now time.Time
 }
 
-func (c *clock) Now() time.Time     { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Now() time.Time      { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
 func (c *clock) add(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.mu.Unlock() }
 
 func startServer(t *testing.T) (*Server, *clock, string) {

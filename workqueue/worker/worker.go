@@ -121,8 +121,9 @@ var ErrIdle = errors.New("idle timeout")
 
 // Run runs a worker until ctx is cancelled, the idle or connect timeout
 // passes, a master tells it to exit, or (SingleShot) its first session ends.
-// It returns nil when told to exit or after a single-shot session, ErrIdle
-// after the idle timeout, and ctx's error when cancelled.
+// It returns nil when told to exit or when a single-shot session ends with
+// a release, the session's error when a single-shot session ends otherwise,
+// ErrIdle after the idle timeout, and ctx's error when cancelled.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.validate(); err != nil {
 		return err
@@ -243,7 +244,10 @@ func (w *worker) loop(ctx context.Context) error {
 			backoff = w.cfg.MinBackoff
 		}
 		if w.cfg.SingleShot {
-			return nil
+			if errors.Is(err, errRelease) {
+				return nil
+			}
+			return fmt.Errorf("worker: session with %s: %w", addr, err)
 		}
 		if backoff == 0 {
 			backoff = w.cfg.MinBackoff

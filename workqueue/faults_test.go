@@ -1,0 +1,214 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/workqueue/sched"
+	"github.com/rightsize/rightsize/workqueue/wire"
+	"github.com/rightsize/rightsize/workqueue/worker"
+)
+
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "workqueue-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if err := testutil.BuildCommands(dir, "workqueue"); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.RemoveAll(dir)
+		os.Exit(1)
+	}
+	binDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// startWorkerProcess runs `workqueue worker` as a process, for tests that
+// kill it.
+func startWorkerProcess(t *testing.T, m *Master, cores int) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(binDir, "workqueue"), "worker", "--cores", fmt.Sprint(cores),
+		"--memory", "1000", "--disk", "1000", "-t", "60", "-i", "0.05", "-s", t.TempDir(), "-q",
+		"127.0.0.1", fmt.Sprint(m.Port()))
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return cmd
+}
+
+// TestWorkerKilledMidTaskLosesNothing kills a worker process with SIGKILL
+// while it runs tasks; every task still finishes, on the other worker.
+func TestWorkerKilledMidTaskLosesNothing(t *testing.T) {
+	m := startMaster(t, Config{})
+	doomed := startWorkerProcess(t, m, 2)
+	dir := t.TempDir()
+	const n = 6
+	for i := 0; i < n; i++ {
+		task := &Task{Command: fmt.Sprintf("sleep 0.3; echo %d > out", i), Tag: fmt.Sprint(i)}
+		task.AddOutput(filepath.Join(dir, fmt.Sprintf("out%d", i)), "out", false)
+		m.Submit(task)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for m.Stats().TasksRunning < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("tasks never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	doomed.Process.Signal(syscall.SIGKILL)
+	startWorkerProcess(t, m, 2)
+	got := waitAll(t, m, n)
+	for i := 0; i < n; i++ {
+		r := got[fmt.Sprint(i)]
+		b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out%d", i)))
+		if !r.OK() || strings.TrimSpace(string(b)) != fmt.Sprint(i) {
+			t.Errorf("task %d: %v %v, output file %q", i, r.Status, r.Err, b)
+		}
+	}
+	if st := m.Stats(); st.WorkersLost < 1 {
+		t.Errorf("stats do not show the lost worker: %+v", st)
+	}
+}
+
+// TestHostileWorkers connects peers that break the protocol in various ways:
+// each is disconnected with a logged reason and the master goes on serving a
+// good worker.
+func TestHostileWorkers(t *testing.T) {
+	m := startMaster(t, Config{Limits: wire.Limits{Line: 1024, Body: 1 << 16}})
+	hello := "workqueue 9 evil Linux x86_64 1\n"
+	resources := "resource cores 1 1 1\nresource memory 100 100 100\nresource disk 100 100 100\nresource tag 0\n"
+	cases := map[string]string{
+		"garbage":           "GET / HTTP/1.0\r\n\r\n",
+		"wrong protocol":    "workqueue 99 evil Linux x86_64 1\n",
+		"long line":         hello + strings.Repeat("x", 5000) + "\n",
+		"unknown message":   hello + resources + "frobnicate\n",
+		"huge result":       hello + resources + "result 0 0 99999999999 1 1\n",
+		"unrequested file":  hello + resources + "file ../../etc/passwd 5\nhello",
+		"stray end":         hello + resources + "end\n",
+		"binary":            "\x00\x01\x02\xff\n",
+		"nan resources":     hello + "resource cores NaN 1 1\n",
+		"negative size":     hello + resources + "result 0 0 -4 1 1\n",
+		"half hello":        "workqueue 9",
+		"result for nobody": hello + resources + "result 0 0 3 1 424242\nabc" + "frobnicate\n",
+	}
+	for name, script := range cases {
+		conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conn.Write([]byte(script))
+		if name == "half hello" {
+			conn.(*net.TCPConn).CloseWrite()
+		}
+		conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		buf := make([]byte, 1024)
+		var readErr error
+		for readErr == nil {
+			_, readErr = conn.Read(buf)
+		}
+		if ne, ok := readErr.(net.Error); ok && ne.Timeout() {
+			t.Errorf("%s: master kept the connection open", name)
+		}
+		conn.Close()
+	}
+	startWorker(t, m, worker.Config{})
+	if r := runOne(t, m, "echo still here"); strings.TrimSpace(string(r.Output)) != "still here" {
+		t.Errorf("after hostile peers: %+v", r)
+	}
+}
+
+// TestFastAbortResendsStraggler: once ten tasks of a category have
+// finished, a task running far longer than their mean is aborted and sent
+// again, and the result says so.
+func TestFastAbortResendsStraggler(t *testing.T) {
+	m := startMaster(t, Config{FastAbort: sched.FastAbort{Multiplier: 3, MinSamples: 10}})
+	startWorker(t, m, worker.Config{Cores: 2})
+	startWorker(t, m, worker.Config{Cores: 2})
+	for i := 0; i < 12; i++ {
+		m.Submit(&Task{Command: "sleep 0.1", Category: "short", Tag: fmt.Sprint("warm", i)})
+	}
+	waitAll(t, m, 12)
+	// The first attempt hangs; a second one finds the marker and is quick.
+	marker := filepath.Join(t.TempDir(), "marker")
+	m.Submit(&Task{Command: fmt.Sprintf("if [ -e %s ]; then echo quick; else touch %s; sleep 60; fi", marker, marker),
+		Category: "short", Tag: "straggler"})
+	r := waitAll(t, m, 1)["straggler"]
+	if !r.OK() || strings.TrimSpace(string(r.Output)) != "quick" || r.FastAborts != 1 {
+		t.Errorf("straggler: status %v, output %q, fast aborts %d", r.Status, r.Output, r.FastAborts)
+	}
+	if st := m.Stats(); st.FastAborts != 1 {
+		t.Errorf("stats: %d fast aborts", st.FastAborts)
+	}
+}
+
+func TestCancel(t *testing.T) {
+	m := startMaster(t, Config{})
+	startWorker(t, m, worker.Config{Cores: 1})
+	running, _ := m.Submit(&Task{Command: "sleep 60", Tag: "running"})
+	waiting, _ := m.Submit(&Task{Command: "sleep 60", Tag: "waiting"})
+	deadline := time.Now().Add(30 * time.Second)
+	for m.Stats().TasksRunning < 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("task never started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !m.Cancel(waiting) || !m.Cancel(running) || m.Cancel(running) {
+		t.Fatal("Cancel results wrong")
+	}
+	if r := runOne(t, m, "echo next"); strings.TrimSpace(string(r.Output)) != "next" || r.Tag != "" {
+		t.Errorf("after cancelling: %+v", r)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := m.Wait(ctx); err != ErrEmpty {
+		t.Errorf("Wait after everything finished or was cancelled: %v", err)
+	}
+}
+
+func TestInputMissing(t *testing.T) {
+	m := startMaster(t, Config{})
+	startWorker(t, m, worker.Config{})
+	task := &Task{Command: "cat nope"}
+	task.AddInput(filepath.Join(t.TempDir(), "does-not-exist"), "nope", false)
+	m.Submit(task)
+	r := waitAll(t, m, 1)[""]
+	if r.Status != InputMissing || r.Err == nil || !strings.Contains(r.Err.Error(), "does-not-exist") {
+		t.Errorf("missing input: %v %v", r.Status, r.Err)
+	}
+	if r := runOne(t, m, "echo ok"); !r.OK() {
+		t.Errorf("worker unusable after a missing input: %+v", r)
+	}
+}
+
+func TestSubmitRejectsBadTasks(t *testing.T) {
+	m := startMaster(t, Config{})
+	cases := map[string]*Task{
+		"no command":      {},
+		"absolute remote": {Command: "x", Inputs: []File{{Local: "/etc/hosts", Remote: "/etc/hosts"}}},
+		"dotdot remote":   {Command: "x", Outputs: []File{{Local: "o", Remote: "../o"}}},
+		"output no local": {Command: "x", Outputs: []File{{Remote: "o"}}},
+		"negative cores":  {Command: "x", Resources: Resources{Cores: -1}},
+	}
+	for name, task := range cases {
+		if _, err := m.Submit(task); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
