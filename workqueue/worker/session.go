@@ -37,6 +37,9 @@ type session struct {
 	notified bool    // available_results sent, send_results not yet seen
 	idle     atomic.Bool
 	lastWork atomic.Int64 // unix nanoseconds of the last task activity
+
+	tasks     sync.WaitGroup // task goroutines
+	sandboxes *sandboxes
 }
 
 // maxOutput bounds the output (stdout and stderr) returned for one task.
@@ -46,9 +49,10 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 	defer conn.Close()
 	s := &session{
 		w: w, log: w.log, conn: conn,
-		c:       wire.NewConn(conn, wire.Limits{File: w.res.diskMB << 20}),
-		cache:   filepath.Join(w.workspace, "cache"),
-		running: map[int]*task{},
+		c:         wire.NewConn(conn, wire.Limits{File: w.res.diskMB << 20}),
+		cache:     filepath.Join(w.workspace, "cache"),
+		running:   map[int]*task{},
+		sandboxes: &sandboxes{dir: w.workspace},
 	}
 	if err := os.MkdirAll(s.cache, 0o755); err != nil {
 		return fmt.Errorf("creating cache: %w", err)
@@ -59,7 +63,12 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 	done := make(chan struct{})
 	defer close(done)
 	go s.watchIdle(done)
-	defer s.killAll()
+	defer func() {
+		// Kill what runs and wait, so that no task writes into the
+		// workspace while it is cleaned for the next master.
+		s.kill(-1)
+		s.tasks.Wait()
+	}()
 
 	if w.cfg.Password != nil {
 		if _, err := s.c.Authenticate(w.cfg.Password); err != nil {
@@ -359,7 +368,6 @@ func (s *session) taskDone(t *task) {
 	s.mu.Lock()
 	if s.running[t.spec.ID] != t {
 		s.mu.Unlock() // killed meanwhile
-		t.discard()
 		return
 	}
 	delete(s.running, t.spec.ID)
@@ -421,8 +429,6 @@ func (s *session) kill(id int) {
 		t.stop()
 	}
 }
-
-func (s *session) killAll() { s.kill(-1) }
 
 func arch() string {
 	switch a := runtimeArch(); a {

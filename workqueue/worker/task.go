@@ -28,9 +28,7 @@ const (
 
 // task is one running or finished command.
 type task struct {
-	spec    *wire.TaskSpec
-	sandbox string
-	outPath string // the command's stdout and stderr
+	spec *wire.TaskSpec
 
 	mu      sync.Mutex
 	proc    *os.Process
@@ -39,67 +37,66 @@ type task struct {
 	status   int
 	exit     int
 	execUsec int64
+	output   []byte // stdout and stderr, at most maxOutput bytes
 }
 
 func runtimeArch() string { return runtime.GOARCH }
 
-// start prepares the sandbox and runs the command in the background.
+// start runs the task in the background.
 func (s *session) start(spec *wire.TaskSpec) {
-	t := &task{
-		spec:    spec,
-		sandbox: filepath.Join(s.w.workspace, "t."+strconv.Itoa(spec.ID)),
-		outPath: filepath.Join(s.w.workspace, "t."+strconv.Itoa(spec.ID)+".out"),
-	}
+	t := &task{spec: spec}
 	s.mu.Lock()
-	if old := s.running[spec.ID]; old != nil {
-		s.mu.Unlock()
-		old.stop()
-		s.mu.Lock()
-	}
+	old := s.running[spec.ID]
 	s.running[spec.ID] = t
 	s.mu.Unlock()
+	if old != nil {
+		old.stop()
+	}
 	s.lastWork.Store(time.Now().UnixNano())
+	s.tasks.Add(1)
 	go func() {
-		t.run(s)
+		defer s.tasks.Done()
+		sandbox, err := s.sandboxes.take()
+		if err != nil {
+			t.status, t.exit, t.output = resultInputMissing, -1, []byte(err.Error()+"\n")
+		} else {
+			t.run(s, sandbox)
+			s.sandboxes.put(sandbox)
+		}
 		s.taskDone(t)
 	}()
 }
 
-func (t *task) run(s *session) {
-	os.RemoveAll(t.sandbox)
-	if err := t.prepare(s.cache); err != nil {
+// run places the inputs, runs the command and collects the outputs.
+func (t *task) run(s *session, sandbox string) {
+	if err := t.prepare(s.cache, sandbox); err != nil {
 		s.log.Warn("task input", "task", t.spec.ID, "err", err)
-		os.WriteFile(t.outPath, []byte(err.Error()+"\n"), 0o600)
-		t.status, t.exit = resultInputMissing, -1
-		os.RemoveAll(t.sandbox)
+		t.status, t.exit, t.output = resultInputMissing, -1, []byte(err.Error()+"\n")
 		return
 	}
-	out, err := os.OpenFile(t.outPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o600)
-	if err != nil {
-		t.status, t.exit = resultInputMissing, -1
-		return
-	}
+	// Output goes through a pipe, not a file: creating and deleting a file
+	// per task costs more than the rest of the dispatch on slow disks.
+	out := &cappedBuffer{limit: maxOutput}
 	cmd := exec.Command("/bin/sh", "-c", t.spec.Command)
-	cmd.Dir = t.sandbox
+	cmd.Dir = sandbox
 	cmd.Env = append(os.Environ(), t.spec.Env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// A backgrounded grandchild holding the pipe must not hold up the task.
+	cmd.WaitDelay = time.Second
 	started := time.Now()
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
-		out.Close()
 		return
 	}
-	err = cmd.Start()
+	err := cmd.Start()
 	if err == nil {
 		t.proc = cmd.Process
 	}
 	t.mu.Unlock()
 	if err != nil {
-		fmt.Fprintf(out, "cannot start /bin/sh: %v\n", err)
-		out.Close()
-		t.status, t.exit = resultSuccess, 127
+		t.status, t.exit, t.output = resultSuccess, 127, []byte(fmt.Sprintf("cannot start /bin/sh: %v\n", err))
 		return
 	}
 	var timedOut atomic.Bool
@@ -112,9 +109,8 @@ func (t *task) run(s *session) {
 	}
 	err = cmd.Wait()
 	t.execUsec = time.Since(started).Microseconds()
-	out.Close()
-	// A backgrounded grandchild may outlive the shell; its group goes too.
 	killGroup(cmd.Process)
+	t.output = out.buf
 	t.status, t.exit = resultSuccess, 0
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {
@@ -128,27 +124,41 @@ func (t *task) run(s *session) {
 			t.exit = ws.ExitStatus()
 		}
 	}
-	t.collect(s.cache)
-	os.RemoveAll(t.sandbox)
+	t.collect(s.cache, sandbox)
 }
 
-// prepare creates the sandbox and places every input in it.
-func (t *task) prepare(cache string) error {
-	if err := os.MkdirAll(t.sandbox, 0o755); err != nil {
-		return err
+// cappedBuffer keeps the first limit bytes written and drops the rest.
+type cappedBuffer struct {
+	mu    sync.Mutex
+	buf   []byte
+	limit int
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if room := b.limit - len(b.buf); room > 0 {
+		b.buf = append(b.buf, p[:min(room, len(p))]...)
 	}
+	return len(p), nil
+}
+
+// prepare places every input in the sandbox.
+func (t *task) prepare(cache, sandbox string) error {
 	for _, in := range t.spec.Inputs {
 		src := filepath.Join(cache, in.CacheName)
-		dst := filepath.Join(t.sandbox, in.Remote)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+		dst := filepath.Join(sandbox, in.Remote)
+		if dir := filepath.Dir(dst); dir != sandbox {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return err
+			}
 		}
 		if err := place(src, dst); err != nil {
 			return fmt.Errorf("input %s (%s): %w", in.Remote, in.CacheName, err)
 		}
 	}
 	for _, d := range t.spec.EmptyDirs {
-		if err := os.MkdirAll(filepath.Join(t.sandbox, d), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Join(sandbox, d), 0o755); err != nil {
 			return err
 		}
 	}
@@ -179,6 +189,9 @@ func place(src, dst string) error {
 }
 
 func linkOrCopy(src, dst string) error {
+	if err := os.Link(src, dst); err == nil {
+		return nil
+	}
 	os.Remove(dst)
 	if err := os.Link(src, dst); err == nil {
 		return nil
@@ -205,13 +218,17 @@ func linkOrCopy(src, dst string) error {
 
 // collect moves the task's outputs from its sandbox into the cache, where
 // get finds them. A missing output is left missing.
-func (t *task) collect(cache string) {
+func (t *task) collect(cache, sandbox string) {
 	for _, o := range t.spec.Outputs {
-		src := filepath.Join(t.sandbox, o.Remote)
+		src := filepath.Join(sandbox, o.Remote)
 		dst := filepath.Join(cache, o.CacheName)
+		if err := os.Rename(src, dst); err == nil {
+			continue
+		}
 		if _, err := os.Lstat(src); err != nil {
 			continue
 		}
+		// dst exists (a directory) or lies on another file system.
 		os.RemoveAll(dst)
 		if err := os.Rename(src, dst); err != nil {
 			place(src, dst)
@@ -221,23 +238,11 @@ func (t *task) collect(cache string) {
 
 // sendResult writes the result line and the task's output.
 func (t *task) sendResult(c *wire.Conn) error {
-	defer os.Remove(t.outPath)
-	f, err := os.Open(t.outPath)
-	var size int64
-	if err == nil {
-		defer f.Close()
-		if info, err := f.Stat(); err == nil {
-			size = min(info.Size(), maxOutput)
-		}
-	}
-	m := wire.Result{Status: t.status, Exit: t.exit, Size: size, ExecUsec: t.execUsec, TaskID: t.spec.ID}
-	if size == 0 {
-		return c.Send(m)
-	}
-	return c.SendFrom(m, f, size)
+	m := wire.Result{Status: t.status, Exit: t.exit, Size: int64(len(t.output)), ExecUsec: t.execUsec, TaskID: t.spec.ID}
+	return c.SendBody(m, t.output)
 }
 
-// stop kills the task if it runs and removes what it left.
+// stop kills the task if it runs; its goroutine cleans up.
 func (t *task) stop() {
 	t.mu.Lock()
 	t.stopped = true
@@ -246,14 +251,54 @@ func (t *task) stop() {
 	if p != nil {
 		killGroup(p)
 	}
-	t.discard()
-}
-
-func (t *task) discard() {
-	os.Remove(t.outPath)
-	os.RemoveAll(t.sandbox)
 }
 
 func killGroup(p *os.Process) {
 	syscall.Kill(-p.Pid, syscall.SIGKILL)
+}
+
+// sandboxes hands out empty task directories and takes them back emptied,
+// so that a task costs no mkdir and rmdir.
+type sandboxes struct {
+	dir  string
+	mu   sync.Mutex
+	free []string
+	next int
+}
+
+func (p *sandboxes) take() (string, error) {
+	p.mu.Lock()
+	if n := len(p.free); n > 0 {
+		d := p.free[n-1]
+		p.free = p.free[:n-1]
+		p.mu.Unlock()
+		return d, nil
+	}
+	p.next++
+	d := filepath.Join(p.dir, "t."+strconv.Itoa(p.next))
+	p.mu.Unlock()
+	return d, os.Mkdir(d, 0o755)
+}
+
+// put empties a sandbox and keeps it for the next task; one that cannot be
+// emptied is removed.
+func (p *sandboxes) put(d string) {
+	f, err := os.Open(d)
+	if err != nil {
+		return
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	for _, n := range names {
+		if err == nil {
+			err = os.RemoveAll(filepath.Join(d, n))
+		}
+	}
+	if err != nil {
+		os.RemoveAll(d)
+		return
+	}
+	p.mu.Lock()
+	p.free = append(p.free, d)
+	p.mu.Unlock()
 }
