@@ -23,6 +23,13 @@ func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
 	root := &cobra.Command{
 		Use:   "workqueue",
 		Short: "Work Queue workers, catalog and status, compatible with CCTools",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.Usagef("unknown command %q (try worker, catalog or status)", args[0])
+			}
+			return cmd.Help()
+		},
 	}
 	root.AddCommand(newWorkerCmd(s), newCatalogCmd(s), newStatusCmd(s))
 	return cmdutil.Execute(ctx, root, args, s)
