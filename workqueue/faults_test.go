@@ -212,3 +212,115 @@ func TestSubmitRejectsBadTasks(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerSurvivesKilledMaster: a master that vanishes without a word (as
+// with kill -9) leaves its worker, which reconnects to the next master it
+// knows of.
+func TestWorkerSurvivesKilledMaster(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	accepted := make(chan struct{})
+	go func() {
+		conn, err := dead.Accept()
+		if err != nil {
+			return
+		}
+		c := wire.NewConn(conn, wire.Limits{})
+		c.ReadMessage() // the hello
+		c.WriteRaw([]byte("task 1\ncmd 8\nsleep 60end\n"))
+		c.Flush()
+		time.Sleep(100 * time.Millisecond)
+		conn.(*net.TCPConn).SetLinger(0) // reset, as a killed process's socket is
+		conn.Close()
+		dead.Close()
+		close(accepted)
+	}()
+	next, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nextAddr := next.Addr().String()
+	next.Close() // the next master is not up yet
+	startWorkerTo(t, []string{deadAddr, nextAddr})
+	<-accepted
+	m := startMaster(t, Config{Addr: nextAddr})
+	if r := runOne(t, m, "echo survived"); strings.TrimSpace(string(r.Output)) != "survived" {
+		t.Errorf("task on the next master: %+v", r)
+	}
+}
+
+func startWorkerTo(t *testing.T, masters []string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		worker.Run(ctx, worker.Config{Masters: masters, Cores: 1, MemoryMB: 100, DiskMB: 100, Workdir: t.TempDir(),
+			MinBackoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Logger: testLogger(t).With("side", "worker")})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// TestKeepalive: a worker that stops answering is dropped; one that answers
+// check stays.
+func TestKeepalive(t *testing.T) {
+	m := startMaster(t, Config{KeepaliveInterval: 200 * time.Millisecond, KeepaliveTimeout: 300 * time.Millisecond})
+	startWorker(t, m, worker.Config{})
+	silent, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	silent.Write([]byte("workqueue 9 mute Linux x86_64 1\nresource cores 1 1 1\nresource tag 0\n"))
+	silent.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var got []byte
+	buf := make([]byte, 256)
+	for {
+		n, err := silent.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the master never dropped a worker that does not answer")
+			}
+			break
+		}
+	}
+	if !strings.Contains(string(got), "check\n") {
+		t.Errorf("the master did not ask before dropping: %q", got)
+	}
+	if st := m.Stats(); st.WorkersConnected != 1 {
+		t.Errorf("%d workers connected, want the one that answers", st.WorkersConnected)
+	}
+}
+
+func TestPasswordOurWorker(t *testing.T) {
+	cases := []struct {
+		name     string
+		password string
+		wantRun  bool
+	}{
+		{"right password", "s3cret\n", true},
+		{"wrong password", "guess\n", false},
+		{"no password", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := startMaster(t, Config{Password: []byte("s3cret\n")})
+			cfg := worker.Config{}
+			if tc.password != "" {
+				cfg.Password = []byte(tc.password)
+			}
+			startWorker(t, m, cfg)
+			m.Submit(&Task{Command: "echo in"})
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			r, err := m.Wait(ctx)
+			if ran := err == nil && r.OK(); ran != tc.wantRun {
+				t.Errorf("task ran: %v (%v), want %v", ran, err, tc.wantRun)
+			}
+		})
+	}
+}

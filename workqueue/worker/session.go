@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -430,8 +431,9 @@ func (s *session) kill(id int) {
 	}
 }
 
+// arch names the machine as uname does, which is what CCTools reports.
 func arch() string {
-	switch a := runtimeArch(); a {
+	switch a := runtime.GOARCH; a {
 	case "amd64":
 		return "x86_64"
 	case "arm64":

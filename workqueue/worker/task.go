@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,8 +38,6 @@ type task struct {
 	execUsec int64
 	output   []byte // stdout and stderr, at most maxOutput bytes
 }
-
-func runtimeArch() string { return runtime.GOARCH }
 
 // start runs the task in the background.
 func (s *session) start(spec *wire.TaskSpec) {
