@@ -324,3 +324,25 @@ func TestPasswordOurWorker(t *testing.T) {
 		})
 	}
 }
+
+// TestCloseWithSilentPeer: Close does not wait for a peer that connected
+// and said nothing.
+func TestCloseWithSilentPeer(t *testing.T) {
+	m, err := Listen(Config{Addr: "127.0.0.1:0", Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	time.Sleep(50 * time.Millisecond)
+	closed := make(chan struct{})
+	go func() { m.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(20 * time.Second): // far below the 30 s hello deadline
+		t.Fatal("Close waited for a silent peer")
+	}
+}

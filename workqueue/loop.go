@@ -91,10 +91,7 @@ func (l *loop) run() {
 			l.apply(l.s.Tick(now), now, true)
 			l.keepalive(now)
 		case <-l.m.done:
-			for _, w := range l.workers {
-				w.release()
-			}
-			return
+			return // each worker connection releases its worker
 		}
 	}
 }

@@ -187,8 +187,9 @@ func (m *Master) Wait(ctx context.Context) (*Result, error) {
 			m.rmu.Unlock()
 			return r, nil
 		}
+		empty := m.outstanding.Load() == 0 // read under rmu: deliver updates both together
 		m.rmu.Unlock()
-		if m.outstanding.Load() == 0 {
+		if empty {
 			return nil, ErrEmpty
 		}
 		select {
@@ -330,6 +331,22 @@ func (m *Master) accept() {
 func (m *Master) handshake(id sched.WorkerID, conn net.Conn) {
 	c := wire.NewConn(conn, m.cfg.Limits)
 	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	// Close must not wait for a peer that is slow to say hello.
+	handshaking := make(chan struct{})
+	go func() {
+		select {
+		case <-m.done:
+			conn.Close()
+		case <-handshaking:
+		}
+	}()
+	defer func() {
+		select {
+		case <-handshaking:
+		default:
+			close(handshaking)
+		}
+	}()
 	fail := func(reason string, args ...any) {
 		m.log.Warn("rejected connection", append([]any{"from", conn.RemoteAddr().String(), "reason", reason}, args...)...)
 		conn.Close()
@@ -352,6 +369,7 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn) {
 			return
 		}
 		conn.SetDeadline(time.Time{})
+		close(handshaking)
 		w := newWorkerConn(m, id, conn, c, msg)
 		w.run()
 	case wire.StatusQuery:

@@ -115,6 +115,20 @@ func (w *workerConn) run() {
 		defer close(done)
 		w.writeLoop()
 	}()
+	// When the master closes, release the worker so that it may serve the
+	// next master at once, and do not wait long for it.
+	go func() {
+		select {
+		case <-w.m.done:
+			w.release()
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				w.close()
+			}
+		case <-done:
+		}
+	}()
 	err := w.readLoop()
 	w.close()
 	<-done
