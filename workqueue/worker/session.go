@@ -149,7 +149,7 @@ func (s *session) hello() error {
 			res("disk", float64(r.diskMB)),
 			res("memory", float64(r.memoryMB)),
 			res("gpus", float64(r.gpus)),
-			res("cores", formatResource(r.cores)),
+			res("cores", wholeCores(r.cores)),
 			wire.Resource{Name: "tag", Total: 0},
 			wire.Info{Key: "end_of_resource_update", Value: "0"},
 			wire.Info{Key: "tasks_running", Value: "0"},

@@ -327,4 +327,6 @@ func (w *worker) cleanWorkspace() error {
 	return nil
 }
 
-func formatResource(v float64) float64 { return math.Floor(v) }
+// wholeCores is the core count as reported: CCTools masters read whole
+// numbers, and a fraction of a core still offers one.
+func wholeCores(v float64) float64 { return math.Max(1, math.Floor(v)) }
