@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/internal/testutil"
-	"github.com/rightsize/rightsize/workqueue/sched"
 	"github.com/rightsize/rightsize/workqueue/wire"
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
@@ -137,7 +136,7 @@ func TestHostileWorkers(t *testing.T) {
 // finished, a task running far longer than their mean is aborted and sent
 // again, and the result says so.
 func TestFastAbortResendsStraggler(t *testing.T) {
-	m := startMaster(t, Config{FastAbort: sched.FastAbort{Multiplier: 3, MinSamples: 10}})
+	m := startMaster(t, Config{FastAbort: FastAbort{Multiplier: 3, MinSamples: 10}})
 	startWorker(t, m, worker.Config{Cores: 2})
 	startWorker(t, m, worker.Config{Cores: 2})
 	for i := 0; i < 12; i++ {

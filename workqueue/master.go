@@ -51,8 +51,8 @@ type Config struct {
 	Password []byte
 	// FastAbort applies to every category; FastAbortCategories override it
 	// per category. Off by default.
-	FastAbort           sched.FastAbort
-	FastAbortCategories map[string]sched.FastAbort
+	FastAbort           FastAbort
+	FastAbortCategories map[string]FastAbort
 	// MaxLost is how often a task may lose its worker before it fails with
 	// MaxRetries (default 5).
 	MaxLost int

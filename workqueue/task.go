@@ -18,6 +18,11 @@ import (
 // and disk.
 type Resources = sched.Resources
 
+// FastAbort configures fast abort of stragglers (see sched.FastAbort): a
+// multiplier of the category's mean task time, or the mean plus some
+// standard deviations, active once MinSamples tasks have finished.
+type FastAbort = sched.FastAbort
+
 // File is an input or output of a task.
 type File struct {
 	// Local is the path on the master's machine: read for an input, written
