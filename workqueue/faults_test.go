@@ -352,3 +352,35 @@ func TestCloseWithSilentPeer(t *testing.T) {
 		t.Fatal("Close waited for a silent peer")
 	}
 }
+
+// TestFastAbortDropsSlowWorker: a worker on which two tasks in a row turn
+// out stragglers is dropped and kept out; the tasks finish elsewhere.
+func TestFastAbortDropsSlowWorker(t *testing.T) {
+	m := startMaster(t, Config{FastAbort: FastAbort{Multiplier: 4, BlockFor: time.Minute}})
+	slowDir, fastDir := t.TempDir(), t.TempDir()
+	startWorker(t, m, worker.Config{Cores: 1, Workdir: slowDir})
+	startWorker(t, m, worker.Config{Cores: 1, Workdir: fastDir})
+	marker := filepath.Join(t.TempDir(), "slow-from-now-on")
+	// Quick everywhere until the marker exists; then hanging on the slow
+	// worker, recognised by its sandbox's path.
+	cmd := fmt.Sprintf(`if [ -e %s ]; then case "$(pwd)" in %s/*) sleep 60;; esac; fi; sleep 0.05; echo done`, marker, slowDir)
+	for i := 0; i < 12; i++ {
+		m.Submit(&Task{Command: cmd, Tag: fmt.Sprint("warm", i)})
+	}
+	waitAll(t, m, 12)
+	os.WriteFile(marker, nil, 0o644)
+	// Enough tasks that some still wait when the first straggler is caught,
+	// so that the slow worker gets a second one.
+	for i := 0; i < 20; i++ {
+		m.Submit(&Task{Command: cmd, Tag: fmt.Sprint(i)})
+	}
+	got := waitAll(t, m, 20)
+	for tag, r := range got {
+		if !r.OK() || strings.TrimSpace(string(r.Output)) != "done" {
+			t.Errorf("task %s: %v %q", tag, r.Status, r.Output)
+		}
+	}
+	if st := m.Stats(); st.WorkersRemoved < 1 || st.FastAborts < 2 {
+		t.Errorf("the slow worker was not dropped: %d removed, %d fast aborts", st.WorkersRemoved, st.FastAborts)
+	}
+}

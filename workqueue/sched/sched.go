@@ -452,8 +452,8 @@ func need(t *task, w *worker) Resources {
 }
 
 // dispatch matches waiting tasks to workers: among the workers a task fits
-// on, prefer those it was not fast-aborted on, then the most cached input
-// bytes, then the fastest history, then the least loaded.
+// on, not those it was fast-aborted on (while others are connected), the
+// most cached input bytes, then the fastest history, then the least loaded.
 func (s *Scheduler) dispatch(acts []Action, now time.Time) []Action {
 	if len(s.queue) == 0 || len(s.order) == 0 {
 		return acts
@@ -502,9 +502,20 @@ func (s *Scheduler) choose(t *task) (*worker, Resources) {
 	var (
 		best      *worker
 		bestAlloc Resources
-		bestKey   [4]float64
+		bestKey   [3]float64
 	)
+	// A task waits for another worker rather than go back to one it was
+	// fast-aborted on, unless no other worker is connected.
+	shun := false
+	if len(t.avoid) > 0 {
+		for _, id := range s.order {
+			shun = shun || !t.avoid[id]
+		}
+	}
 	for _, id := range s.order {
+		if shun && t.avoid[id] {
+			continue
+		}
 		w := s.workers[id]
 		n := need(t, w)
 		if !n.fits(w.total.add(w.used, -1)) {
@@ -516,12 +527,8 @@ func (s *Scheduler) choose(t *task) (*worker, Resources) {
 				cached += in.Size
 			}
 		}
-		avoid := 0.0
-		if t.avoid[id] {
-			avoid = 1
-		}
 		// Smaller is better in every position.
-		key := [4]float64{avoid, -float64(cached), w.slowness(), float64(len(w.tasks))}
+		key := [3]float64{-float64(cached), w.slowness(), float64(len(w.tasks))}
 		if best == nil || less(key, bestKey) {
 			best, bestAlloc, bestKey = w, n, key
 		}
@@ -529,7 +536,7 @@ func (s *Scheduler) choose(t *task) (*worker, Resources) {
 	return best, bestAlloc
 }
 
-func less(a, b [4]float64) bool {
+func less(a, b [3]float64) bool {
 	for i := range a {
 		if a[i] != b[i] {
 			return a[i] < b[i]

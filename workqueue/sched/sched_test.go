@@ -314,3 +314,30 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 		}
 	}
 }
+
+// A fast-aborted task waits for another worker rather than go back to the
+// one it straggled on, unless that is the only worker left.
+func TestAbortedTaskShunsItsWorker(t *testing.T) {
+	s := New(Config{FastAbort: FastAbort{Multiplier: 2}})
+	s.WorkerJoined(1, "a", Resources{Cores: 1}, t0)
+	s.WorkerJoined(2, "b", Resources{Cores: 1}, t0)
+	finishTen(s, "", 1, 100)
+	s.Submit(Task{ID: 1}, t0) // worker 1
+	s.Submit(Task{ID: 2}, t0) // worker 2
+	s.TaskDone(2, true, at(0.5))
+	s.Submit(Task{ID: 3}, at(1)) // worker 2, not yet a straggler at 2.5
+	acts := s.Tick(at(2.5))
+	if d := dispatches(acts); len(d) != 0 {
+		t.Fatalf("task 1 went back to its worker while another exists: %v", acts)
+	}
+	if d := dispatches(s.TaskDone(3, true, at(2.6))); d[1] != 2 {
+		t.Errorf("task 1 should go to worker 2 once it is free: %v", d)
+	}
+	s2 := New(Config{FastAbort: FastAbort{Multiplier: 2}})
+	s2.WorkerJoined(1, "a", Resources{Cores: 1}, t0)
+	finishTen(s2, "", 1, 100)
+	s2.Submit(Task{ID: 1}, t0)
+	if d := dispatches(s2.Tick(at(2.5))); d[1] != 1 {
+		t.Errorf("with one worker, the task goes back to it: %v", d)
+	}
+}
