@@ -1,0 +1,10 @@
+// Command workqueue runs Work Queue workers, a catalog server and status
+// queries. See internal/workqueuecmd.
+package main
+
+import (
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/workqueuecmd"
+)
+
+func main() { cmdutil.RunMain(workqueuecmd.Main) }

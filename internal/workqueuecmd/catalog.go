@@ -1,0 +1,59 @@
+package workqueuecmd
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/workqueue/catalog"
+)
+
+func newCatalogCmd(s cmdutil.Streams) *cobra.Command {
+	var (
+		port     int
+		iface    string
+		lifetime time.Duration
+		portFile string
+		log      logFlags
+	)
+	cmd := &cobra.Command{
+		Use:   "catalog [flags]",
+		Short: "run a catalog server that masters report to and workers and status query",
+		Long: `Accepts master updates as JSON over UDP on --port and over TCP on the port
+above (as CCTools' catalog_server does), and answers HTTP queries on --port:
+/query.json, /query/<base64 filter>, and a text summary at /.`,
+		Args: cmdutil.ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if port < 0 || port > 65534 {
+				return cmdutil.Usagef("bad port %d", port)
+			}
+			srv, err := catalog.Listen(catalog.ServerConfig{
+				Addr:     net.JoinHostPort(iface, strconv.Itoa(port)),
+				Lifetime: lifetime,
+				Logger:   log.logger(s.Err),
+			})
+			if err != nil {
+				return err
+			}
+			if portFile != "" {
+				if err := os.WriteFile(portFile, []byte(strconv.Itoa(srv.Port())+"\n"), 0o644); err != nil {
+					return err
+				}
+			}
+			fmt.Fprintf(s.Err, "workqueue catalog: listening on port %d (UDP and HTTP), %d (TCP updates)\n", srv.Port(), srv.Port()+1)
+			return srv.Serve(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVarP(&port, "port", "p", catalog.DefaultPort, "port for UDP updates and HTTP queries (TCP updates on the next); 0 picks one")
+	f.StringVarP(&iface, "interface", "I", "", "listen only on this address")
+	f.VarP(seconds{&lifetime}, "lifetime", "l", "how long a record lives without updates (default 30m)")
+	f.StringVarP(&portFile, "port-file", "Z", "", "write the chosen port to this file")
+	log.add(cmd)
+	return cmd
+}

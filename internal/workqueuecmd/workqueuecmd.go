@@ -1,0 +1,95 @@
+// Package workqueuecmd is the workqueue command: a Work Queue worker, a
+// catalog server, and status queries against catalogs and masters. The
+// behaviour lives in the workqueue packages; this package only parses flags
+// and prints.
+package workqueuecmd
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rightsize/rightsize/internal/cmdutil"
+)
+
+// Main runs the workqueue command with args and returns its exit code.
+func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
+	root := &cobra.Command{
+		Use:   "workqueue",
+		Short: "Work Queue workers, catalog and status, compatible with CCTools",
+		Args:  cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return cmdutil.Usagef("unknown command %q (try worker, catalog or status)", args[0])
+			}
+			return cmd.Help()
+		},
+	}
+	root.AddCommand(newWorkerCmd(s), newCatalogCmd(s), newStatusCmd(s))
+	return cmdutil.Execute(ctx, root, args, s)
+}
+
+// logFlags are the logging options every subcommand shares.
+type logFlags struct {
+	debug bool
+	quiet bool
+}
+
+func (f *logFlags) add(cmd *cobra.Command) {
+	cmd.Flags().BoolVarP(&f.debug, "debug", "d", false, "log every step")
+	cmd.Flags().BoolVarP(&f.quiet, "quiet", "q", false, "log only warnings and errors")
+}
+
+func (f *logFlags) logger(w io.Writer) *slog.Logger {
+	level := slog.LevelInfo
+	switch {
+	case f.debug:
+		level = slog.LevelDebug
+	case f.quiet:
+		level = slog.LevelWarn
+	}
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+}
+
+// seconds is a duration flag that also takes a bare number of seconds, as
+// CCTools' tools do ("-t 900").
+type seconds struct{ d *time.Duration }
+
+func (s seconds) String() string {
+	if s.d == nil {
+		return "0s"
+	}
+	return s.d.String()
+}
+
+func (s seconds) Set(v string) error {
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n < 0 {
+			return fmt.Errorf("negative duration %q", v)
+		}
+		*s.d = time.Duration(n * float64(time.Second))
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("bad duration %q (want seconds or e.g. 90s, 5m)", v)
+	}
+	if d < 0 {
+		return fmt.Errorf("negative duration %q", v)
+	}
+	*s.d = d
+	return nil
+}
+
+func (s seconds) Type() string { return "duration" }
+
+// splitAddrs splits "host:port;host:port" (CCTools' form) or "host:port,...".
+func splitAddrs(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' })
+}

@@ -1,0 +1,207 @@
+// Package catalog is the Work Queue catalog: a server that collects the
+// JSON records masters send about themselves (over UDP, or TCP on the port
+// above) and answers HTTP queries for them, and the client side that sends
+// records, queries a catalog and reads the masters out of the answer. It is
+// wire-compatible with CCTools: CCTools masters can report to it and
+// work_queue_status and work_queue_worker -M can query it.
+//
+// It does not decide anything about the masters it lists; the worker pool and
+// the status command do that with what Query returns.
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultPort is the catalog port CCTools uses: UDP updates and HTTP queries
+// on it, TCP updates on the port above.
+const DefaultPort = 9097
+
+// Record is one catalog entry, a JSON object.
+type Record map[string]any
+
+// String returns a field as a string ("" if absent).
+func (r Record) String(key string) string {
+	switch v := r[key].(type) {
+	case string:
+		return v
+	case nil:
+		return ""
+	case float64:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+// Float returns a numeric field (0 if absent or not a number).
+func (r Record) Float(key string) float64 {
+	switch v := r[key].(type) {
+	case float64:
+		return v
+	case int:
+		return float64(v)
+	case int64:
+		return float64(v)
+	case string:
+		f, _ := strconv.ParseFloat(v, 64)
+		return f
+	}
+	return 0
+}
+
+// Int returns a numeric field rounded towards zero.
+func (r Record) Int(key string) int64 { return int64(r.Float(key)) }
+
+// Master is what a worker or a status listing needs from a master's record.
+type Master struct {
+	Project string
+	Name    string // host name the catalog knows the master by
+	Address string // IP the catalog heard the record from
+	Port    int
+	Record  Record
+}
+
+// Addr is the address to connect to: the address the catalog saw, or the
+// name when it has none.
+func (m Master) Addr() string {
+	host := m.Address
+	if host == "" {
+		host = m.Name
+	}
+	return net.JoinHostPort(host, strconv.Itoa(m.Port))
+}
+
+// Masters picks the Work Queue masters (type wq_master or wq_manager) out of
+// query results, newest first.
+func Masters(recs []Record) []Master {
+	var out []Master
+	for _, r := range recs {
+		if t := r.String("type"); t != "wq_master" && t != "wq_manager" {
+			continue
+		}
+		port := int(r.Int("port"))
+		if port <= 0 || port > 65535 {
+			continue
+		}
+		out = append(out, Master{Project: r.String("project"), Name: r.String("name"), Address: r.String("address"), Port: port, Record: r})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		return out[i].Record.Float("lastheardfrom") > out[j].Record.Float("lastheardfrom")
+	})
+	return out
+}
+
+// DefaultAddrs returns the catalogs named by $CATALOG_HOST and $CATALOG_PORT
+// (comma-separated hosts), as CCTools reads them, or localhost:9097.
+func DefaultAddrs() []string {
+	port := os.Getenv("CATALOG_PORT")
+	if port == "" {
+		port = strconv.Itoa(DefaultPort)
+	}
+	hosts := os.Getenv("CATALOG_HOST")
+	if hosts == "" {
+		hosts = "localhost"
+	}
+	var out []string
+	for _, h := range strings.Split(hosts, ",") {
+		if h = strings.TrimSpace(h); h == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(h); err == nil {
+			out = append(out, h)
+		} else {
+			out = append(out, net.JoinHostPort(h, port))
+		}
+	}
+	return out
+}
+
+// maxQueryAnswer bounds what Query reads from a catalog.
+const maxQueryAnswer = 64 << 20
+
+// Query asks the catalog at addr ("host:port") for its records matching
+// filter (see ParseFilter; "" for all).
+func Query(ctx context.Context, addr, filter string) ([]Record, error) {
+	path := "/query.json"
+	if filter != "" {
+		path = "/query/" + base64.StdEncoding.EncodeToString([]byte(filter))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", addr, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", addr, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxQueryAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("catalog %s: %w", addr, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("catalog %s: %s: %s", addr, resp.Status, bytes.TrimSpace(body))
+	}
+	var recs []Record
+	if err := json.Unmarshal(body, &recs); err != nil {
+		return nil, fmt.Errorf("catalog %s: bad answer: %w", addr, err)
+	}
+	return recs, nil
+}
+
+// Send sends one record to the catalog at addr, over "udp" (one datagram to
+// the catalog's port, as Debian's CCTools does) or "tcp" (to the port above).
+func Send(ctx context.Context, addr, network string, rec Record) error {
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("catalog update: %w", err)
+	}
+	switch network {
+	case "udp", "":
+		var d net.Dialer
+		conn, err := d.DialContext(ctx, "udp", addr)
+		if err != nil {
+			return fmt.Errorf("catalog update to %s: %w", addr, err)
+		}
+		defer conn.Close()
+		if _, err := conn.Write(body); err != nil {
+			return fmt.Errorf("catalog update to %s: %w", addr, err)
+		}
+		return nil
+	case "tcp":
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return fmt.Errorf("catalog update: %w", err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil {
+			return fmt.Errorf("catalog update: bad port %q", port)
+		}
+		d := net.Dialer{Timeout: 5 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(p+1)))
+		if err != nil {
+			return fmt.Errorf("catalog update to %s: %w", addr, err)
+		}
+		defer conn.Close()
+		if deadline, ok := ctx.Deadline(); ok {
+			conn.SetDeadline(deadline)
+		}
+		_, err = conn.Write(body)
+		return err
+	}
+	return errors.New("catalog update: network must be udp or tcp")
+}

@@ -1,0 +1,130 @@
+package workqueue
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/worker"
+)
+
+// startCatalog runs a catalog server on a free port until the test ends.
+func startCatalog(t *testing.T) string {
+	t.Helper()
+	s, err := catalog.Listen(catalog.ServerConfig{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Serve(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return "127.0.0.1:" + strconv.Itoa(s.Port())
+}
+
+// projectName is unique and short: work_queue_status cuts names at 18.
+func projectName(t *testing.T) string {
+	return fmt.Sprintf("rs%d", time.Now().UnixNano()%1e9)
+}
+
+func runOne(t *testing.T, m *Master, cmd string) *Result {
+	t.Helper()
+	if _, err := m.Submit(&Task{Command: cmd}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := m.Wait(ctx)
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	return r
+}
+
+// TestCatalogAdvertising: the master advertises itself; our worker finds it
+// by project; CCTools' work_queue_status lists it from our catalog and
+// lists its workers when asked directly.
+func TestCatalogAdvertising(t *testing.T) {
+	cat := startCatalog(t)
+	project := projectName(t)
+	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
+	startWorker(t, m, worker.Config{Project: project, Catalogs: []string{cat}})
+	for i := 0; i < 12; i++ {
+		if r := runOne(t, m, "echo "+strconv.Itoa(i)); !r.OK() {
+			t.Fatalf("task: %+v", r)
+		}
+	}
+	var rec catalog.Record
+	deadline := time.Now().Add(10 * time.Second)
+	for rec == nil || rec.Int("tasks_complete") < 12 {
+		if time.Now().After(deadline) {
+			t.Fatalf("catalog never showed 12 complete tasks: %v", rec)
+		}
+		time.Sleep(50 * time.Millisecond)
+		recs, _ := catalog.Query(context.Background(), cat, `type=="wq_master"`)
+		for _, mm := range catalog.Masters(recs) {
+			if mm.Project == project {
+				rec = mm.Record
+			}
+		}
+	}
+	if rec.Int("port") != int64(m.Port()) || rec.Int("workers") != 1 || rec.Float("capacity_weighted") < 1 {
+		t.Errorf("catalog record: %v", rec)
+	}
+
+	status := testutil.NeedCommand(t, "work_queue_status", "apt-get install coop-computing-tools")
+	out, err := exec.Command(status, "-C", cat).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), project) || !strings.Contains(string(out), strconv.Itoa(m.Port())) {
+		t.Errorf("work_queue_status -C %s: %v\n%s", cat, err, out)
+	}
+	out, err = exec.Command(status, "-W", "127.0.0.1", strconv.Itoa(m.Port())).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "127.0.0.1:") {
+		t.Errorf("work_queue_status -W: %v\n%s", err, out)
+	}
+}
+
+// TestWorkerMovesToNextMaster: a master killed mid-run leaves its worker,
+// which finds the project's next master through the catalog.
+func TestWorkerMovesToNextMaster(t *testing.T) {
+	cat := startCatalog(t)
+	project := projectName(t)
+	first, err := Listen(Config{Addr: "127.0.0.1:0", Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorker(t, first, worker.Config{Project: project, Catalogs: []string{cat}})
+	runOne(t, first, "true")
+	first.Submit(&Task{Command: "sleep 30"}) // killed with the master
+	time.Sleep(200 * time.Millisecond)
+	first.Close()
+
+	second := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
+	if r := runOne(t, second, "echo second"); strings.TrimSpace(string(r.Output)) != "second" {
+		t.Errorf("second master's task: %+v", r)
+	}
+}
+
+// TestCCToolsWorkerFindsMasterByProject: work_queue_worker -M through our
+// catalog.
+func TestCCToolsWorkerFindsMasterByProject(t *testing.T) {
+	bin := testutil.NeedCommand(t, "work_queue_worker", "apt-get install coop-computing-tools")
+	cat := startCatalog(t)
+	project := projectName(t)
+	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "-M", project, "-C", cat, "-t", "60", "-s", t.TempDir(), "--cores", "1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cancel(); cmd.Wait() }()
+	if r := runOne(t, m, "echo found"); strings.TrimSpace(string(r.Output)) != "found" {
+		t.Errorf("task: %+v", r)
+	}
+}

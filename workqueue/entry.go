@@ -1,0 +1,90 @@
+package workqueue
+
+import (
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue/sched"
+	"github.com/rightsize/rightsize/workqueue/wire"
+)
+
+// fileRef is a task's file with its cache name worked out.
+type fileRef struct {
+	File
+	name   string // in the worker's cache
+	remote string // in the sandbox
+}
+
+func (f fileRef) flags() int {
+	if f.Cache {
+		return wire.FlagCache
+	}
+	return 0
+}
+
+type entryState int
+
+const (
+	stateWaiting  entryState = iota // in the scheduler's queue
+	stateRunning                    // an attempt is on a worker
+	stateFetching                   // the worker reported; outputs coming
+	stateDone                       // delivered, cancelled or failed
+)
+
+// entry is a submitted task as the master's loop tracks it. Fields after
+// the first group are owned by the loop goroutine.
+type entry struct {
+	id        int
+	task      *Task
+	submitted time.Time
+	inputs    []fileRef
+	outputs   []fileRef
+	sched     sched.Task
+
+	state      entryState
+	attempt    *attempt
+	fetchingOn *workerConn
+	fastAborts int
+	think      time.Duration
+}
+
+// prepare works out cache names and the scheduler's view of the task.
+func (e *entry) prepare(m *Master) {
+	ref := func(f File) fileRef {
+		return fileRef{File: f, name: f.cacheName(m.nextSerial.Add(1)), remote: f.remote()}
+	}
+	st := sched.Task{ID: sched.TaskID(e.id), Category: e.task.Category, Need: e.task.Resources}
+	for _, f := range e.task.Inputs {
+		r := ref(f)
+		e.inputs = append(e.inputs, r)
+		if !f.Cache {
+			continue
+		}
+		size := int64(len(f.Data))
+		if f.Local != "" {
+			if info, err := os.Stat(f.Local); err == nil {
+				size = info.Size()
+			}
+		}
+		st.Inputs = append(st.Inputs, sched.Input{Key: r.name, Size: size})
+	}
+	for _, f := range e.task.Outputs {
+		e.outputs = append(e.outputs, ref(f))
+	}
+	e.sched = st
+}
+
+// attempt is one dispatch of a task to a worker, under a wire task ID of
+// its own so that a late result of an aborted attempt is never taken for a
+// later one. Its fields are set by the loop before the worker's goroutines
+// see it, except those marked atomic.
+type attempt struct {
+	e          *entry
+	wire       int
+	worker     *workerConn
+	alloc      sched.Resources
+	dispatched time.Time
+	fastAborts int
+	sendTime   atomic.Int64 // nanoseconds spent sending inputs and the task
+}

@@ -1,0 +1,428 @@
+// Package workqueue is a Work Queue master as a Go library: submit tasks
+// (a command, input files and buffers, output files, environment,
+// resources, category), and collect results as workers finish them. Workers
+// connect over TCP and speak CCTools' protocol 9, so both rightsize workers
+// and Debian's work_queue_worker serve it. With a project name it
+// advertises itself to catalogs, including its capacity, so that workers
+// started with -M and pools find it.
+//
+// Matching, fast abort and worker dropping are decided by package sched;
+// this package is the driver around it: sockets, files and clocks. It does
+// not start workers (see the worker package and the pool) and does not
+// retry failed commands: a result with a non-zero exit is the
+// application's to judge.
+package workqueue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/sched"
+	"github.com/rightsize/rightsize/workqueue/wire"
+)
+
+// Config configures a master. The zero value of each field means its
+// documented default.
+type Config struct {
+	// Addr is where to listen for workers (default ":9123", CCTools'
+	// port). Use "127.0.0.1:0" or ":0" for any free port; Port reports it.
+	Addr string
+	// Project, if set, is advertised to Catalogs so that workers and pools
+	// can find the master by name.
+	Project string
+	// Catalogs are the catalog servers ("host:port") to advertise to
+	// (default catalog.DefaultAddrs()).
+	Catalogs []string
+	// CatalogNetwork is "udp" (default, as Debian's CCTools sends) or "tcp".
+	CatalogNetwork string
+	// AdvertiseInterval is the time between catalog updates (default 60 s).
+	AdvertiseInterval time.Duration
+	// Password, if set, is the password file's content; workers must
+	// answer the CCTools challenge with the same one.
+	Password []byte
+	// FastAbort applies to every category; FastAbortCategories override it
+	// per category. Off by default.
+	FastAbort           FastAbort
+	FastAbortCategories map[string]FastAbort
+	// MaxLost is how often a task may lose its worker before it fails with
+	// MaxRetries (default 5).
+	MaxLost int
+	// KeepaliveInterval is how long a silent worker goes before it is
+	// asked whether it is alive (default 120 s); KeepaliveTimeout is how
+	// long it then has to answer (default 30 s).
+	KeepaliveInterval, KeepaliveTimeout time.Duration
+	// Limits bound what workers may send (see wire.Limits).
+	Limits wire.Limits
+	// Logger receives the master's log (default: discarded).
+	Logger *slog.Logger
+}
+
+func (c *Config) validate() error {
+	if c.Addr == "" {
+		c.Addr = ":9123"
+	}
+	if c.Project != "" && len(c.Catalogs) == 0 {
+		c.Catalogs = catalog.DefaultAddrs()
+	}
+	if c.CatalogNetwork == "" {
+		c.CatalogNetwork = "udp"
+	}
+	if c.CatalogNetwork != "udp" && c.CatalogNetwork != "tcp" {
+		return fmt.Errorf("workqueue: catalog network %q is neither udp nor tcp", c.CatalogNetwork)
+	}
+	if c.AdvertiseInterval <= 0 {
+		c.AdvertiseInterval = time.Minute
+	}
+	if c.KeepaliveInterval <= 0 {
+		c.KeepaliveInterval = 120 * time.Second
+	}
+	if c.KeepaliveTimeout <= 0 {
+		c.KeepaliveTimeout = 30 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// ErrEmpty is returned by Wait when no task is submitted and unfinished.
+var ErrEmpty = errors.New("workqueue: no tasks outstanding")
+
+// ErrClosed is returned by Submit and Wait after Close.
+var ErrClosed = errors.New("workqueue: master closed")
+
+// Master is a running master. Its methods are safe for concurrent use.
+type Master struct {
+	cfg     Config
+	log     *slog.Logger
+	ln      net.Listener
+	started time.Time
+
+	events chan event
+	done   chan struct{} // closed by Close
+	loopWG sync.WaitGroup
+	connWG sync.WaitGroup
+
+	nextID      atomic.Int64
+	nextSerial  atomic.Int64
+	outstanding atomic.Int64
+
+	rmu     sync.Mutex
+	results []*Result
+	ready   chan struct{} // signalled when results grows
+
+	closeOnce sync.Once
+}
+
+// Listen starts a master: it listens for workers and, with a project name,
+// starts advertising to the catalogs. Call Close when done.
+func Listen(cfg Config) (*Master, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("workqueue: %w", err)
+	}
+	m := &Master{
+		cfg: cfg, log: cfg.Logger, ln: ln, started: time.Now(),
+		events: make(chan event, 1024),
+		done:   make(chan struct{}),
+		ready:  make(chan struct{}, 1),
+	}
+	l := newLoop(m)
+	m.loopWG.Add(2)
+	go func() { defer m.loopWG.Done(); l.run() }()
+	go func() { defer m.loopWG.Done(); m.accept() }()
+	if cfg.Project != "" {
+		m.loopWG.Add(1)
+		go func() { defer m.loopWG.Done(); m.advertise() }()
+	}
+	m.log.Info("listening for workers", "port", m.Port(), "project", cfg.Project)
+	return m, nil
+}
+
+// Port is the TCP port the master listens on.
+func (m *Master) Port() int { return m.ln.Addr().(*net.TCPAddr).Port }
+
+// Addr is the address the master listens on.
+func (m *Master) Addr() net.Addr { return m.ln.Addr() }
+
+// Submit queues a task and returns its ID. The task's input files are read
+// when it is dispatched, not now.
+func (m *Master) Submit(t *Task) (int, error) {
+	if err := t.validate(); err != nil {
+		return 0, fmt.Errorf("workqueue: submit: %w", err)
+	}
+	id := int(m.nextID.Add(1))
+	e := &entry{id: id, task: t, submitted: time.Now()}
+	e.prepare(m)
+	m.outstanding.Add(1)
+	if !m.send(evSubmit{e}) {
+		m.outstanding.Add(-1)
+		return 0, ErrClosed
+	}
+	return id, nil
+}
+
+// Wait returns the next finished task. It returns ErrEmpty at once when no
+// task is outstanding, ctx's error when ctx ends first, and ErrClosed after
+// Close.
+func (m *Master) Wait(ctx context.Context) (*Result, error) {
+	for {
+		m.rmu.Lock()
+		if len(m.results) > 0 {
+			r := m.results[0]
+			m.results[0] = nil
+			m.results = m.results[1:]
+			m.rmu.Unlock()
+			return r, nil
+		}
+		empty := m.outstanding.Load() == 0 // read under rmu: deliver updates both together
+		m.rmu.Unlock()
+		if empty {
+			return nil, ErrEmpty
+		}
+		select {
+		case <-m.ready:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-m.done:
+			return nil, ErrClosed
+		}
+	}
+}
+
+// Empty reports whether no task is outstanding (submitted and neither
+// returned by Wait nor cancelled).
+func (m *Master) Empty() bool {
+	m.rmu.Lock()
+	defer m.rmu.Unlock()
+	return m.outstanding.Load() == 0 && len(m.results) == 0
+}
+
+// Cancel removes a task that has not finished: it is dropped from the queue
+// or killed on its worker, and Wait will not return it. It reports whether
+// the task was found unfinished.
+func (m *Master) Cancel(id int) bool {
+	reply := make(chan bool, 1)
+	if !m.send(evCancel{id: id, reply: reply}) {
+		return false
+	}
+	select {
+	case ok := <-reply:
+		return ok
+	case <-m.done:
+		return false
+	}
+}
+
+// Stats is a snapshot of the master.
+type Stats struct {
+	Port                            int
+	Project                         string
+	TasksSubmitted, TasksWaiting    int
+	TasksRunning, TasksComplete     int
+	TasksCancelled, TasksFailed     int
+	FastAborts                      int
+	WorkersConnected, WorkersJoined int
+	WorkersRemoved, WorkersLost     int
+	CoresTotal, CoresInUse          float64
+	MemoryTotal, MemoryInUse        int64
+	DiskTotal, DiskInUse            int64
+	GPUsTotal, GPUsInUse            int64
+	BytesSent, BytesReceived        int64
+	// Capacity is Eq. 4.5 over the recent tasks, CapacityWeighted the
+	// exponentially weighted form; both 0 until a task has finished.
+	Capacity, CapacityWeighted float64
+	// ExecTime, TransferTime and ThinkTime are summed over finished tasks:
+	// time on workers, moving files, and in the master's own bookkeeping.
+	ExecTime, TransferTime, ThinkTime time.Duration
+	Started                           time.Time
+}
+
+// Stats returns a snapshot.
+func (m *Master) Stats() Stats {
+	reply := make(chan Stats, 1)
+	if !m.send(evStats{reply}) {
+		return Stats{}
+	}
+	select {
+	case s := <-reply:
+		return s
+	case <-m.done:
+		return Stats{}
+	}
+}
+
+// Close stops the master: workers are released (so that they may serve
+// the next master), connections closed, and unfinished tasks abandoned. It
+// waits for the master's goroutines to end.
+func (m *Master) Close() error {
+	m.closeOnce.Do(func() {
+		close(m.done)
+		m.ln.Close()
+	})
+	m.loopWG.Wait()
+	m.connWG.Wait()
+	return nil
+}
+
+func (m *Master) send(e event) bool {
+	select {
+	case m.events <- e:
+		return true
+	case <-m.done:
+		return false
+	}
+}
+
+// deliver hands a finished task to Wait.
+func (m *Master) deliver(r *Result) {
+	m.rmu.Lock()
+	m.results = append(m.results, r)
+	m.outstanding.Add(-1)
+	m.rmu.Unlock()
+	select {
+	case m.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (m *Master) accept() {
+	var next sched.WorkerID
+	for {
+		conn, err := m.ln.Accept()
+		if err != nil {
+			select {
+			case <-m.done:
+				return
+			default:
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			m.log.Error("accept", "err", err)
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		next++
+		id := next
+		m.connWG.Add(1)
+		go func() {
+			defer m.connWG.Done()
+			m.handshake(id, conn)
+		}()
+	}
+}
+
+// handshake authenticates a new connection and reads its first message: a
+// worker's hello, or a status client's query.
+func (m *Master) handshake(id sched.WorkerID, conn net.Conn) {
+	c := wire.NewConn(conn, m.cfg.Limits)
+	conn.SetDeadline(time.Now().Add(30 * time.Second))
+	// Close must not wait for a peer that is slow to say hello.
+	handshaking := make(chan struct{})
+	go func() {
+		select {
+		case <-m.done:
+			conn.Close()
+		case <-handshaking:
+		}
+	}()
+	defer func() {
+		select {
+		case <-handshaking:
+		default:
+			close(handshaking)
+		}
+	}()
+	fail := func(reason string, args ...any) {
+		m.log.Warn("rejected connection", append([]any{"from", conn.RemoteAddr().String(), "reason", reason}, args...)...)
+		conn.Close()
+	}
+	if m.cfg.Password != nil {
+		if _, err := c.Authenticate(m.cfg.Password); err != nil {
+			fail("authentication", "err", err)
+			return
+		}
+	}
+	msg, err := c.ReadMessage()
+	if err != nil {
+		fail("reading hello", "err", err)
+		return
+	}
+	switch msg := msg.(type) {
+	case wire.Hello:
+		if msg.Protocol != wire.Protocol {
+			fail("protocol mismatch", "protocol", msg.Protocol, "want", wire.Protocol)
+			return
+		}
+		conn.SetDeadline(time.Time{})
+		close(handshaking)
+		w := newWorkerConn(m, id, conn, c, msg)
+		w.run()
+	case wire.StatusQuery:
+		reply := make(chan []byte, 1)
+		if m.send(evStatus{kind: msg.Kind, reply: reply}) {
+			select {
+			case b := <-reply:
+				conn.Write(b)
+			case <-m.done:
+			}
+		}
+		conn.Close()
+	case wire.Auth:
+		fail("worker wants a password and this master has none")
+	default:
+		fail("unexpected first message", "message", fmt.Sprintf("%T", msg))
+	}
+}
+
+// advertise sends the master's record to its catalogs now and then.
+func (m *Master) advertise() {
+	tick := time.NewTicker(m.cfg.AdvertiseInterval)
+	defer tick.Stop()
+	for {
+		reply := make(chan []byte, 1)
+		if !m.send(evStatus{kind: "catalog", reply: reply}) {
+			return
+		}
+		var rec catalog.Record
+		select {
+		case b := <-reply:
+			rec = decodeRecord(b)
+		case <-m.done:
+			return
+		}
+		for _, addr := range m.cfg.Catalogs {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			if err := catalog.Send(ctx, addr, m.cfg.CatalogNetwork, rec); err != nil {
+				m.log.Warn("catalog update", "catalog", addr, "err", err)
+			}
+			cancel()
+		}
+		select {
+		case <-tick.C:
+		case <-m.done:
+			return
+		}
+	}
+}
+
+func owner() string {
+	if u := os.Getenv("USER"); u != "" {
+		return u
+	}
+	return strconv.Itoa(os.Getuid())
+}

@@ -1,0 +1,343 @@
+package sched
+
+import (
+	"math/rand"
+	"reflect"
+	"testing"
+	"time"
+)
+
+var t0 = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func at(sec float64) time.Time { return t0.Add(time.Duration(sec * float64(time.Second))) }
+
+func dispatches(acts []Action) map[TaskID]WorkerID {
+	m := map[TaskID]WorkerID{}
+	for _, a := range acts {
+		if d, ok := a.(Dispatch); ok {
+			m[d.Task] = d.Worker
+		}
+	}
+	return m
+}
+
+func TestDefaultResourcesAreOneCoreNotAWholeWorker(t *testing.T) {
+	s := New(Config{})
+	s.WorkerJoined(1, "h1", Resources{Cores: 2, MemoryMB: 1000, DiskMB: 4000}, t0)
+	a1 := s.Submit(Task{ID: 1}, t0)
+	a2 := s.Submit(Task{ID: 2}, t0)
+	a3 := s.Submit(Task{ID: 3}, t0)
+	want := Dispatch{Task: 1, Worker: 1, Alloc: Resources{Cores: 1, MemoryMB: 500, DiskMB: 2000}}
+	if len(a1) != 1 || a1[0] != want {
+		t.Fatalf("first task: %v, want %v", a1, want)
+	}
+	if len(a2) != 1 || len(a3) != 0 {
+		t.Fatalf("a 2-core worker should run two default tasks and queue the third: %v %v", a2, a3)
+	}
+	if c := s.Counts(); c.Waiting != 1 || c.Running != 2 {
+		t.Errorf("counts %+v", c)
+	}
+	if acts := s.TaskDone(1, true, at(1)); dispatches(acts)[3] != 1 {
+		t.Errorf("freed core should go to task 3: %v", acts)
+	}
+}
+
+func TestMatching(t *testing.T) {
+	big := Resources{Cores: 8, MemoryMB: 8000, DiskMB: 8000}
+	small := Resources{Cores: 1, MemoryMB: 1000, DiskMB: 1000}
+	cases := []struct {
+		name    string
+		workers map[WorkerID]Resources
+		setup   func(s *Scheduler)
+		task    Task
+		want    WorkerID // 0: stays waiting
+	}{
+		{"fits only the big worker", map[WorkerID]Resources{1: small, 2: big}, nil,
+			Task{ID: 10, Need: Resources{Cores: 4}}, 2},
+		{"fits nobody", map[WorkerID]Resources{1: small}, nil,
+			Task{ID: 10, Need: Resources{Cores: 1, MemoryMB: 2000}}, 0},
+		{"cached input wins", map[WorkerID]Resources{1: big, 2: big}, func(s *Scheduler) {
+			s.workers[2].cached["file-0-x"] = true
+		}, Task{ID: 10, Inputs: []Input{{"file-0-x", 100}}}, 2},
+		{"more cached bytes win", map[WorkerID]Resources{1: big, 2: big}, func(s *Scheduler) {
+			s.workers[1].cached["small"] = true
+			s.workers[2].cached["large"] = true
+		}, Task{ID: 10, Inputs: []Input{{"small", 10}, {"large", 1000}}}, 2},
+		{"faster history wins", map[WorkerID]Resources{1: big, 2: big}, func(s *Scheduler) {
+			s.workers[1].speed, s.workers[1].samples = 3, 1
+			s.workers[2].speed, s.workers[2].samples = 0.5, 1
+		}, Task{ID: 10}, 2},
+		{"less loaded wins a tie", map[WorkerID]Resources{1: big, 2: big}, func(s *Scheduler) {
+			s.Submit(Task{ID: 1}, t0)
+		}, Task{ID: 10}, 2},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := New(Config{})
+			for id := WorkerID(1); id <= 2; id++ {
+				if r, ok := tc.workers[id]; ok {
+					s.WorkerJoined(id, "h", r, t0)
+				}
+			}
+			if tc.setup != nil {
+				tc.setup(s)
+			}
+			got := dispatches(s.Submit(tc.task, t0))[tc.task.ID]
+			if got != tc.want {
+				t.Errorf("task went to worker %d, want %d", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWorkerLostRequeuesFirst(t *testing.T) {
+	s := New(Config{})
+	s.WorkerJoined(1, "h1", Resources{Cores: 1}, t0)
+	s.Submit(Task{ID: 1}, t0)
+	s.Submit(Task{ID: 2}, t0)
+	acts := s.WorkerLeft(1, t0)
+	if len(acts) != 0 {
+		t.Fatalf("no worker left, yet %v", acts)
+	}
+	got := dispatches(s.WorkerJoined(2, "h2", Resources{Cores: 1}, t0))
+	if !reflect.DeepEqual(got, map[TaskID]WorkerID{1: 2}) {
+		t.Errorf("the lost task should run first on the new worker: %v", got)
+	}
+}
+
+func TestLostTooOftenFails(t *testing.T) {
+	s := New(Config{MaxLost: 2})
+	s.Submit(Task{ID: 1}, t0)
+	for i := 1; i <= 3; i++ {
+		s.WorkerJoined(WorkerID(i), "h", Resources{Cores: 1}, t0)
+		acts := s.WorkerLeft(WorkerID(i), t0)
+		if i < 3 && len(acts) != 0 {
+			t.Fatalf("round %d: %v", i, acts)
+		}
+		if i == 3 && (len(acts) != 1 || acts[0].(Fail).Task != 1) {
+			t.Fatalf("third loss should fail the task: %v", acts)
+		}
+	}
+}
+
+func TestCancel(t *testing.T) {
+	s := New(Config{})
+	s.WorkerJoined(1, "h", Resources{Cores: 1}, t0)
+	s.Submit(Task{ID: 1}, t0)
+	s.Submit(Task{ID: 2}, t0)
+	s.Submit(Task{ID: 3}, t0)
+	if acts := s.Cancel(2, t0); len(acts) != 0 {
+		t.Errorf("cancelling a waiting task: %v", acts)
+	}
+	acts := s.Cancel(1, t0)
+	want := []Action{Abort{Task: 1, Worker: 1}, Dispatch{Task: 3, Worker: 1, Alloc: Resources{Cores: 1}}}
+	if !reflect.DeepEqual(acts, want) {
+		t.Errorf("cancelling a running task: %v, want %v", acts, want)
+	}
+	if acts := s.Cancel(99, t0); acts != nil {
+		t.Errorf("unknown task: %v", acts)
+	}
+}
+
+// finishTen completes ten 1-second tasks of category c on worker w.
+func finishTen(s *Scheduler, c string, w WorkerID, base TaskID) {
+	for i := TaskID(0); i < 10; i++ {
+		s.Submit(Task{ID: base + i, Category: c}, t0)
+		s.TaskDone(base+i, true, at(1))
+	}
+}
+
+func TestFastAbort(t *testing.T) {
+	s := New(Config{FastAbort: FastAbort{Multiplier: 3, MaxAborts: 2, BlockFor: time.Minute}})
+	s.WorkerJoined(1, "slow", Resources{Cores: 1}, t0)
+	finishTen(s, "c", 1, 100)
+	s.WorkerJoined(2, "fast", Resources{Cores: 1}, t0)
+	s.Submit(Task{ID: 1, Category: "c"}, t0) // worker 1 (faster history is equal; lower load tie → id order)
+	s.Submit(Task{ID: 2, Category: "c"}, t0)
+	if acts := s.Tick(at(2.9)); acts != nil {
+		t.Fatalf("before 3x the mean: %v", acts)
+	}
+	acts := s.Tick(at(3.5))
+	// Both tasks started at t0 and exceeded 3 s: the one on worker 1 is
+	// aborted and must not go back to worker 1 while worker 2 has room.
+	var aborted []TaskID
+	for _, a := range acts {
+		if ab, ok := a.(Abort); ok {
+			aborted = append(aborted, ab.Task)
+			if ab.Count != 1 || ab.Final {
+				t.Errorf("first abort: %+v", ab)
+			}
+		}
+	}
+	if len(aborted) != 2 {
+		t.Fatalf("want both stragglers aborted: %v", acts)
+	}
+	for task, w := range dispatches(acts) {
+		if s.tasks[task].avoid[w] {
+			t.Errorf("task %d re-sent to worker %d it was aborted on", task, w)
+		}
+	}
+	// Second round: the bar is now 4 means; the workers' alarms are set, so
+	// another first-abort on either drops it. Tasks 1, 2 abort again.
+	acts = s.Tick(at(3.5 + 4.5))
+	for _, a := range acts {
+		if ab, ok := a.(Abort); ok && (ab.Count != 2 || !ab.Final) {
+			t.Errorf("second abort of %d should be final: %+v", ab.Task, ab)
+		}
+		if d, ok := a.(DropWorker); ok {
+			t.Errorf("a task's second abort must not drop a worker: %+v", d)
+		}
+	}
+	// Final: never aborted again, however long it runs.
+	if acts := s.Tick(at(1000)); acts != nil {
+		t.Errorf("task aborted after MaxAborts: %v", acts)
+	}
+}
+
+func TestFastAbortDropsWorkerTrippedTwice(t *testing.T) {
+	s := New(Config{FastAbort: FastAbort{Multiplier: 2, BlockFor: time.Minute}})
+	s.WorkerJoined(1, "bad", Resources{Cores: 2}, t0)
+	finishTen(s, "", 1, 100)
+	s.Submit(Task{ID: 1}, t0)
+	s.Tick(at(2.5)) // task 1 aborted on worker 1: alarm; re-sent to worker 1 (only one)
+	acts := s.Submit(Task{ID: 2}, t0)
+	if len(acts) != 1 {
+		t.Fatalf("task 2: %v", acts)
+	}
+	s.tasks[2].started = at(2.5)
+	acts = s.Tick(at(5.5)) // task 2's first abort on an alarmed worker
+	var drop *DropWorker
+	for _, a := range acts {
+		if d, ok := a.(DropWorker); ok {
+			drop = &d
+		}
+	}
+	if drop == nil || drop.Worker != 1 || !drop.Until.Equal(at(5.5).Add(time.Minute)) {
+		t.Fatalf("worker 1 should be dropped: %v", acts)
+	}
+	if c := s.Counts(); c.Workers != 0 || c.Waiting != 2 {
+		t.Errorf("after the drop: %+v", c)
+	}
+	if acts := s.WorkerJoined(3, "bad", Resources{Cores: 2}, at(10)); len(acts) != 1 {
+		t.Errorf("blocked host rejoining: %v", acts)
+	}
+	if acts := s.WorkerJoined(4, "bad", Resources{Cores: 2}, at(70)); len(dispatches(acts)) != 2 {
+		t.Errorf("host unblocked after BlockFor: %v", acts)
+	}
+}
+
+func TestThreshold(t *testing.T) {
+	uniform := &categoryStats{n: 10, sum: 10, sumSq: 10}
+	spread := &categoryStats{}
+	for _, v := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10} {
+		spread.n++
+		spread.sum += v
+		spread.sumSq += v * v
+	}
+	cases := []struct {
+		name   string
+		fa     FastAbort
+		st     *categoryStats
+		aborts int
+		want   float64
+	}{
+		{"multiplier", FastAbort{Multiplier: 3}, uniform, 0, 3},
+		{"multiplier after one abort", FastAbort{Multiplier: 3}, uniform, 1, 4},
+		{"sigmas floor at twice the mean", FastAbort{Sigmas: 3}, uniform, 0, 2},
+		{"sigmas", FastAbort{Sigmas: 3}, spread, 0, 5.5 + 3*3.0276503540974917},
+		{"both: the smaller", FastAbort{Multiplier: 2, Sigmas: 3}, spread, 0, 11},
+	}
+	for _, tc := range cases {
+		if got := threshold(tc.fa, tc.st, tc.aborts); got-tc.want > 1e-9 || tc.want-got > 1e-9 {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestRandomEventsKeepInvariants drives the scheduler with random events and
+// checks after each that no worker is over-committed and every task is
+// accounted for exactly once.
+func TestRandomEventsKeepInvariants(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	s := New(Config{FastAbort: FastAbort{Multiplier: 2}})
+	now := t0
+	next := TaskID(1)
+	nextW := WorkerID(1)
+	live := map[TaskID]bool{}
+	for step := 0; step < 5000; step++ {
+		now = now.Add(time.Duration(rng.Intn(1000)) * time.Millisecond)
+		var acts []Action
+		switch r := rng.Intn(10); {
+		case r < 4:
+			acts = s.Submit(Task{ID: next, Category: []string{"a", "b"}[rng.Intn(2)], Need: Resources{Cores: float64(rng.Intn(3))}}, now)
+			live[next] = true
+			next++
+		case r < 5:
+			acts = s.WorkerJoined(nextW, "h"+string(rune('a'+rng.Intn(3))), Resources{Cores: float64(1 + rng.Intn(4)), MemoryMB: 1000, DiskMB: 1000}, now)
+			nextW++
+		case r < 6 && len(s.order) > 0:
+			acts = s.WorkerLeft(s.order[rng.Intn(len(s.order))], now)
+		case r < 8:
+			for id, t := range s.tasks {
+				if t.state == running {
+					acts = s.TaskDone(id, rng.Intn(5) > 0, now)
+					delete(live, id)
+					break
+				}
+			}
+		case r < 9:
+			acts = s.Tick(now)
+		default:
+			id := TaskID(rng.Intn(int(next)) + 1)
+			acts = s.Cancel(id, now)
+			delete(live, id)
+		}
+		for _, a := range acts {
+			if f, ok := a.(Fail); ok {
+				delete(live, f.Task)
+			}
+		}
+		for id, w := range s.workers {
+			var sum Resources
+			for tid := range w.tasks {
+				if s.tasks[tid].worker != id || s.tasks[tid].state != running {
+					t.Fatalf("step %d: worker %d lists task %d that is not running there", step, id, tid)
+				}
+				sum = sum.add(s.tasks[tid].alloc, 1)
+			}
+			if sum != w.used || !w.used.fits(w.total) {
+				t.Fatalf("step %d: worker %d used %+v, tasks %+v, total %+v", step, id, w.used, sum, w.total)
+			}
+		}
+		if len(live) != len(s.tasks) {
+			t.Fatalf("step %d: %d live tasks, scheduler holds %d", step, len(live), len(s.tasks))
+		}
+	}
+}
+
+// A fast-aborted task waits for another worker rather than go back to the
+// one it straggled on, unless that is the only worker left.
+func TestAbortedTaskShunsItsWorker(t *testing.T) {
+	s := New(Config{FastAbort: FastAbort{Multiplier: 2}})
+	s.WorkerJoined(1, "a", Resources{Cores: 1}, t0)
+	s.WorkerJoined(2, "b", Resources{Cores: 1}, t0)
+	finishTen(s, "", 1, 100)
+	s.Submit(Task{ID: 1}, t0) // worker 1
+	s.Submit(Task{ID: 2}, t0) // worker 2
+	s.TaskDone(2, true, at(0.5))
+	s.Submit(Task{ID: 3}, at(1)) // worker 2, not yet a straggler at 2.5
+	acts := s.Tick(at(2.5))
+	if d := dispatches(acts); len(d) != 0 {
+		t.Fatalf("task 1 went back to its worker while another exists: %v", acts)
+	}
+	if d := dispatches(s.TaskDone(3, true, at(2.6))); d[1] != 2 {
+		t.Errorf("task 1 should go to worker 2 once it is free: %v", d)
+	}
+	s2 := New(Config{FastAbort: FastAbort{Multiplier: 2}})
+	s2.WorkerJoined(1, "a", Resources{Cores: 1}, t0)
+	finishTen(s2, "", 1, 100)
+	s2.Submit(Task{ID: 1}, t0)
+	if d := dispatches(s2.Tick(at(2.5))); d[1] != 1 {
+		t.Errorf("with one worker, the task goes back to it: %v", d)
+	}
+}

@@ -1,0 +1,627 @@
+package workqueue
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue/sched"
+	"github.com/rightsize/rightsize/workqueue/wire"
+)
+
+type workerID = sched.WorkerID
+
+// workerConn is one connected worker. Its reader goroutine owns reading,
+// its writer goroutine owns writing; they share the queue of operations,
+// the attempts the worker runs, what its cache holds and the replies
+// expected, under mu.
+type workerConn struct {
+	m      *Master
+	log    *slog.Logger
+	id     workerID
+	conn   net.Conn
+	c      *wire.Conn
+	addr   string
+	host   string
+	hello  wire.Hello
+	joined time.Time
+
+	mu      sync.Mutex
+	ops     []op
+	running map[int]*attempt // by wire task ID
+	cached  map[string]stamp // cache name → what was sent
+	pending []expect         // replies the worker owes, in order
+	closed  bool
+	signal  chan struct{}
+
+	lastHeard     atomic.Int64
+	bytesSent     atomic.Int64
+	bytesReceived atomic.Int64
+	completed     atomic.Int64
+	checkSent     time.Time // owned by the loop
+}
+
+// stamp identifies the version of a file in a worker's cache.
+type stamp struct {
+	size  int64
+	mtime int64
+}
+
+func stampOf(info os.FileInfo) stamp { return stamp{info.Size(), info.ModTime().UnixNano()} }
+
+// op is work for the writer.
+type op struct {
+	kind    opKind
+	attempt *attempt
+	fetch   *fetchJob
+	name    string
+}
+
+type opKind int
+
+const (
+	opDispatch opKind = iota
+	opFetch
+	opKill
+	opUnlink
+	opSendResults
+	opCheck
+	opRelease
+)
+
+// expect is a reply the worker owes: to send_results, or to get (for
+// output out of fetch).
+type expect struct {
+	fetch *fetchJob
+	out   int
+}
+
+// fetchJob collects one attempt's outputs.
+type fetchJob struct {
+	a         *attempt
+	r         *Result
+	start     time.Time
+	remaining int
+	missing   []string
+	err       error
+}
+
+func newWorkerConn(m *Master, id workerID, conn net.Conn, c *wire.Conn, hello wire.Hello) *workerConn {
+	w := &workerConn{
+		m: m, id: id, conn: conn, c: c, hello: hello, joined: time.Now(),
+		addr:    conn.RemoteAddr().String(),
+		host:    hostOf(conn.RemoteAddr()),
+		running: map[int]*attempt{},
+		cached:  map[string]stamp{},
+		signal:  make(chan struct{}, 1),
+	}
+	w.log = m.log.With("worker", w.addr)
+	w.lastHeard.Store(time.Now().UnixNano())
+	return w
+}
+
+// run serves the connection until it ends.
+func (w *workerConn) run() {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		w.writeLoop()
+	}()
+	// When the master closes, release the worker so that it may serve the
+	// next master at once, and do not wait long for it.
+	go func() {
+		select {
+		case <-w.m.done:
+			w.release()
+			select {
+			case <-done:
+			case <-time.After(time.Second):
+				w.close()
+			}
+		case <-done:
+		}
+	}()
+	err := w.readLoop()
+	w.close()
+	<-done
+	w.m.send(evWorkerLeft{w: w, err: err})
+}
+
+func (w *workerConn) enqueue(o op) {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.ops = append(w.ops, o)
+	w.mu.Unlock()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+// close ends the connection; both goroutines then stop.
+func (w *workerConn) close() {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.conn.Close()
+	select {
+	case w.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (w *workerConn) dispatch(a *attempt) {
+	w.mu.Lock()
+	w.running[a.wire] = a
+	w.mu.Unlock()
+	w.enqueue(op{kind: opDispatch, attempt: a})
+}
+
+// abort stops an attempt unless the worker has already reported it.
+func (w *workerConn) abort(a *attempt) {
+	w.mu.Lock()
+	_, ok := w.running[a.wire]
+	delete(w.running, a.wire)
+	w.mu.Unlock()
+	if ok {
+		w.enqueue(op{kind: opKill, attempt: a})
+	}
+}
+
+func (w *workerConn) check()   { w.enqueue(op{kind: opCheck}) }
+func (w *workerConn) release() { w.enqueue(op{kind: opRelease}) }
+
+func (w *workerConn) writeLoop() {
+	for {
+		<-w.signal
+		w.mu.Lock()
+		ops, closed := w.ops, w.closed
+		w.ops = nil
+		w.mu.Unlock()
+		if closed {
+			return
+		}
+		for _, o := range ops {
+			if err := w.write(o); err != nil {
+				if !errors.Is(err, errReleased) {
+					w.log.Warn("writing to worker", "err", err)
+				}
+				w.close()
+				return
+			}
+		}
+		if err := w.c.Flush(); err != nil {
+			w.close()
+			return
+		}
+	}
+}
+
+var errReleased = errors.New("released")
+
+func (w *workerConn) write(o op) error {
+	switch o.kind {
+	case opDispatch:
+		return w.sendTask(o.attempt)
+	case opFetch:
+		j := o.fetch
+		for i, out := range j.a.e.outputs {
+			w.mu.Lock()
+			w.pending = append(w.pending, expect{fetch: j, out: i})
+			w.mu.Unlock()
+			if err := w.c.Send(wire.Get{Name: out.name, Recursive: true}); err != nil {
+				return err
+			}
+		}
+		return nil
+	case opKill:
+		return w.c.Send(wire.Kill{ID: o.attempt.wire})
+	case opUnlink:
+		return w.c.Send(wire.Unlink{Name: o.name})
+	case opSendResults:
+		w.mu.Lock()
+		w.pending = append(w.pending, expect{})
+		w.mu.Unlock()
+		return w.c.Send(wire.SendResults{N: -1})
+	case opCheck:
+		return w.c.Send(wire.Check{})
+	case opRelease:
+		w.c.Send(wire.Release{})
+		w.c.Flush()
+		return errReleased
+	}
+	return nil
+}
+
+// sendTask sends an attempt's inputs that the worker lacks, then the task.
+func (w *workerConn) sendTask(a *attempt) error {
+	start := time.Now()
+	e := a.e
+	for _, in := range e.inputs {
+		if err := w.sendInput(in); err != nil {
+			var missing *inputError
+			if errors.As(err, &missing) {
+				w.mu.Lock()
+				delete(w.running, a.wire)
+				w.mu.Unlock()
+				w.m.send(evInputMissing{a: a, err: fmt.Errorf("task %d: %w", e.id, missing.err)})
+				return nil
+			}
+			return err
+		}
+	}
+	spec := &wire.TaskSpec{
+		ID: a.wire, Command: e.task.Command, Category: category(e.task),
+		Cores: a.alloc.Cores, GPUs: a.alloc.GPUs, MemoryMB: a.alloc.MemoryMB, DiskMB: a.alloc.DiskMB,
+		WallTime: int64(e.task.WallTime.Seconds()),
+		Env:      e.task.Env,
+	}
+	if e.task.WallTime > 0 && spec.WallTime == 0 {
+		spec.WallTime = 1
+	}
+	for _, in := range e.inputs {
+		spec.Inputs = append(spec.Inputs, wire.TaskFile{CacheName: in.name, Remote: in.remote, Flags: in.flags()})
+	}
+	for _, out := range e.outputs {
+		spec.Outputs = append(spec.Outputs, wire.TaskFile{CacheName: out.name, Remote: out.remote, Flags: out.flags()})
+	}
+	err := w.c.SendTask(spec)
+	a.sendTime.Store(int64(time.Since(start)))
+	return err
+}
+
+// inputError is a local input that could not be read: the task fails, the
+// connection goes on.
+type inputError struct{ err error }
+
+func (e *inputError) Error() string { return e.err.Error() }
+
+func (w *workerConn) sendInput(in fileRef) error {
+	if in.Local == "" {
+		w.mu.Lock()
+		_, have := w.cached[in.name]
+		w.mu.Unlock()
+		if in.Cache && have {
+			return nil
+		}
+		if err := w.c.SendBody(wire.Put{Name: in.name, Size: int64(len(in.Data)), Mode: 0o644}, in.Data); err != nil {
+			return err
+		}
+		w.bytesSent.Add(int64(len(in.Data)))
+		if in.Cache {
+			w.setCached(in.name, stamp{size: int64(len(in.Data))})
+		}
+		return nil
+	}
+	info, err := os.Stat(in.Local)
+	if err != nil {
+		return &inputError{err}
+	}
+	st := stampOf(info)
+	w.mu.Lock()
+	have, ok := w.cached[in.name]
+	w.mu.Unlock()
+	if in.Cache && ok && have == st {
+		return nil
+	}
+	if info.IsDir() {
+		if err := w.c.Send(wire.Dir{Name: in.name}); err != nil {
+			return err
+		}
+		if err := w.sendDirEntries(in.Local, 0); err != nil {
+			return err
+		}
+	} else if err := w.sendFile(in.Local, in.name, info); err != nil {
+		return err
+	}
+	if in.Cache {
+		w.setCached(in.name, st)
+	}
+	return nil
+}
+
+func (w *workerConn) setCached(name string, st stamp) {
+	w.mu.Lock()
+	w.cached[name] = st
+	w.mu.Unlock()
+}
+
+// sendFile puts a local file. A file that cannot be opened is an input
+// error; one that shrinks while being sent breaks the stream, so the
+// connection goes.
+func (w *workerConn) sendFile(path, name string, info os.FileInfo) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return &inputError{err}
+	}
+	defer f.Close()
+	if err := w.c.SendFrom(wire.Put{Name: name, Size: info.Size(), Mode: info.Mode().Perm()}, f, info.Size()); err != nil {
+		return err
+	}
+	w.bytesSent.Add(info.Size())
+	return nil
+}
+
+// sendDirEntries sends a directory's content, CCTools style: entries named
+// relative to the directory, nested "dir NAME" ... "end".
+func (w *workerConn) sendDirEntries(dir string, depth int) error {
+	if depth > 64 {
+		return &inputError{fmt.Errorf("%s: directories nested too deep", dir)}
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, ent := range entries {
+		path := filepath.Join(dir, ent.Name())
+		info, err := os.Stat(path)
+		if err != nil {
+			return err
+		}
+		if info.IsDir() {
+			if err := w.c.Send(wire.Dir{Name: ent.Name()}); err != nil {
+				return err
+			}
+			if err := w.sendDirEntries(path, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := w.sendFile(path, ent.Name(), info); err != nil {
+			return err
+		}
+	}
+	return w.c.Send(wire.End{})
+}
+
+// readLoop reads the worker's messages until the connection fails or the
+// worker breaks the protocol.
+func (w *workerConn) readLoop() error {
+	var res sched.Resources
+	for {
+		msg, err := w.c.ReadMessage()
+		if err != nil {
+			return err
+		}
+		w.lastHeard.Store(time.Now().UnixNano())
+		switch m := msg.(type) {
+		case wire.Info, wire.Alive, wire.Feature:
+		case wire.Resource:
+			switch m.Name {
+			case "cores":
+				res.Cores = m.Total
+			case "memory":
+				res.MemoryMB = int64(m.Total)
+			case "disk":
+				res.DiskMB = int64(m.Total)
+			case "gpus":
+				res.GPUs = int64(m.Total)
+			case "tag":
+				// The end of a resource report.
+				w.m.send(evWorkerJoined{w: w, res: res})
+			}
+		case wire.AvailableResults:
+			w.enqueue(op{kind: opSendResults})
+		case wire.Result:
+			if err := w.result(m); err != nil {
+				return err
+			}
+		case wire.File, wire.Missing, wire.Dir:
+			if err := w.output(m); err != nil {
+				return err
+			}
+		case wire.End:
+			if err := w.endReply(); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("protocol error: unexpected %q", strings.TrimSpace(string(msg.AppendTo(nil))))
+		}
+	}
+}
+
+func (w *workerConn) result(m wire.Result) error {
+	out, err := w.c.ReadBody(m.Size)
+	if err != nil {
+		return err
+	}
+	w.bytesReceived.Add(m.Size)
+	w.mu.Lock()
+	a := w.running[m.TaskID]
+	delete(w.running, m.TaskID)
+	w.mu.Unlock()
+	if a == nil {
+		w.log.Debug("result for a task no longer here", "wire_task", m.TaskID)
+		return nil
+	}
+	w.completed.Add(1)
+	r := &Result{
+		Status: ResultCode(m.Status), ExitCode: m.Exit, Output: out, Worker: w.addr,
+		Dispatched: a.dispatched, Exec: time.Duration(m.ExecUsec) * time.Microsecond,
+		Transfer: time.Duration(a.sendTime.Load()),
+	}
+	w.m.send(evReported{a: a, ok: m.Status == 0 && m.Exit == 0})
+	j := &fetchJob{a: a, r: r, start: time.Now(), remaining: len(a.e.outputs)}
+	if j.remaining == 0 {
+		w.finishFetch(j)
+		return nil
+	}
+	w.enqueue(op{kind: opFetch, fetch: j})
+	return nil
+}
+
+// output stores one item of a get reply.
+func (w *workerConn) output(msg wire.Message) error {
+	w.mu.Lock()
+	var head expect
+	if len(w.pending) > 0 {
+		head = w.pending[0]
+	}
+	w.mu.Unlock()
+	if head.fetch == nil {
+		return fmt.Errorf("protocol error: %q outside a get reply", strings.TrimSpace(string(msg.AppendTo(nil))))
+	}
+	j := head.fetch
+	out := j.a.e.outputs[head.out]
+	var name string
+	switch m := msg.(type) {
+	case wire.File:
+		name = m.Name
+	case wire.Dir:
+		name = m.Name
+	case wire.Missing:
+		j.missing = append(j.missing, out.remote)
+		return nil
+	}
+	dest, err := localPath(out, name)
+	if err != nil {
+		return err // a name we did not ask for: the worker is broken or hostile
+	}
+	switch m := msg.(type) {
+	case wire.Dir:
+		if err := os.MkdirAll(dest, 0o755); err != nil && j.err == nil {
+			j.err = err
+		}
+	case wire.File:
+		if err := w.receive(dest, m.Size); err != nil {
+			var store *storeError
+			if !errors.As(err, &store) {
+				return err
+			}
+			if j.err == nil {
+				j.err = store.err
+			}
+		}
+	}
+	return nil
+}
+
+// localPath maps a name in a get reply to where it goes on this machine: the
+// output's own cache name is its local path, and names below it are the
+// entries of an output directory.
+func localPath(out fileRef, name string) (string, error) {
+	if name == out.name {
+		return out.Local, nil
+	}
+	rest, ok := strings.CutPrefix(name, out.name+"/")
+	if !ok {
+		return "", fmt.Errorf("protocol error: worker sent %q when asked for %q", name, out.name)
+	}
+	if err := wire.CheckRelativePath(rest); err != nil {
+		return "", fmt.Errorf("protocol error: %w", err)
+	}
+	return filepath.Join(out.Local, filepath.FromSlash(rest)), nil
+}
+
+// storeError is a local failure to store an output; the stream is intact.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+
+// receive writes a file body to dest through a temporary name.
+func (w *workerConn) receive(dest string, size int64) error {
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		if derr := w.c.DiscardBody(size); derr != nil {
+			return derr
+		}
+		return &storeError{err}
+	}
+	tmp := dest + ".wqpart"
+	f, err := os.Create(tmp)
+	if err != nil {
+		if derr := w.c.DiscardBody(size); derr != nil {
+			return derr
+		}
+		return &storeError{err}
+	}
+	err = w.c.CopyBody(wire.GuardWriter(f), size)
+	cerr := f.Close()
+	if err != nil {
+		os.Remove(tmp)
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, wire.ErrTooLong) || isNetErr(err) {
+			return err
+		}
+		return &storeError{err}
+	}
+	if cerr == nil {
+		cerr = os.Rename(tmp, dest)
+	}
+	if cerr != nil {
+		os.Remove(tmp)
+		return &storeError{cerr}
+	}
+	w.bytesReceived.Add(size)
+	return nil
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
+}
+
+// endReply closes the reply at the head of the queue.
+func (w *workerConn) endReply() error {
+	w.mu.Lock()
+	if len(w.pending) == 0 {
+		w.mu.Unlock()
+		return errors.New("protocol error: end without a request")
+	}
+	head := w.pending[0]
+	w.pending = w.pending[1:]
+	w.mu.Unlock()
+	if j := head.fetch; j != nil {
+		j.remaining--
+		if j.remaining == 0 {
+			w.finishFetch(j)
+		}
+	}
+	return nil
+}
+
+// finishFetch completes an attempt: status from what arrived, cleanup on
+// the worker, and the result to the loop.
+func (w *workerConn) finishFetch(j *fetchJob) {
+	r, e := j.r, j.a.e
+	r.Transfer += time.Since(j.start)
+	switch {
+	case j.err != nil:
+		r.Status = OutputTransfer
+		r.Err = fmt.Errorf("task %d: storing outputs: %w", e.id, j.err)
+	case len(j.missing) > 0 && r.Status == Success:
+		r.Status = OutputMissing
+		r.Err = fmt.Errorf("task %d: outputs not produced: %s", e.id, strings.Join(j.missing, ", "))
+	}
+	w.enqueue(op{kind: opKill, attempt: j.a})
+	for _, in := range e.inputs {
+		if !in.Cache {
+			w.enqueue(op{kind: opUnlink, name: in.name})
+		}
+	}
+	for _, out := range e.outputs {
+		if !out.Cache {
+			w.enqueue(op{kind: opUnlink, name: out.name})
+			continue
+		}
+		// The worker keeps a cached output: a later task reading the
+		// local copy as an input need not send it back.
+		missing := false
+		for _, m := range j.missing {
+			missing = missing || m == out.remote
+		}
+		if info, err := os.Stat(out.Local); err == nil && !missing && j.err == nil {
+			w.setCached(out.name, stampOf(info))
+		}
+	}
+	w.m.send(evFetched{a: j.a, r: r})
+}

@@ -1,0 +1,444 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue/wire"
+)
+
+// session is one connection to a master. The session goroutine reads and
+// handles the master's messages in order; task goroutines only report
+// completion. Writes to the connection are serialised by wmu.
+type session struct {
+	w     *worker
+	log   *slog.Logger
+	conn  net.Conn
+	c     *wire.Conn
+	cache string // files received or produced, by cache name
+
+	wmu sync.Mutex
+
+	mu       sync.Mutex
+	running  map[int]*task
+	finished []*task // done, not yet sent to the master
+	notified bool    // available_results sent, send_results not yet seen
+	idle     atomic.Bool
+	lastWork atomic.Int64 // unix nanoseconds of the last task activity
+
+	tasks     sync.WaitGroup // task goroutines
+	sandboxes *sandboxes
+}
+
+// maxOutput bounds the output (stdout and stderr) returned for one task.
+const maxOutput = 32 << 20
+
+func (w *worker) session(ctx context.Context, conn net.Conn) error {
+	defer conn.Close()
+	s := &session{
+		w: w, log: w.log, conn: conn,
+		c:         wire.NewConn(conn, wire.Limits{File: w.res.diskMB << 20}),
+		cache:     filepath.Join(w.workspace, "cache"),
+		running:   map[int]*task{},
+		sandboxes: &sandboxes{dir: w.workspace},
+	}
+	if err := os.MkdirAll(s.cache, 0o755); err != nil {
+		return fmt.Errorf("creating cache: %w", err)
+	}
+	s.lastWork.Store(time.Now().UnixNano())
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer stop()
+	done := make(chan struct{})
+	defer close(done)
+	go s.watchIdle(done)
+	defer func() {
+		// Kill what runs and wait, so that no task writes into the
+		// workspace while it is cleaned for the next master.
+		s.kill(-1)
+		s.tasks.Wait()
+	}()
+
+	if w.cfg.Password != nil {
+		if _, err := s.c.Authenticate(w.cfg.Password); err != nil {
+			return err
+		}
+	}
+	if err := s.hello(); err != nil {
+		return fmt.Errorf("sending hello: %w", err)
+	}
+	for {
+		m, err := s.c.ReadMessage()
+		if err != nil {
+			if s.idle.Load() {
+				return ErrIdle
+			}
+			return err
+		}
+		if err := s.handle(m); err != nil {
+			return err
+		}
+	}
+}
+
+// watchIdle closes the connection once no task has run for the idle timeout.
+func (s *session) watchIdle(done <-chan struct{}) {
+	timeout := s.w.cfg.IdleTimeout
+	tick := time.NewTicker(min(time.Second, timeout/4+time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-tick.C:
+		}
+		s.mu.Lock()
+		busy := len(s.running) > 0 || len(s.finished) > 0
+		s.mu.Unlock()
+		if busy {
+			s.lastWork.Store(time.Now().UnixNano())
+			continue
+		}
+		if time.Since(time.Unix(0, s.lastWork.Load())) > timeout {
+			s.idle.Store(true)
+			s.send(func(c *wire.Conn) error {
+				return c.Send(wire.Info{Key: "idle-disconnecting", Value: fmt.Sprint(int(timeout.Seconds()))})
+			})
+			s.conn.Close()
+			return
+		}
+	}
+}
+
+// send writes under the write lock and flushes.
+func (s *session) send(write func(c *wire.Conn) error) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := write(s.c); err != nil {
+		return err
+	}
+	return s.c.Flush()
+}
+
+func (s *session) hello() error {
+	host, _ := os.Hostname()
+	r := s.w.res
+	return s.send(func(c *wire.Conn) error {
+		msgs := []wire.Message{
+			wire.Hello{Protocol: wire.Protocol, Host: host, OS: "Linux", Arch: arch(), Version: Version},
+			wire.Info{Key: "worker-id", Value: s.w.id},
+		}
+		for _, f := range s.w.cfg.Features {
+			msgs = append(msgs, wire.Feature{Name: f})
+		}
+		msgs = append(msgs,
+			wire.Alive{},
+			wire.Resource{Name: "workers", Total: 1, Smallest: 1, Largest: 1},
+			res("disk", float64(r.diskMB)),
+			res("memory", float64(r.memoryMB)),
+			res("gpus", float64(r.gpus)),
+			res("cores", wholeCores(r.cores)),
+			wire.Resource{Name: "tag", Total: 0},
+			wire.Info{Key: "end_of_resource_update", Value: "0"},
+			wire.Info{Key: "tasks_running", Value: "0"},
+			wire.Info{Key: "worker-end-time", Value: "0"},
+		)
+		for _, m := range msgs {
+			if err := c.Send(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func res(name string, v float64) wire.Resource {
+	return wire.Resource{Name: name, Total: v, Smallest: v, Largest: v}
+}
+
+// handle acts on one message from the master. An error ends the session.
+func (s *session) handle(m wire.Message) error {
+	switch m := m.(type) {
+	case wire.Put:
+		if err := wire.CheckCacheName(m.Name); err != nil {
+			return err
+		}
+		return s.receiveFile(filepath.Join(s.cache, m.Name), m)
+	case wire.Dir:
+		if m.Reply {
+			return fmt.Errorf("unexpected %q from master", m.AppendTo(nil))
+		}
+		if err := wire.CheckCacheName(m.Name); err != nil {
+			return err
+		}
+		return s.receiveDir(filepath.Join(s.cache, m.Name))
+	case wire.Task:
+		spec, err := s.c.ReadTask(m.ID)
+		if err != nil {
+			return err
+		}
+		s.start(spec)
+		return nil
+	case wire.Get:
+		if err := wire.CheckCacheName(m.Name); err != nil {
+			return err
+		}
+		return s.sendOutput(m.Name)
+	case wire.SendResults:
+		return s.sendResults()
+	case wire.Kill:
+		s.kill(m.ID)
+		return nil
+	case wire.Unlink:
+		return s.unlink(m.Name)
+	case wire.InvalidateFile:
+		return s.unlink(m.Name)
+	case wire.Check:
+		return s.send(func(c *wire.Conn) error { return c.Send(wire.Alive{}) })
+	case wire.Release:
+		return errRelease
+	case wire.Exit:
+		return errExit
+	case wire.Auth:
+		return errors.New("this master requires a password")
+	default:
+		return fmt.Errorf("unexpected message from master: %q", strings.TrimSpace(string(m.AppendTo(nil))))
+	}
+}
+
+func (s *session) unlink(name string) error {
+	if err := wire.CheckCacheName(name); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(filepath.Join(s.cache, name)); err != nil {
+		s.log.Warn("unlink", "name", name, "err", err)
+	}
+	return nil
+}
+
+// receiveFile stores a put's body at path, through a temporary name so that
+// a task never sees half a file.
+func (s *session) receiveFile(path string, m wire.Put) error {
+	tmp := path + ".part"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, m.Mode|0o600)
+	if err != nil {
+		s.log.Warn("storing file", "name", m.Name, "err", err)
+		return s.c.DiscardBody(m.Size)
+	}
+	err = s.c.CopyBody(wire.GuardWriter(f), m.Size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		if errors.Is(err, wire.ErrTooLong) || errors.Is(err, io.ErrUnexpectedEOF) || isNetErr(err) {
+			return err
+		}
+		// A local failure (full disk) costs this file, not the session:
+		// the task that needs it reports it missing.
+		s.log.Warn("storing file", "name", m.Name, "err", err)
+	}
+	return nil
+}
+
+func isNetErr(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
+}
+
+// receiveDir reads a directory's entries, up to its end, into dir.
+func (s *session) receiveDir(dir string) error {
+	tmp := dir + ".part"
+	os.RemoveAll(tmp)
+	if err := s.readDir(tmp, 0); err != nil {
+		os.RemoveAll(tmp)
+		return err
+	}
+	os.RemoveAll(dir)
+	return os.Rename(tmp, dir)
+}
+
+const maxDirDepth = 64
+
+func (s *session) readDir(dir string, depth int) error {
+	if depth > maxDirDepth {
+		return fmt.Errorf("directory nested more than %d deep", maxDirDepth)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for {
+		m, err := s.c.ReadMessage()
+		if err != nil {
+			return err
+		}
+		switch m := m.(type) {
+		case wire.End:
+			return nil
+		case wire.Put:
+			if err := wire.CheckCacheName(m.Name); err != nil {
+				return err
+			}
+			if err := s.receiveFile(filepath.Join(dir, m.Name), m); err != nil {
+				return err
+			}
+		case wire.Dir:
+			if err := wire.CheckCacheName(m.Name); err != nil || m.Reply {
+				return fmt.Errorf("bad directory entry %q", m.Name)
+			}
+			if err := s.readDir(filepath.Join(dir, m.Name), depth+1); err != nil {
+				return err
+			}
+		default:
+			// Symbolic links are refused: their targets could point anywhere.
+			return fmt.Errorf("unexpected %q inside a directory", strings.TrimSpace(string(m.AppendTo(nil))))
+		}
+	}
+}
+
+// sendOutput answers get: the cached file or, recursively, directory.
+func (s *session) sendOutput(name string) error {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if err := s.streamItem(filepath.Join(s.cache, name), name); err != nil {
+		return err
+	}
+	if err := s.c.Send(wire.End{}); err != nil {
+		return err
+	}
+	return s.c.Flush()
+}
+
+func (s *session) streamItem(path, name string) error {
+	info, err := os.Stat(path)
+	if err != nil {
+		return s.c.Send(wire.Missing{Name: name, Errno: errno(err)})
+	}
+	if info.IsDir() {
+		entries, err := os.ReadDir(path)
+		if err != nil {
+			return s.c.Send(wire.Missing{Name: name, Errno: errno(err)})
+		}
+		if err := s.c.Send(wire.Dir{Name: name, Reply: true}); err != nil {
+			return err
+		}
+		for _, e := range entries {
+			if err := s.streamItem(filepath.Join(path, e.Name()), name+"/"+e.Name()); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return s.c.Send(wire.Missing{Name: name, Errno: errno(err)})
+	}
+	defer f.Close()
+	return s.c.SendFrom(wire.File{Name: name, Size: info.Size()}, f, info.Size())
+}
+
+func errno(err error) int {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return int(en)
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return int(syscall.ENOENT)
+	}
+	return int(syscall.EIO)
+}
+
+// taskDone records a finished task and tells the master, once, that results
+// are waiting.
+func (s *session) taskDone(t *task) {
+	s.mu.Lock()
+	if s.running[t.spec.ID] != t {
+		s.mu.Unlock() // killed meanwhile
+		return
+	}
+	delete(s.running, t.spec.ID)
+	s.finished = append(s.finished, t)
+	notify := !s.notified
+	s.notified = true
+	s.mu.Unlock()
+	s.lastWork.Store(time.Now().UnixNano())
+	if notify {
+		if err := s.send(func(c *wire.Conn) error { return c.Send(wire.AvailableResults{}) }); err != nil {
+			s.conn.Close()
+		}
+	}
+}
+
+func (s *session) sendResults() error {
+	s.mu.Lock()
+	done := s.finished
+	s.finished = nil
+	s.notified = false
+	running := len(s.running)
+	s.mu.Unlock()
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	for _, t := range done {
+		if err := t.sendResult(s.c); err != nil {
+			return err
+		}
+	}
+	if err := s.c.Send(wire.Info{Key: "tasks_running", Value: fmt.Sprint(running)}); err != nil {
+		return err
+	}
+	if err := s.c.Send(wire.End{}); err != nil {
+		return err
+	}
+	return s.c.Flush()
+}
+
+func (s *session) kill(id int) {
+	s.mu.Lock()
+	var victims []*task
+	for tid, t := range s.running {
+		if id == -1 || tid == id {
+			victims = append(victims, t)
+			delete(s.running, tid)
+		}
+	}
+	kept := s.finished[:0]
+	for _, t := range s.finished {
+		if id == -1 || t.spec.ID == id {
+			victims = append(victims, t)
+		} else {
+			kept = append(kept, t)
+		}
+	}
+	s.finished = kept
+	s.mu.Unlock()
+	for _, t := range victims {
+		t.stop()
+	}
+}
+
+// arch names the machine as uname does, which is what CCTools reports.
+func arch() string {
+	switch a := runtime.GOARCH; a {
+	case "amd64":
+		return "x86_64"
+	case "arm64":
+		return "aarch64"
+	default:
+		return a
+	}
+}

@@ -1,0 +1,332 @@
+// Package worker is a Work Queue worker: it connects to a master (given by
+// address, or found by project name through a catalog), receives files into
+// a cache, runs each task's command in a sandbox of its own, and sends back
+// results and output files. It speaks protocol 9, so it serves both the
+// rightsize master and Debian's CCTools masters (makeflow -T wq and others).
+//
+// Nothing a master sends can make it write outside its workspace: cache
+// names must be single path elements and sandbox names relative paths
+// without "..". It does not schedule, retry or decide anything: the master
+// does.
+package worker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue/catalog"
+)
+
+// Config says where a worker connects and what it offers. The zero value of
+// each field means its documented default.
+type Config struct {
+	// Masters are "host:port" addresses, tried in turn. Leave empty to find
+	// masters through Catalogs by Project.
+	Masters []string
+	// Project is a regular expression matched against the project names of
+	// masters the catalog knows (anchored, as CCTools does).
+	Project string
+	// Catalogs are the catalog servers ("host:port") asked for Project.
+	// Default: $CATALOG_HOST:$CATALOG_PORT, else localhost:9097.
+	Catalogs []string
+
+	// Cores, MemoryMB, DiskMB and GPUs are the resources offered. Zero means
+	// measure: all CPUs, all memory, the free disk under Workdir, no GPUs.
+	Cores    float64
+	MemoryMB int64
+	DiskMB   int64
+	GPUs     int64
+
+	// Workdir is where the workspace directory is created (default: the
+	// system temporary directory).
+	Workdir string
+	// IdleTimeout ends the worker when it has had no task for this long
+	// (default 15 minutes).
+	IdleTimeout time.Duration
+	// ConnectTimeout ends the worker when no master could be reached for
+	// this long (default 15 minutes).
+	ConnectTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the pause between connection attempts
+	// (defaults 1 s and 60 s).
+	MinBackoff, MaxBackoff time.Duration
+	// Password, if set, is the password file's content for the CCTools
+	// challenge; the master must hold the same one.
+	Password []byte
+	// SingleShot ends the worker after its first session with a master.
+	SingleShot bool
+	// Features are user-defined features announced to the master.
+	Features []string
+	// Logger receives the worker's log (default: discarded).
+	Logger *slog.Logger
+	// Ready, if set, is called once with the workspace path when the worker
+	// has set up and is about to connect.
+	Ready func(workspace string)
+}
+
+// Version is what the worker reports as its version in its hello line.
+const Version = "rightsize"
+
+func (c *Config) validate() error {
+	if len(c.Masters) == 0 && c.Project == "" {
+		return errors.New("worker: need a master address or a project name")
+	}
+	if c.Project != "" {
+		if _, err := regexp.Compile("^(" + c.Project + ")$"); err != nil {
+			return fmt.Errorf("worker: project pattern: %w", err)
+		}
+		if len(c.Catalogs) == 0 {
+			c.Catalogs = catalog.DefaultAddrs()
+		}
+	}
+	if c.Cores < 0 || c.MemoryMB < 0 || c.DiskMB < 0 || c.GPUs < 0 {
+		return errors.New("worker: resources must not be negative")
+	}
+	if c.Workdir == "" {
+		c.Workdir = os.TempDir()
+	}
+	if c.IdleTimeout <= 0 {
+		c.IdleTimeout = 15 * time.Minute
+	}
+	if c.ConnectTimeout <= 0 {
+		c.ConnectTimeout = 15 * time.Minute
+	}
+	if c.MinBackoff <= 0 {
+		c.MinBackoff = time.Second
+	}
+	if c.MaxBackoff < c.MinBackoff {
+		c.MaxBackoff = max(60*time.Second, c.MinBackoff)
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// ErrIdle is returned by Run when the worker stopped because it had no work
+// for Config.IdleTimeout.
+var ErrIdle = errors.New("idle timeout")
+
+// Run runs a worker until ctx is cancelled, the idle or connect timeout
+// passes, a master tells it to exit, or (SingleShot) its first session ends.
+// It returns nil when told to exit or when a single-shot session ends with
+// a release, the session's error when a single-shot session ends otherwise,
+// ErrIdle after the idle timeout, and ctx's error when cancelled.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	res, err := measure(cfg)
+	if err != nil {
+		return err
+	}
+	ws, err := os.MkdirTemp(cfg.Workdir, fmt.Sprintf("worker-%d-%d-", os.Getuid(), os.Getpid()))
+	if err != nil {
+		return fmt.Errorf("worker: creating workspace: %w", err)
+	}
+	defer os.RemoveAll(ws)
+	log := cfg.Logger
+	log.Info("workspace created", "dir", ws, "cores", res.cores, "memory_mb", res.memoryMB, "disk_mb", res.diskMB, "gpus", res.gpus)
+	if cfg.Ready != nil {
+		cfg.Ready(ws)
+	}
+	id := make([]byte, 16)
+	rand.Read(id)
+	w := &worker{cfg: cfg, log: log, res: res, workspace: ws, id: "worker-" + hex.EncodeToString(id)}
+	return w.loop(ctx)
+}
+
+type resources struct {
+	cores            float64
+	memoryMB, diskMB int64
+	gpus             int64
+}
+
+func measure(cfg Config) (resources, error) {
+	r := resources{cores: cfg.Cores, memoryMB: cfg.MemoryMB, diskMB: cfg.DiskMB, gpus: cfg.GPUs}
+	if r.cores == 0 {
+		r.cores = float64(runtime.NumCPU())
+	}
+	if r.memoryMB == 0 {
+		r.memoryMB = memTotalMB()
+	}
+	if r.diskMB == 0 {
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(cfg.Workdir, &st); err != nil {
+			return r, fmt.Errorf("worker: measuring disk of %s: %w", cfg.Workdir, err)
+		}
+		r.diskMB = int64(st.Bavail) * st.Bsize >> 20
+	}
+	return r, nil
+}
+
+func memTotalMB() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			var kb int64
+			if n, _ := fmt.Sscanf(line, "MemTotal: %d kB", &kb); n == 1 {
+				return kb >> 10
+			}
+		}
+	}
+	return 1024
+}
+
+type worker struct {
+	cfg       Config
+	log       *slog.Logger
+	res       resources
+	workspace string
+	id        string
+}
+
+// errExit and errRelease end a session at the master's request.
+var (
+	errExit    = errors.New("master said exit")
+	errRelease = errors.New("master released the worker")
+)
+
+// loop connects, serves a session, and reconnects until told to stop.
+func (w *worker) loop(ctx context.Context) error {
+	backoff := w.cfg.MinBackoff
+	lastSession := time.Now()
+	for {
+		conn, addr, err := w.connect(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if time.Since(lastSession) > w.cfg.ConnectTimeout {
+				return fmt.Errorf("worker: no master reachable for %v: %w", w.cfg.ConnectTimeout, err)
+			}
+			w.log.Debug("no master", "err", err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, w.cfg.MaxBackoff)
+			continue
+		}
+		w.log.Info("connected", "master", addr)
+		err = w.session(ctx, conn)
+		lastSession = time.Now()
+		if cerr := w.cleanWorkspace(); cerr != nil {
+			return cerr
+		}
+		switch {
+		case errors.Is(err, errExit):
+			w.log.Info("master said exit", "master", addr)
+			return nil
+		case errors.Is(err, ErrIdle):
+			w.log.Info("idle timeout", "after", w.cfg.IdleTimeout)
+			return ErrIdle
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, errRelease):
+			w.log.Info("released", "master", addr)
+			backoff = 0 // reconnect at once, as CCTools does after release
+		default:
+			w.log.Warn("disconnected", "master", addr, "reason", err)
+			backoff = w.cfg.MinBackoff
+		}
+		if w.cfg.SingleShot {
+			if errors.Is(err, errRelease) {
+				return nil
+			}
+			return fmt.Errorf("worker: session with %s: %w", addr, err)
+		}
+		if backoff == 0 {
+			backoff = w.cfg.MinBackoff
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+	}
+}
+
+// connect dials the first reachable master.
+func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
+	addrs := w.cfg.Masters
+	if w.cfg.Project != "" {
+		found, err := w.lookup(ctx)
+		if err != nil {
+			return nil, "", err
+		}
+		addrs = found
+	}
+	var errs []error
+	for _, addr := range addrs {
+		d := net.Dialer{Timeout: 10 * time.Second}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err == nil {
+			return conn, addr, nil
+		}
+		errs = append(errs, err)
+	}
+	if len(errs) == 0 {
+		return nil, "", fmt.Errorf("no master for project %q in catalogs %v", w.cfg.Project, w.cfg.Catalogs)
+	}
+	return nil, "", errors.Join(errs...)
+}
+
+// lookup asks the catalogs for masters whose project matches, newest first.
+func (w *worker) lookup(ctx context.Context) ([]string, error) {
+	re := regexp.MustCompile("^(" + w.cfg.Project + ")$")
+	var errs []error
+	for _, cat := range w.cfg.Catalogs {
+		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		recs, err := catalog.Query(qctx, cat, "")
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var addrs []string
+		for _, r := range catalog.Masters(recs) {
+			if re.MatchString(r.Project) {
+				addrs = append(addrs, r.Addr())
+			}
+		}
+		if len(addrs) > 0 {
+			return addrs, nil
+		}
+	}
+	if len(errs) == len(w.cfg.Catalogs) {
+		return nil, errors.Join(errs...)
+	}
+	return nil, nil
+}
+
+func (w *worker) cleanWorkspace() error {
+	entries, err := os.ReadDir(w.workspace)
+	if err != nil {
+		return fmt.Errorf("worker: cleaning workspace: %w", err)
+	}
+	for _, e := range entries {
+		if err := os.RemoveAll(filepath.Join(w.workspace, e.Name())); err != nil {
+			return fmt.Errorf("worker: cleaning workspace: %w", err)
+		}
+	}
+	return nil
+}
+
+// wholeCores is the core count as reported: CCTools masters read whole
+// numbers, and a fraction of a core still offers one.
+func wholeCores(v float64) float64 { return math.Max(1, math.Floor(v)) }
