@@ -54,13 +54,17 @@ write_conf() {
     say "$conf exists and was not written by this script; not touching it"
     exit 1
   fi
-  local host cpus mem
+  local host cpus mem tmp
   host=$(hostname -s)
   # slurmd -C prints this node's line as slurmd sees it; the node must not claim
   # more than that or slurmd registers it as invalid.
   cpus=$(slurmd -C | sed -n 's/.*CPUs=\([0-9]*\).*/\1/p' | head -n 1)
   mem=$(slurmd -C | sed -n 's/.*RealMemory=\([0-9]*\).*/\1/p' | head -n 1)
   [ -n "$cpus" ] && [ -n "$mem" ] || { say "cannot read CPUs and RealMemory from slurmd -C"; exit 1; }
+  # Without TmpDisk in the node line every job asking for scratch disk (--tmp)
+  # is refused. slurmd drains a node that claims more than the size of /tmp, so
+  # claim what is free there now.
+  tmp=$(df -Pm /tmp | awk 'NR == 2 {print $4}')
   mkdir -p /etc/slurm /var/lib/slurm/slurmctld /var/lib/slurm/slurmd /var/log/slurm
   chown -R slurm:slurm /var/lib/slurm/slurmctld /var/log/slurm
   cat >"$conf" <<EOF
@@ -86,7 +90,7 @@ SlurmdSpoolDir=/var/lib/slurm/slurmd
 StateSaveLocation=/var/lib/slurm/slurmctld
 SlurmctldLogFile=/var/log/slurm/slurmctld.log
 SlurmdLogFile=/var/log/slurm/slurmd.log
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem TmpDisk=$tmp State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,default_queue_depth=1000
 EOF
