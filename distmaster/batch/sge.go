@@ -21,8 +21,9 @@ import (
 //
 // Resources map to -pe Options.ParallelEnv N for more than one core (the
 // environment must exist, with allocation_rule $pe_slots for the cores to
-// be on one host), -l mem_free (per slot, MB; a scheduling request, not a
-// limit) and -l h_rt (wall time, seconds). Grid Engine has no standard disk
+// be on one host), -l h_vmem (memory per slot, MB: what Grid Engine sites
+// use, and a limit on the job's virtual memory; mem_free, a load value,
+// would make -w e refuse every job) and -l h_rt (wall time, seconds). Grid Engine has no standard disk
 // request, so DiskMB is not passed on; add one through Options.SubmitArgs
 // where a site defines it. Jobs get the submitting environment (-V).
 func NewSGE(opts Options) (Driver, error) {
@@ -50,7 +51,7 @@ func (s *sge) submit(ctx context.Context, j *spooled) (string, error) {
 	}
 	if r.MemoryMB > 0 {
 		perSlot := (r.MemoryMB + int64(max(r.Cores, 1)) - 1) / int64(max(r.Cores, 1))
-		args = append(args, "-l", fmt.Sprintf("mem_free=%dM", perSlot))
+		args = append(args, "-l", fmt.Sprintf("h_vmem=%dM", perSlot))
 	}
 	if r.WallTime > 0 {
 		args = append(args, "-l", "h_rt="+strconv.Itoa(int(math.Ceil(r.WallTime.Seconds()))))
