@@ -54,8 +54,10 @@ func (t *table) feed() {
 		select {
 		case t.out <- ev:
 			t.mu.Lock()
-			t.queue[0] = Event{} // let the tails go
-			t.queue = t.queue[1:]
+			if len(t.queue) > 0 { // close may have emptied it meanwhile
+				t.queue[0] = Event{} // let the tails go
+				t.queue = t.queue[1:]
+			}
 			t.mu.Unlock()
 		case <-t.done:
 			return
