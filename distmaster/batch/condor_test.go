@@ -122,3 +122,32 @@ func TestCondorRejected(t *testing.T) {
 		t.Errorf("Submit with the schedd down = %v, want condor_submit's error", err)
 	}
 }
+
+// A schedd that stops answering for a while loses no job: the driver keeps
+// asking, and reports the job's end once it answers again.
+func TestCondorQueryOutage(t *testing.T) {
+	bin := installFakeCondor(t)
+	d := newTestCondor(t, bin)
+	defer closeDriver(t, d)
+	rec := record(t, d)
+	dir := t.TempDir()
+	down := filepath.Join(bin, "state", "down")
+	// The job waits for the outage to be over, so that it cannot end
+	// (and be seen through its exit-status file) before the queries fail.
+	id := submit(t, d, &Job{Command: "while [ ! -e over ]; do sleep 0.05; done", Dir: dir})
+	rec.wait(t, id, Running)
+	if err := os.WriteFile(down, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // several polls, all failing; longer than ExitGrace
+	if st, _ := d.Status(id); st.State != Running {
+		t.Fatalf("during the outage the job became %+v", st)
+	}
+	os.Remove(down)
+	if err := os.WriteFile(filepath.Join(dir, "over"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.final(t, id); ev.State != Done || ev.ExitCode != 0 {
+		t.Errorf("after the outage: %+v", ev.Status)
+	}
+}

@@ -159,6 +159,8 @@ func (d *queueDriver) Submit(ctx context.Context, job *Job) (string, error) {
 		return "", ErrClosed
 	}
 	if err := d.t.add(id, Status{State: Queued, Submitted: sp.submitted}); err != nil {
+		d.sys.remove(context.WithoutCancel(ctx), []string{id})
+		d.removeFiles(sp)
 		return "", err
 	}
 	d.jobs[id] = sp
@@ -253,7 +255,7 @@ func (d *queueDriver) loop() {
 		<-d.stop
 		cancel()
 	}()
-	tick := time.NewTicker(d.opts.PollInterval / 4)
+	tick := time.NewTicker(max(d.opts.PollInterval/4, 10*time.Millisecond))
 	defer tick.Stop()
 	var lastQuery time.Time
 	for {
