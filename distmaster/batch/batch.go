@@ -202,8 +202,8 @@ var (
 	// resolve by waiting (its request does not fit any node). The driver
 	// removes such a job from the queue.
 	ErrRejected = errors.New("rejected by the batch system")
-	// ErrVanished: the job left the batch system without the command
-	// reporting an exit status: cancelled by someone else, lost with its
+	// ErrVanished: the batch system ended the job, or lost it, before the
+	// command ended on its own: cancelled by someone else, lost with its
 	// node, or forgotten by the batch system.
 	ErrVanished = errors.New("job ended without an exit status")
 	// ErrTimeLimit: the batch system stopped the job at its wall-time limit.

@@ -128,6 +128,7 @@ func (c *condor) query(ctx context.Context, ids []string) (map[string]observatio
 			}
 		default: // removed or completed, on its way out of the queue
 			o.phase = ended
+			o.killed = f[1] == "3"
 		}
 		m[f[0]] = o
 	}
@@ -151,7 +152,7 @@ func (c *condor) history(ctx context.Context, ids []string) map[string]observati
 		if len(f) < 3 {
 			continue
 		}
-		o := observation{phase: ended, state: condorStatus[f[1]]}
+		o := observation{phase: ended, state: condorStatus[f[1]], killed: f[1] == "3"}
 		if len(f) == 4 && f[3] != "undefined" {
 			o.reason = f[3]
 			o.timeLimit = strings.Contains(f[3], "PeriodicRemove")

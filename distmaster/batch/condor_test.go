@@ -15,13 +15,8 @@ import (
 // (fakecondor_test.go): HTCondor is not packaged for Debian bookworm.
 
 func newTestCondor(t *testing.T, bin string, extra ...string) Driver {
-	t.Helper()
-	d, err := NewCondor(Options{Bin: bin, Spool: t.TempDir(), PollInterval: 200 * time.Millisecond,
+	return newTestDriver(t, "condor", Options{Bin: bin, PollInterval: 200 * time.Millisecond,
 		ExitGrace: 500 * time.Millisecond, SubmitArgs: extra})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
 }
 
 func TestCondorContract(t *testing.T) {

@@ -87,6 +87,26 @@ func (r *recorder) final(t *testing.T, id string) Event {
 	return ev
 }
 
+// newTestDriver returns a driver of the given kind for a test: a spool of
+// its own, and quicker polling than the defaults unless opts says otherwise.
+func newTestDriver(t *testing.T, kind string, opts Options) Driver {
+	t.Helper()
+	if opts.Spool == "" {
+		opts.Spool = t.TempDir()
+	}
+	if opts.PollInterval == 0 {
+		opts.PollInterval = 500 * time.Millisecond
+	}
+	if opts.ExitGrace == 0 {
+		opts.ExitGrace = time.Second
+	}
+	d, err := New(kind, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
 func submit(t *testing.T, d Driver, job *Job) string {
 	t.Helper()
 	id, err := d.Submit(context.Background(), job)

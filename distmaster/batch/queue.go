@@ -48,6 +48,7 @@ type observation struct {
 	phase     phase
 	state     string // the system's state, e.g. PENDING, Eqw, 5
 	reason    string // the system's explanation, if any
+	killed    bool   // the system ended the job itself: cancelled, wall time, node failure, ...
 	timeLimit bool   // the system says it stopped the job at its wall-time limit
 }
 
@@ -281,29 +282,40 @@ type verdict int
 const (
 	keep    verdict = iota // nothing new
 	started                // it is running: report Running once
-	exited                 // its exit-status file is there
+	exited                 // its command exited on its own: report Done
 	reject                 // the batch system will never run it: remove it, report ErrRejected
 	removed                // it was being removed and no longer runs: report ErrRemoved
-	lost                   // it left the queue without an exit status, past the grace period
+	settle                 // its end needs the batch system's word (see judge)
 )
 
-// judge decides what to do with job j. hasExit says whether its exit-status
-// file exists; asked whether the batch system was asked this time, and obs
-// and listed what it said. It has no I/O and only updates j's grace-period
-// clock, so that it can be tested on its own.
-func judge(j *spooled, removing, hasExit, asked bool, obs observation, listed bool, now time.Time, grace time.Duration) verdict {
-	switch {
-	case hasExit && removing:
-		return removed
-	case hasExit:
-		return exited
-	case !asked:
-		return keep
-	}
-	if listed {
+// judge decides what to do with job j. exit is its command's exit status
+// from the exit-status file, or -1 if there is none yet; asked says whether
+// the batch system was asked this time, and obs and listed what it said.
+// It has no I/O and only updates what j remembers (the last observation,
+// the grace-period clock), so that it can be tested on its own.
+//
+// Two ends need the batch system's word, and get settle. A job that left
+// the queue without an exit status, once the grace period for the file to
+// show has passed. And a command killed by a signal (exit > 128): when the
+// batch system cancels a job or stops it at its wall time, it signals every
+// process of the job, and the command may die, and the wrapper record 143,
+// a moment before the wrapper itself is stopped; that is the batch system
+// ending the job, not the command failing, if the system says so.
+func judge(j *spooled, removing bool, exit int, asked bool, obs observation, listed bool, now time.Time, grace time.Duration) verdict {
+	if asked && listed {
 		j.last, j.seen = obs, true
 	}
 	switch {
+	case exit >= 0 && removing:
+		return removed
+	case exit >= 0 && exit <= 128:
+		return exited
+	case exit >= 0 && (!asked || listed && obs.phase != ended):
+		return keep // until the batch system has finished with the job
+	case exit >= 0:
+		return settle
+	case !asked:
+		return keep
 	case listed && obs.phase == waiting:
 		j.goneSince = time.Time{}
 		return keep
@@ -324,7 +336,7 @@ func judge(j *spooled, removing, hasExit, asked bool, obs observation, listed bo
 		j.goneSince = now
 		return keep
 	case now.Sub(j.goneSince) >= grace:
-		return lost
+		return settle
 	}
 	return keep
 }
@@ -361,21 +373,29 @@ func (d *queueDriver) poll(ctx context.Context, ask bool) {
 		}
 	}
 	now := time.Now()
-	var rejected, gone []*spooled
+	var rejected, unsettled []*spooled
 	for _, j := range jobs {
+		exit, err := -1, error(nil)
+		if exits[j.exitFile] {
+			exit, err = readExit(j.exitFile)
+			if err != nil {
+				d.finish(j, Status{State: Failed, Err: err})
+				continue
+			}
+		}
 		o, listed := obs[j.id]
-		switch judge(j, removing[j], exits[j.exitFile], ask, o, listed, now, d.opts.ExitGrace) {
+		switch judge(j, removing[j], exit, ask, o, listed, now, d.opts.ExitGrace) {
 		case started:
 			j.started = now
 			d.t.set(Event{ID: j.id, Status: Status{State: Running, Started: now}})
 		case exited:
-			d.finish(j, d.exitStatus(j))
+			d.finish(j, j.finish(exit))
 		case removed:
 			d.finish(j, Status{State: Failed, Err: ErrRemoved})
 		case reject:
 			rejected = append(rejected, j)
-		case lost:
-			gone = append(gone, j)
+		case settle:
+			unsettled = append(unsettled, j)
 		}
 	}
 	if len(rejected) > 0 {
@@ -392,19 +412,17 @@ func (d *queueDriver) poll(ctx context.Context, ask bool) {
 			d.finish(j, Status{State: Failed, Err: err})
 		}
 	}
-	if len(gone) > 0 {
-		d.vanished(ctx, gone, now)
+	if len(unsettled) > 0 {
+		d.settle(ctx, unsettled, now)
 	}
 }
 
-// vanished reports jobs that left the queue without an exit status, with
-// what the batch system still remembers of them.
-func (d *queueDriver) vanished(ctx context.Context, gone []*spooled, now time.Time) {
-	// The exit status may have appeared while the queue was asked.
-	exits := d.exitFiles()
+// settle reports the jobs judge could not: with what the batch system last
+// said of each, or, for a job it no longer lists, what it remembers.
+func (d *queueDriver) settle(ctx context.Context, jobs []*spooled, now time.Time) {
 	var ids []string
-	for _, j := range gone {
-		if !exits[j.exitFile] {
+	for _, j := range jobs {
+		if !j.seen || j.last.phase != ended {
 			ids = append(ids, j.id)
 		}
 	}
@@ -412,26 +430,43 @@ func (d *queueDriver) vanished(ctx context.Context, gone []*spooled, now time.Ti
 	if len(ids) > 0 {
 		hist = d.sys.history(ctx, ids)
 	}
-	for _, j := range gone {
-		if exits[j.exitFile] {
-			d.finish(j, d.exitStatus(j))
-			continue
-		}
-		o, ok := hist[j.id]
-		if !ok {
-			o, ok = j.last, j.seen
+	// An exit status may have appeared meanwhile.
+	exits := d.exitFiles()
+	for _, j := range jobs {
+		o, known := hist[j.id]
+		if !known {
+			o, known = j.last, j.seen && j.last.phase == ended
 		}
 		what := "left the queue"
-		if ok {
+		if known {
 			what = "ended as " + o.String()
 		}
-		sentinel := ErrVanished
-		wt := j.Resources.WallTime
-		if o.timeLimit || wt > 0 && !j.started.IsZero() && now.Sub(j.started) >= wt {
-			sentinel = ErrTimeLimit
+		if exits[j.exitFile] {
+			exit, err := readExit(j.exitFile)
+			switch {
+			case err != nil:
+				d.finish(j, Status{State: Failed, Err: err})
+			case exit > 128 && known && o.killed:
+				d.finish(j, Status{State: Failed, Err: fmt.Errorf("%w: %s job %s %s; the command was killed by signal %d",
+					d.endedBy(j, o, now), d.sys.kind(), j.id, what, exit-128)})
+			default:
+				d.finish(j, j.finish(exit))
+			}
+			continue
 		}
-		d.finish(j, Status{State: Failed, Err: fmt.Errorf("%w: %s job %s %s without reporting the command's exit status", sentinel, d.sys.kind(), j.id, what)})
+		d.finish(j, Status{State: Failed, Err: fmt.Errorf("%w: %s job %s %s without reporting the command's exit status",
+			d.endedBy(j, o, now), d.sys.kind(), j.id, what)})
 	}
+}
+
+// endedBy returns ErrTimeLimit if the batch system says it stopped j at its
+// wall time, or j ran at least that long; ErrVanished otherwise.
+func (d *queueDriver) endedBy(j *spooled, o observation, now time.Time) error {
+	wt := j.Resources.WallTime
+	if o.timeLimit || wt > 0 && !j.started.IsZero() && now.Sub(j.started) >= wt {
+		return ErrTimeLimit
+	}
+	return ErrVanished
 }
 
 // exitFiles returns the exit-status files in the spool, with one directory
@@ -451,17 +486,17 @@ func (d *queueDriver) exitFiles() map[string]bool {
 	return m
 }
 
-// exitStatus reads j's exit-status file and makes its final status.
-func (d *queueDriver) exitStatus(j *spooled) Status {
-	b, err := os.ReadFile(j.exitFile)
+// readExit reads an exit-status file.
+func readExit(path string) (int, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return Status{State: Failed, Err: fmt.Errorf("exit status: %w", err)}
+		return 0, fmt.Errorf("exit status: %w", err)
 	}
 	code, err := strconv.Atoi(string(bytes.TrimSpace(b)))
-	if err != nil {
-		return Status{State: Failed, Err: fmt.Errorf("exit status file %s: %q is not a number", j.exitFile, b)}
+	if err != nil || code < 0 {
+		return 0, fmt.Errorf("exit status file %s: %q is not an exit status", path, b)
 	}
-	return j.finish(code)
+	return code, nil
 }
 
 // finish reports j's final status, with the ends of its output, unless it

@@ -190,6 +190,7 @@ func (s *sge) history(ctx context.Context, ids []string) map[string]observation 
 		o := observation{phase: ended, state: "finished", reason: "failed " + failed + ", exit status " + exit}
 		// Grid Engine's failure codes for limits: 37 is qmaster enforcing
 		// h_rt; 137 (SIGKILL) from execd at h_rt is reported as exit status.
+		o.killed = failed != "" && !strings.HasPrefix(failed, "0")
 		o.timeLimit = strings.HasPrefix(failed, "37")
 		m[id] = o
 	}

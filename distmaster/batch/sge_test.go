@@ -34,14 +34,7 @@ func needSGE(t *testing.T) {
 	})
 }
 
-func newTestSGE(t *testing.T) Driver {
-	t.Helper()
-	d, err := NewSGE(Options{Spool: t.TempDir(), PollInterval: 500 * time.Millisecond, ExitGrace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+func newTestSGE(t *testing.T) Driver { return newTestDriver(t, "sge", Options{}) }
 
 func TestSGEContract(t *testing.T) {
 	needSGE(t)
@@ -99,11 +92,7 @@ func TestSGERejected(t *testing.T) {
 	// opened) goes into the Eqw state; the driver removes it and reports
 	// Grid Engine's reason.
 	spool := filepath.Join(t.TempDir(), "spool")
-	bad, err := NewSGE(Options{Spool: t.TempDir(), PollInterval: 500 * time.Millisecond,
-		SubmitArgs: []string{"-e", filepath.Join(spool, "no", "such", "dir", "err")}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	bad := newTestDriver(t, "sge", Options{SubmitArgs: []string{"-e", filepath.Join(spool, "no", "such", "dir", "err")}})
 	defer closeDriver(t, bad)
 	badRec := record(t, bad)
 	id := submit(t, bad, &Job{Command: "true", Dir: dir})

@@ -114,8 +114,11 @@ func slurmObservation(state, reason string) observation {
 		}
 	case "RUNNING", "COMPLETING", "SUSPENDED", "STOPPED", "SIGNALING", "STAGE_OUT", "RESIZING":
 		o.phase = running
-	default: // COMPLETED, FAILED, CANCELLED, TIMEOUT, NODE_FAIL, OUT_OF_MEMORY, ...
+	default:
+		// COMPLETED and FAILED are the job script's own exit; the
+		// others are SLURM ending the job.
 		o.phase = ended
+		o.killed = word != "COMPLETED" && word != "FAILED"
 		o.timeLimit = word == "TIMEOUT" || word == "DEADLINE"
 	}
 	return o

@@ -44,14 +44,7 @@ func needSlurm(t *testing.T) {
 	})
 }
 
-func newTestSlurm(t *testing.T) Driver {
-	t.Helper()
-	d, err := NewSlurm(Options{Spool: t.TempDir(), PollInterval: 500 * time.Millisecond, ExitGrace: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
+func newTestSlurm(t *testing.T) Driver { return newTestDriver(t, "slurm", Options{}) }
 
 func TestSlurmContract(t *testing.T) {
 	needSlurm(t)
