@@ -2,13 +2,15 @@
 // Engine and HTCondor — behind one interface, Driver, so that the Makeflow
 // runner, the distributed All-Pairs and Wavefront masters and the Work Queue
 // worker factory can submit a job, follow it and remove it without knowing
-// which system runs it.
+// which system runs it. It sits under distmaster, whose batch layer it is,
+// as a package of its own so that Makeflow and the worker factory can use it
+// without the rest of the distributed master.
 //
 // A job is a shell command line with the files it reads and writes, the
-// resources it needs and its environment. Every driver reports each job's
-// life as events on one channel (queued, running, done with an exit status,
-// or failed with a reason), so a caller drives all its jobs from a single
-// event loop.
+// resources it needs and its environment. Once submitted (queued), every
+// driver reports each job's life as events on one channel (running, then
+// done with an exit status or failed with a reason), so a caller drives all
+// its jobs from a single event loop.
 //
 // Drivers for batch systems with a shared filesystem (SLURM, Grid Engine,
 // HTCondor here) wrap the command in a small /bin/sh script that records its
@@ -18,9 +20,13 @@
 // for all their jobs (one squeue, one qstat, one condor_q per interval).
 //
 // The package does not decide what to run or when (that is the caller's
-// scheduler), does not retry failed jobs, and does not transfer files: the
-// Work Queue driver, built on the workqueue master library, is the one that
-// ships inputs and fetches outputs; the Job type is shaped so that it can.
+// scheduler), does not retry failed jobs, and does not transfer files. A
+// Work Queue driver, to be built on the workqueue master library, will ship
+// inputs and fetch outputs; the Job type (files with remote names and a
+// cache flag, a directory that is only the submitting side's) is shaped so
+// that it can, and nothing in the Driver contract assumes a shared
+// filesystem.
+//
 // The HTCondor driver has been tested only against fakes of the condor_*
 // commands (HTCondor is not packaged for Debian bookworm); the SLURM and Grid
 // Engine drivers are tested against the real systems (scripts/slurm.sh,
