@@ -25,8 +25,9 @@ import (
 // When the shell exits, whatever the command left running in its group is
 // killed, as a batch system would at the end of a job. Remove, Close and the
 // wall-time limit send SIGTERM to the group, then SIGKILL after
-// Options.KillDelay. Jobs are also killed if the process that started them
-// dies (Linux's parent-death signal).
+// Options.KillDelay. Each job's shell is also killed if the process that
+// started it dies (Linux's parent-death signal), so that a killed caller does
+// not leave jobs racing its re-run.
 type Local struct {
 	slots     int
 	killDelay time.Duration
