@@ -12,6 +12,9 @@
 # database, so `sacct` is unavailable and the drivers fall back to squeue and the
 # jobs' own exit-status files. A slurm.conf that this script did not write is never
 # overwritten: on a real cluster node, point the tests at the real SLURM instead.
+# Processes are tracked by process group (proctrack/pgid): with linuxproc, the
+# reference recipe's choice, a job's child that outlived its shell once escaped
+# scancel and ran on after the job.
 # Start needs root (it writes /etc/slurm and runs slurmd as root).
 set -euo pipefail
 
@@ -76,7 +79,7 @@ SlurmdUser=root
 AuthType=auth/none
 CredType=cred/none
 MpiDefault=none
-ProctrackType=proctrack/linuxproc
+ProctrackType=proctrack/pgid
 TaskPlugin=task/none
 JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none

@@ -3,10 +3,12 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -15,24 +17,27 @@ import (
 // here, as scripts/sge.sh leaves it.
 func needSGE(t *testing.T) {
 	t.Helper()
-	needService(t, "Grid Engine", "scripts/sge.sh start", func() error {
-		out, err := exec.Command("qstat", "-f", "-q", "all.q").CombinedOutput()
-		if err != nil {
-			return errors.New(strings.TrimSpace(string(out)))
-		}
-		// The queue instance line has an empty states column when it
-		// takes jobs.
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, "all.q@") {
-				if f := strings.Fields(line); len(f) != 5 {
-					return errors.New("queue state: " + line)
-				}
-				return nil
-			}
-		}
-		return errors.New("no queue instance of all.q")
-	})
+	needService(t, "Grid Engine", "scripts/sge.sh start", sgeUp)
 }
+
+// sgeUp asks qstat once per test binary.
+var sgeUp = sync.OnceValue(func() error {
+	out, err := exec.Command("qstat", "-f", "-q", "all.q").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qstat: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	// The queue instance line has an empty states column when it takes
+	// jobs.
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "all.q@") {
+			if f := strings.Fields(line); len(f) != 5 {
+				return errors.New("queue state: " + line)
+			}
+			return nil
+		}
+	}
+	return errors.New("no queue instance of all.q")
+})
 
 func newTestSGE(t *testing.T) Driver { return newTestDriver(t, "sge", Options{}) }
 

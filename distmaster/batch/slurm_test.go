@@ -3,8 +3,10 @@ package batch
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os/exec"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,22 +29,26 @@ func needService(t *testing.T, name, start string, up func() error) {
 // needSlurm skips or fails the test unless SLURM answers and its node is up.
 func needSlurm(t *testing.T) {
 	t.Helper()
-	needService(t, "SLURM", "scripts/slurm.sh start", func() error {
-		out, err := exec.Command("sinfo", "--noheader", "--Node", "--format=%T").Output()
-		if err != nil {
-			return err
-		}
-		// idle, mixed, allocated and completing all take jobs; a "*"
-		// marks a node that does not answer.
-		state := strings.TrimSpace(string(out))
-		for _, bad := range []string{"down", "drain", "fail", "unknown", "*"} {
-			if state == "" || strings.Contains(state, bad) {
-				return errors.New("node state " + state)
-			}
-		}
-		return nil
-	})
+	needService(t, "SLURM", "scripts/slurm.sh start", slurmUp)
 }
+
+// slurmUp asks sinfo once per test binary: a SLURM that is down makes sinfo
+// retry for seconds.
+var slurmUp = sync.OnceValue(func() error {
+	out, err := exec.Command("sinfo", "--noheader", "--Node", "--format=%T").CombinedOutput()
+	state := strings.TrimSpace(string(out))
+	if err != nil {
+		return fmt.Errorf("sinfo: %v: %s", err, state)
+	}
+	// idle, mixed, allocated and completing all take jobs; a "*" marks a
+	// node that does not answer.
+	for _, bad := range []string{"down", "drain", "fail", "unknown", "*"} {
+		if state == "" || strings.Contains(state, bad) {
+			return errors.New("node state " + state)
+		}
+	}
+	return nil
+})
 
 func newTestSlurm(t *testing.T) Driver { return newTestDriver(t, "slurm", Options{}) }
 
