@@ -1,0 +1,127 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// needSGE skips or fails the test unless Grid Engine's queue all.q is up
+// here, as scripts/sge.sh leaves it.
+func needSGE(t *testing.T) {
+	t.Helper()
+	needService(t, "Grid Engine", "scripts/sge.sh start", sgeUp)
+}
+
+// sgeUp asks qstat once per test binary.
+var sgeUp = sync.OnceValue(func() error {
+	out, err := exec.Command("qstat", "-f", "-q", "all.q").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("qstat: %v: %s", err, strings.TrimSpace(string(out)))
+	}
+	// The queue instance line has an empty states column when it takes
+	// jobs.
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.HasPrefix(line, "all.q@") {
+			if f := strings.Fields(line); len(f) != 5 {
+				return errors.New("queue state: " + line)
+			}
+			return nil
+		}
+	}
+	return errors.New("no queue instance of all.q")
+})
+
+func newTestSGE(t *testing.T) Driver { return newTestDriver(t, "sge", Options{}) }
+
+func TestSGEContract(t *testing.T) {
+	needSGE(t)
+	testContract(t, newTestSGE)
+}
+
+func TestSGEClose(t *testing.T) {
+	needSGE(t)
+	testClose(t, newTestSGE(t))
+}
+
+func TestSGEResources(t *testing.T) {
+	needSGE(t)
+	d := newTestSGE(t)
+	defer closeDriver(t, d)
+	rec := record(t, d)
+	id := submit(t, d, &Job{
+		Name:      "resources check",
+		Command:   `echo "slots=$NSLOTS"; qstat -j "$JOB_ID"`,
+		Dir:       t.TempDir(),
+		Resources: Resources{Cores: 2, MemoryMB: 100, WallTime: 90 * time.Second},
+	})
+	ev := rec.final(t, id)
+	if ev.State != Done || ev.ExitCode != 0 {
+		t.Fatalf("%+v\n%s", ev.Status, ev.Stderr)
+	}
+	out := string(ev.Stdout)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^slots=2$`),
+		regexp.MustCompile(`(?m)^job_name:\s+resources_check$`),
+		regexp.MustCompile(`(?m)^parallel environment:\s+smp range: 2$`),
+		regexp.MustCompile(`(?m)^hard resource_list:.*h_vmem=50M`), // per slot
+		regexp.MustCompile(`(?m)^hard resource_list:.*h_rt=90`),
+	} {
+		if !want.MatchString(out) {
+			t.Errorf("the job's own view lacks %s:\n%s", want, out)
+		}
+	}
+}
+
+func TestSGERejected(t *testing.T) {
+	needSGE(t)
+	d := newTestSGE(t)
+	defer closeDriver(t, d)
+	dir := t.TempDir()
+
+	// qsub -w e refuses a job no queue can run, with qsub's message.
+	_, err := d.Submit(context.Background(), &Job{Command: "true", Dir: dir, Resources: Resources{Cores: 1000}})
+	var cerr *CommandError
+	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "no suitable queues") {
+		t.Errorf("Submit of a 1000-core job = %v, want qsub's error", err)
+	}
+
+	// A job Grid Engine accepts but cannot start (its error file cannot be
+	// opened) goes into the Eqw state; the driver removes it and reports
+	// Grid Engine's reason.
+	spool := filepath.Join(t.TempDir(), "spool")
+	bad := newTestDriver(t, "sge", Options{SubmitArgs: []string{"-e", filepath.Join(spool, "no", "such", "dir", "err")}})
+	defer closeDriver(t, bad)
+	badRec := record(t, bad)
+	id := submit(t, bad, &Job{Command: "true", Dir: dir})
+	ev := badRec.final(t, id)
+	if ev.State != Failed || !errors.Is(ev.Err, ErrRejected) || !strings.Contains(ev.Err.Error(), "can't open") {
+		t.Errorf("job in error state: %v %v, want ErrRejected with Grid Engine's reason", ev.State, ev.Err)
+	}
+	if out, _ := exec.Command("qstat", "-j", id).CombinedOutput(); !strings.Contains(string(out), "do not exist") {
+		t.Errorf("the rejected job is still in the queue: %s", out)
+	}
+}
+
+func TestSGEDeletedOutside(t *testing.T) {
+	needSGE(t)
+	d := newTestSGE(t)
+	defer closeDriver(t, d)
+	rec := record(t, d)
+	id := submit(t, d, &Job{Command: "sleep 300", Dir: t.TempDir()})
+	rec.wait(t, id, Running)
+	if out, err := exec.Command("qdel", id).CombinedOutput(); err != nil {
+		t.Fatalf("qdel: %v %s", err, out)
+	}
+	ev := rec.final(t, id)
+	if ev.State != Failed || !errors.Is(ev.Err, ErrVanished) {
+		t.Errorf("job deleted with qdel: %v %v, want ErrVanished", ev.State, ev.Err)
+	}
+}

@@ -1,0 +1,131 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
+)
+
+// needService skips the test when a batch system is not up here (outside
+// CI), and fails it under CI=true, where .ci/run starts it. up runs the
+// check and says what is wrong.
+func needService(t *testing.T, name, start string, up func() error) {
+	t.Helper()
+	if err := up(); err != nil {
+		if testutil.InCI() {
+			t.Fatalf("%s is not running under CI=true (.ci/run starts it with %s): %v", name, start, err)
+		}
+		t.Skipf("skipping: %s is not running here (start it with %s): %v", name, start, err)
+	}
+}
+
+// needSlurm skips or fails the test unless SLURM answers and its node is up.
+func needSlurm(t *testing.T) {
+	t.Helper()
+	needService(t, "SLURM", "scripts/slurm.sh start", slurmUp)
+}
+
+// slurmUp asks sinfo once per test binary: a SLURM that is down makes sinfo
+// retry for seconds.
+var slurmUp = sync.OnceValue(func() error {
+	out, err := exec.Command("sinfo", "--noheader", "--Node", "--format=%T").CombinedOutput()
+	state := strings.TrimSpace(string(out))
+	if err != nil {
+		return fmt.Errorf("sinfo: %v: %s", err, state)
+	}
+	// idle, mixed, allocated and completing all take jobs; a "*" marks a
+	// node that does not answer.
+	for _, bad := range []string{"down", "drain", "fail", "unknown", "*"} {
+		if state == "" || strings.Contains(state, bad) {
+			return errors.New("node state " + state)
+		}
+	}
+	return nil
+})
+
+func newTestSlurm(t *testing.T) Driver { return newTestDriver(t, "slurm", Options{}) }
+
+func TestSlurmContract(t *testing.T) {
+	needSlurm(t)
+	testContract(t, newTestSlurm)
+}
+
+func TestSlurmClose(t *testing.T) {
+	needSlurm(t)
+	testClose(t, newTestSlurm(t))
+}
+
+func TestSlurmResources(t *testing.T) {
+	needSlurm(t)
+	d := newTestSlurm(t)
+	defer closeDriver(t, d)
+	rec := record(t, d)
+	// The job reports what SLURM granted it, from SLURM's own records.
+	id := submit(t, d, &Job{
+		Name:      "resources check",
+		Command:   `scontrol show job "$SLURM_JOB_ID"`,
+		Dir:       t.TempDir(),
+		Resources: Resources{Cores: 2, MemoryMB: 100, DiskMB: 10, WallTime: 90 * time.Second},
+	})
+	ev := rec.final(t, id)
+	if ev.State != Done || ev.ExitCode != 0 {
+		t.Fatalf("%+v\n%s", ev.Status, ev.Stderr)
+	}
+	for _, want := range []string{"JobName=resources_check", "NumCPUs=2", "CPUs/Task=2", "MinMemoryNode=100M", "MinTmpDiskNode=10M", "TimeLimit=00:02:00"} {
+		if !strings.Contains(string(ev.Stdout), want) {
+			t.Errorf("scontrol show job lacks %s:\n%s", want, ev.Stdout)
+		}
+	}
+}
+
+func TestSlurmRejected(t *testing.T) {
+	needSlurm(t)
+	d := newTestSlurm(t)
+	defer closeDriver(t, d)
+	rec := record(t, d)
+	dir := t.TempDir()
+
+	// sbatch refuses memory no node has, outright.
+	_, err := d.Submit(context.Background(), &Job{Command: "true", Dir: dir, Resources: Resources{MemoryMB: 1 << 30}})
+	var cerr *CommandError
+	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "Memory specification can not be satisfied") {
+		t.Errorf("Submit with 1 PB of memory = %v, want sbatch's error", err)
+	}
+
+	// More cores than any node: SLURM accepts the job and keeps it
+	// pending (PartitionConfig) for ever; the driver removes it.
+	id := submit(t, d, &Job{Command: "true", Dir: dir, Resources: Resources{Cores: 1000}})
+	ev := rec.final(t, id)
+	if ev.State != Failed || !errors.Is(ev.Err, ErrRejected) || !strings.Contains(ev.Err.Error(), "PartitionConfig") {
+		t.Errorf("1000-core job: %v %v, want ErrRejected with SLURM's reason", ev.State, ev.Err)
+	}
+	if out, _ := exec.Command("squeue", "--noheader", "--jobs="+id, "--format=%T").CombinedOutput(); strings.Contains(string(out), "PENDING") {
+		t.Errorf("the rejected job is still pending: %s", out)
+	}
+}
+
+func TestSlurmCancelledOutside(t *testing.T) {
+	needSlurm(t)
+	d := newTestSlurm(t)
+	defer closeDriver(t, d)
+	rec := record(t, d)
+	id := submit(t, d, &Job{Command: "sleep 300", Dir: t.TempDir()})
+	rec.wait(t, id, Running)
+	if out, err := exec.Command("scancel", id).CombinedOutput(); err != nil {
+		t.Fatalf("scancel: %v %s", err, out)
+	}
+	ev := rec.final(t, id)
+	if ev.State != Failed || !errors.Is(ev.Err, ErrVanished) || !strings.Contains(ev.Err.Error(), "CANCELLED") {
+		t.Errorf("job cancelled with scancel: %v %v, want ErrVanished naming CANCELLED", ev.State, ev.Err)
+	}
+	if !strings.Contains(string(ev.Stderr), "CANCELLED") {
+		t.Errorf("stderr tail lacks slurmstepd's message: %q", ev.Stderr)
+	}
+}
