@@ -25,8 +25,11 @@ deps:
 demo: deps build
 	./examples/demo.sh
 
+# The fuzz run is short: it guards the Work Queue message parser against
+# regressions on every change; longer runs are for `go test -fuzz` by hand.
 test: deps build
 	$(GO) test -count=1 -timeout 20m ./...
+	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./workqueue/wire
 
 test-short: build
 	$(GO) test -short ./...

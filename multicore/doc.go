@@ -7,6 +7,12 @@
 // block rather than once per cell (seed 000, Fig. 3.3–3.5). It never splits
 // the problem into independent sub-problems per core; that thrashes the cache.
 //
+// RunWavefront computes a Wavefront rectangle on this machine: a fixed
+// number of goroutines take blocks from a wavefront.Scheduler the moment
+// their inputs exist, each with one in-process call or one child process in
+// flight, keeping in memory only the values that cells still to run will
+// read.
+//
 // The package does not choose between local and distributed execution, read
 // command lines or format results; the abstraction packages (allpairs,
 // wavefront) do that and call in here.
