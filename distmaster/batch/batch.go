@@ -118,6 +118,10 @@ type Job struct {
 
 	// Resources are what the job asks the batch system for.
 	Resources Resources
+
+	// Category groups jobs of one kind, for a driver that keeps statistics
+	// per kind (the Work Queue driver's fast abort); others ignore it.
+	Category string
 }
 
 // A File is one file a job reads or writes.

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"log/slog"
 	"time"
+
+	"github.com/rightsize/rightsize/workqueue"
 )
 
 // Options configure a driver. The zero value is usable; each field says
@@ -47,6 +49,11 @@ type Options struct {
 	// jobs ask for (-pe NAME N); default "smp". (sge)
 	ParallelEnv string
 
+	// WorkQueue configures the master that the Work Queue driver starts:
+	// its port, project name, password and fast abort. Nil means the
+	// defaults of workqueue.Config (port 9123). (wq)
+	WorkQueue *workqueue.Config
+
 	// Logger receives what the driver notices but cannot report on a job,
 	// such as a failing queue query that it will retry; nil discards it.
 	Logger *slog.Logger
@@ -69,13 +76,25 @@ func (o *Options) fill() {
 
 // Kinds lists the batch types New knows, as the -T flags of the tools spell
 // them.
-func Kinds() []string { return []string{"local", "slurm", "sge", "condor"} }
+func Kinds() []string { return []string{"local", "wq", "slurm", "sge", "condor"} }
 
 // New returns the driver for the batch type kind (one of Kinds).
 func New(kind string, opts Options) (Driver, error) {
 	switch kind {
 	case "local":
 		return NewLocal(opts), nil
+	case "wq":
+		var cfg workqueue.Config
+		if opts.WorkQueue != nil {
+			cfg = *opts.WorkQueue
+		}
+		m, err := workqueue.Listen(cfg)
+		if err != nil {
+			return nil, err
+		}
+		d := NewWorkQueue(m)
+		d.ownMaster = true
+		return d, nil
 	case "slurm":
 		return NewSlurm(opts)
 	case "sge":
@@ -83,5 +102,5 @@ func New(kind string, opts Options) (Driver, error) {
 	case "condor":
 		return NewCondor(opts)
 	}
-	return nil, fmt.Errorf("unknown batch type %q (known: local, slurm, sge, condor)", kind)
+	return nil, fmt.Errorf("unknown batch type %q (known: local, wq, slurm, sge, condor)", kind)
 }

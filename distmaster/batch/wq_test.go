@@ -1,0 +1,164 @@
+package batch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue"
+	"github.com/rightsize/rightsize/workqueue/worker"
+)
+
+// newWorkQueue starts a driver with its own master on a free port and one
+// real worker connected to it.
+func newWorkQueue(t *testing.T) *WorkQueue {
+	t.Helper()
+	d, err := New("wq", Options{WorkQueue: &workqueue.Config{Addr: "127.0.0.1:0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wq := d.(*WorkQueue)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		worker.Run(ctx, worker.Config{
+			Masters: []string{fmt.Sprintf("127.0.0.1:%d", wq.Master().Port())},
+			Cores:   4, MemoryMB: 1000, DiskMB: 1000,
+			Workdir: t.TempDir(), MinBackoff: 50 * time.Millisecond,
+		})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	return wq
+}
+
+func TestWorkQueueDriver(t *testing.T) {
+	d := newWorkQueue(t)
+	t.Cleanup(func() { closeDriver(t, d) })
+	rec := record(t, d)
+	dir := t.TempDir()
+
+	t.Run("ExitStatus", func(t *testing.T) {
+		tests := []struct {
+			command string
+			code    int
+			output  string
+		}{
+			{"true", 0, ""},
+			{"exit 3", 3, ""},
+			{"echo out; exit 7", 7, "out\n"},
+			{"kill -9 $$", 137, ""},
+			{`printf '%s' "$GREETING"`, 0, "it's \"quoted\""},
+		}
+		ids := make([]string, len(tests))
+		for i, tt := range tests {
+			ids[i] = submit(t, d, &Job{Command: tt.command, Dir: dir, Env: []string{`GREETING=it's "quoted"`}})
+		}
+		for i, tt := range tests {
+			ev := rec.final(t, ids[i])
+			if ev.State != Done || ev.ExitCode != tt.code || string(ev.Stdout) != tt.output {
+				t.Errorf("%q: %v exit %d output %q (%v), want done exit %d output %q", tt.command, ev.State, ev.ExitCode, ev.Stdout, ev.Err, tt.code, tt.output)
+			}
+			if ev.Submitted.IsZero() || ev.Ended.IsZero() {
+				t.Errorf("%q: times not set: %+v", tt.command, ev.Status)
+			}
+		}
+	})
+
+	t.Run("FilesShippedAndRenamed", func(t *testing.T) {
+		shared := filepath.Join(dir, "db.txt")
+		os.WriteFile(shared, []byte("database\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, "query.txt"), []byte("q\n"), 0o644)
+		var ids []string
+		for i := 0; i < 3; i++ {
+			ids = append(ids, submit(t, d, &Job{
+				Command:  "cat reference query > result",
+				Dir:      dir,
+				Category: "search",
+				Inputs:   []File{{Path: shared, Remote: "reference", Cache: true}, {Path: "query.txt", Remote: "query"}},
+				Outputs:  []File{{Path: fmt.Sprintf("out/%d.txt", i), Remote: "result"}},
+			}))
+		}
+		for i, id := range ids {
+			if ev := rec.final(t, id); ev.State != Done || ev.ExitCode != 0 {
+				t.Fatalf("job %d: %v %d %v %s", i, ev.State, ev.ExitCode, ev.Err, ev.Stderr)
+			}
+			if b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out/%d.txt", i))); string(b) != "database\nq\n" {
+				t.Errorf("output %d holds %q", i, b)
+			}
+		}
+		missing := submit(t, d, &Job{Command: "true", Dir: dir, Outputs: []File{{Path: "never.txt"}}})
+		if ev := rec.final(t, missing); ev.State != Failed || !errors.Is(ev.Err, ErrMissingOutput) {
+			t.Errorf("job not making its output: %v %v, want ErrMissingOutput", ev.State, ev.Err)
+		}
+	})
+
+	t.Run("BadJobs", func(t *testing.T) {
+		tests := []struct {
+			name string
+			job  Job
+			want string
+			is   error
+		}{
+			{"absolute name", Job{Command: "true", Outputs: []File{{Path: "/tmp/x"}}}, "relative remote name", errors.ErrUnsupported},
+			{"escaping name", Job{Command: "true", Inputs: []File{{Path: "a", Remote: "../a"}}}, "inside its sandbox", errors.ErrUnsupported},
+			{"missing input", Job{Command: "true", Dir: dir, Inputs: []File{{Path: "nope.txt"}}}, "nope.txt", os.ErrNotExist},
+			{"bad environment", Job{Command: "true", Env: []string{"1X=y"}}, "1X=y", nil},
+			{"no command", Job{Command: ""}, "no command", nil},
+		}
+		for _, tt := range tests {
+			id, err := d.Submit(context.Background(), &tt.job)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || tt.is != nil && !errors.Is(err, tt.is) {
+				t.Errorf("%s: Submit = %q, %v; want an error containing %q", tt.name, id, err, tt.want)
+			}
+		}
+	})
+
+	t.Run("Remove", func(t *testing.T) {
+		id := submit(t, d, &Job{Command: "sleep 300", Dir: dir})
+		time.Sleep(300 * time.Millisecond) // let it reach the worker
+		if err := d.Remove(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		if ev := rec.final(t, id); ev.State != Failed || !errors.Is(ev.Err, ErrRemoved) {
+			t.Errorf("removed job: %v %v", ev.State, ev.Err)
+		}
+		if err := d.Remove(context.Background(), id); err != nil {
+			t.Errorf("second Remove = %v", err)
+		}
+		if err := d.Remove(context.Background(), "424242"); !errors.Is(err, ErrUnknownJob) {
+			t.Errorf("Remove of an unknown job = %v", err)
+		}
+		// The worker is free again: a new job runs.
+		if ev := rec.final(t, submit(t, d, &Job{Command: "true", Dir: dir})); ev.State != Done {
+			t.Errorf("job after a removal: %v %v", ev.State, ev.Err)
+		}
+	})
+}
+
+func TestWorkQueueDriverClose(t *testing.T) {
+	d := newWorkQueue(t)
+	rec := record(t, d)
+	id := submit(t, d, &Job{Command: "sleep 300", Dir: t.TempDir()})
+	time.Sleep(300 * time.Millisecond)
+	closeDriver(t, d)
+	rec.mu.Lock()
+	for !rec.closed {
+		rec.cond.Wait()
+	}
+	rec.mu.Unlock()
+	if st, err := d.Status(id); err != nil || st.State != Failed || !errors.Is(st.Err, ErrRemoved) {
+		t.Errorf("after Close, Status = %+v, %v", st, err)
+	}
+	if _, err := d.Submit(context.Background(), &Job{Command: "true"}); !errors.Is(err, ErrClosed) {
+		t.Errorf("Submit after Close = %v, want ErrClosed", err)
+	}
+}
