@@ -8,7 +8,6 @@
 GO          ?= go
 BIN         := $(CURDIR)/bin
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-export PATH := $(BIN):$(PATH)
 
 .PHONY: all build demo test test-short bench lint deps clean
 

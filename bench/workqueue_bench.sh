@@ -38,14 +38,16 @@ loopus=$(awk '/^BenchmarkMaster2000/ {for (i=1;i<=NF;i++) if ($(i+1)=="loop-µs/
 fork=$(awk '/^BenchmarkForkExec2000/ {for (i=1;i<=NF;i++) if ($(i+1)=="tasks/s") print $i}' "$tmp/go.out" | median)
 
 cctools=""
-if command -v makeflow >/dev/null && command -v work_queue_worker >/dev/null; then
+# CCTools' own makeflow, not rightsize's (bench/run.sh puts bin/ first on PATH).
+cc_makeflow=/usr/bin/makeflow
+if [ -x "$cc_makeflow" ] && command -v work_queue_worker >/dev/null; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   rates=()
   for r in $(seq "$runs"); do
     d="$tmp/cc$r"; mkdir -p "$d"
     for i in $(seq 1 $N); do printf 'out.%d:\n\techo %d > out.%d\n' "$i" "$i" "$i"; done > "$d/bench.mf"
     start=$(date +%s.%N)
-    (cd "$d" && makeflow -T wq -p 0 bench.mf > mf.out 2>&1) &
+    (cd "$d" && "$cc_makeflow" -T wq -p 0 bench.mf > mf.out 2>&1) &
     mf=$!
     port=""
     for _ in $(seq 200); do

@@ -78,7 +78,7 @@ func TestCatalogAdvertising(t *testing.T) {
 		t.Errorf("catalog record: %v", rec)
 	}
 
-	status := testutil.NeedCommand(t, "work_queue_status", "apt-get install coop-computing-tools")
+	status := testutil.NeedCCTools(t, "work_queue_status")
 	out, err := exec.Command(status, "-C", cat).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), project) || !strings.Contains(string(out), strconv.Itoa(m.Port())) {
 		t.Errorf("work_queue_status -C %s: %v\n%s", cat, err, out)
@@ -113,7 +113,7 @@ func TestWorkerMovesToNextMaster(t *testing.T) {
 // TestCCToolsWorkerFindsMasterByProject: work_queue_worker -M through our
 // catalog.
 func TestCCToolsWorkerFindsMasterByProject(t *testing.T) {
-	bin := testutil.NeedCommand(t, "work_queue_worker", "apt-get install coop-computing-tools")
+	bin := testutil.NeedCCTools(t, "work_queue_worker")
 	cat := startCatalog(t)
 	project := projectName(t)
 	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})

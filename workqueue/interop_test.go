@@ -17,7 +17,7 @@ import (
 // test ends.
 func startCCToolsWorker(t *testing.T, m *Master, extra ...string) {
 	t.Helper()
-	bin := testutil.NeedCommand(t, "work_queue_worker", "apt-get install coop-computing-tools")
+	bin := testutil.NeedCCTools(t, "work_queue_worker")
 	ctx, cancel := context.WithCancel(context.Background())
 	args := append([]string{"--cores", "2", "--memory", "1000", "--disk", "1000", "-t", "60", "-s", t.TempDir()}, extra...)
 	args = append(args, "127.0.0.1", fmt.Sprint(m.Port()))

@@ -36,6 +36,28 @@ func NeedCommand(t testing.TB, name, hint string) string {
 	return ""
 }
 
+// NeedCCTools is NeedCommand for a program of Debian's CCTools
+// (coop-computing-tools): it skips any program of that name in this
+// project's own bin directory, where rightsize's makeflow lives.
+func NeedCCTools(t testing.TB, name string) string {
+	t.Helper()
+	ours := filepath.Join(ModuleRoot(), "bin")
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" || filepath.Clean(dir) == ours {
+			continue
+		}
+		path := filepath.Join(dir, name)
+		if st, err := os.Stat(path); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return path
+		}
+	}
+	if InCI() {
+		t.Fatalf("CCTools %s not found under CI=true (scripts/deps.sh should have installed it)", name)
+	}
+	t.Skipf("skipping: CCTools %s not found (apt-get install coop-computing-tools openmpi-bin)", name)
+	return ""
+}
+
 // ModuleRoot returns the directory holding go.mod.
 func ModuleRoot() string {
 	_, file, _, _ := runtime.Caller(0)

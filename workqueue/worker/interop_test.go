@@ -39,7 +39,7 @@ var interopOutputs = []string{"out.txt", "second.txt", "outdir/a.txt", "outdir/s
 // TestServesCCToolsMakeflow runs CCTools' makeflow -T wq with this worker as
 // its only worker and checks the outputs equal a local run's.
 func TestServesCCToolsMakeflow(t *testing.T) {
-	makeflow := testutil.NeedCommand(t, "makeflow", "apt-get install coop-computing-tools openmpi-bin")
+	makeflow := testutil.NeedCCTools(t, "makeflow")
 	// makeflow -T local cannot rename, so the local run names files as the
 	// remote sandbox does.
 	local := runMakeflow(t, makeflow, strings.NewReplacer(
