@@ -1,0 +1,443 @@
+// Package factory keeps Work Queue workers running on a batch system for a
+// master, or for every master of a project, as CCTools' work_queue_factory
+// does: it submits workers as batch jobs (through a distmaster/batch
+// Driver: local processes, SLURM, Grid Engine, HTCondor), keeps between a
+// minimum and a maximum of them submitted — within that, as many as the
+// masters' tasks need — replaces those that end, and removes them all when
+// it stops.
+//
+// How many workers to submit is decided by Plan, a state machine without
+// I/O that the worker pool reuses; Run is the thin driver around it that
+// asks the masters, submits jobs and follows their events.
+//
+// The factory does not run tasks, choose between masters, or weigh one
+// master against another (the pool does that), and it never removes a
+// worker that is merely idle: workers leave at their idle timeout.
+//
+// Workers connect to the master from wherever the batch system runs them,
+// so the master's address must be reachable from the execution hosts: on a
+// cluster that means the submit host's name or an address on the cluster
+// network, not 127.0.0.1 (which works only when the batch system runs jobs
+// on this machine, as the single-node SLURM of the tests does).
+package factory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/workqueue/catalog"
+)
+
+// Config configures Run. The zero value of each field means its documented
+// default; Driver, Worker.Command, and Master or Project are required.
+type Config struct {
+	// Driver is the batch system the workers are submitted to. Run removes
+	// the jobs it submitted before it returns, but does not close Driver,
+	// and expects to be the only reader of its events.
+	Driver batch.Driver
+
+	// Master is the "host:port" of the master to serve, as the workers will
+	// reach it; the factory asks it directly how many tasks it has.
+	Master string
+	// Project, instead of Master, is a regular expression (anchored, as in
+	// CCTools) for the project names of the masters to serve, found
+	// through Catalogs (default catalog.DefaultAddrs()). The workers are
+	// told the same project and catalogs.
+	Project  string
+	Catalogs []string
+	// PasswordFile is the masters' password file: the workers are given its
+	// path, and the factory uses it to ask a Master for its status.
+	PasswordFile string
+
+	// Worker says what each worker job runs.
+	Worker Worker
+	// Limits bound the number of workers and say how to meet failures.
+	Limits Limits
+
+	// Interval is how often the masters are asked what they need (default
+	// 10 s). A catalog learns of a master's tasks only as often as the
+	// master advertises (every minute by default).
+	Interval time.Duration
+	// Logger receives the factory's log: workers submitted, ended,
+	// rejected (default: discarded).
+	Logger *slog.Logger
+	// Report, if set, is called from Run's goroutine whenever the counts
+	// change.
+	Report func(Counts)
+}
+
+// Worker describes the worker jobs.
+type Worker struct {
+	// Command is the worker program and its first arguments, e.g.
+	// {"/usr/local/bin/workqueue", "worker"}, or CCTools'
+	// {"work_queue_worker"}: anything that takes their flags (-t, --cores,
+	// --memory, --disk, -P, -C, -M) and HOST PORT. It must exist at that
+	// path on the execution hosts.
+	Command []string
+	// Cores, MemoryMB and DiskMB are what each worker offers its master and
+	// what its batch job asks for; zero leaves both to their defaults (the
+	// worker offers what it finds, the job gets the batch system's
+	// default).
+	Cores    int
+	MemoryMB int64
+	DiskMB   int64
+	// IdleTimeout is how long a worker waits without a task (or without a
+	// master) before it exits (default 5 min, as CCTools).
+	IdleTimeout time.Duration
+	// Args are further arguments for the worker, before the master.
+	Args []string
+	// Env holds NAME=value entries added to the workers' environment.
+	Env []string
+	// Dir is the directory the jobs start in (default: the working
+	// directory).
+	Dir string
+	// Name labels the jobs in the batch system's listings (default
+	// "wq-worker").
+	Name string
+}
+
+// The timeouts of what Run does outside its loop.
+const (
+	askTimeout    = 10 * time.Second // one question to a master or catalog
+	removeTimeout = time.Minute      // removing every worker at the end
+)
+
+func (c *Config) validate() (password []byte, project *regexp.Regexp, err error) {
+	switch {
+	case c.Driver == nil:
+		return nil, nil, errors.New("factory: no batch driver")
+	case len(c.Worker.Command) == 0 || c.Worker.Command[0] == "":
+		return nil, nil, errors.New("factory: no worker command")
+	case c.Master != "" && c.Project != "":
+		return nil, nil, errors.New("factory: give a master address or a project, not both")
+	case c.Master == "" && c.Project == "":
+		return nil, nil, errors.New("factory: need a master address or a project")
+	}
+	if c.Master != "" {
+		if _, port, err := net.SplitHostPort(c.Master); err != nil {
+			return nil, nil, fmt.Errorf("factory: master address: %w", err)
+		} else if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+			return nil, nil, fmt.Errorf("factory: master address %q: bad port", c.Master)
+		}
+	}
+	if c.Project != "" {
+		if project, err = regexp.Compile("^(" + c.Project + ")$"); err != nil {
+			return nil, nil, fmt.Errorf("factory: project pattern: %w", err)
+		}
+		if len(c.Catalogs) == 0 {
+			c.Catalogs = catalog.DefaultAddrs()
+		}
+	}
+	if c.PasswordFile != "" {
+		// The workers read it from wherever they run.
+		if c.PasswordFile, err = filepath.Abs(c.PasswordFile); err != nil {
+			return nil, nil, err
+		}
+		if password, err = os.ReadFile(c.PasswordFile); err != nil {
+			return nil, nil, fmt.Errorf("factory: password: %w", err)
+		}
+	}
+	w := &c.Worker
+	if w.Cores < 0 || w.MemoryMB < 0 || w.DiskMB < 0 || w.IdleTimeout < 0 {
+		return nil, nil, errors.New("factory: negative worker resources or timeout")
+	}
+	if w.IdleTimeout == 0 {
+		w.IdleTimeout = 5 * time.Minute
+	}
+	if w.Name == "" {
+		w.Name = "wq-worker"
+	}
+	if c.Limits.TasksPerWorker == 0 {
+		c.Limits.TasksPerWorker = max(w.Cores, 1)
+	}
+	if c.Interval <= 0 {
+		c.Interval = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return password, project, nil
+}
+
+// job returns the batch job that runs one worker.
+func (c *Config) job() *batch.Job {
+	w := c.Worker
+	args := append([]string(nil), w.Command...)
+	// Whole seconds, as CCTools' worker reads -t.
+	args = append(args, "-t", strconv.Itoa(max(1, int((w.IdleTimeout+time.Second-1)/time.Second))))
+	if w.Cores > 0 {
+		args = append(args, "--cores", strconv.Itoa(w.Cores))
+	}
+	if w.MemoryMB > 0 {
+		args = append(args, "--memory", strconv.FormatInt(w.MemoryMB, 10))
+	}
+	if w.DiskMB > 0 {
+		args = append(args, "--disk", strconv.FormatInt(w.DiskMB, 10))
+	}
+	if c.PasswordFile != "" {
+		args = append(args, "-P", c.PasswordFile)
+	}
+	args = append(args, w.Args...)
+	if c.Project != "" {
+		args = append(args, "-M", c.Project, "-C", strings.Join(c.Catalogs, ","))
+	} else {
+		host, port, _ := net.SplitHostPort(c.Master)
+		args = append(args, host, port)
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	return &batch.Job{
+		Name:      w.Name,
+		Command:   strings.Join(quoted, " "),
+		Dir:       w.Dir,
+		Env:       w.Env,
+		Resources: batch.Resources{Cores: w.Cores, MemoryMB: w.MemoryMB, DiskMB: w.DiskMB},
+	}
+}
+
+// shellQuote quotes s for /bin/sh.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// Run keeps workers submitted for the masters until ctx is cancelled or the
+// plan gives up, then removes every worker it submitted. It returns ctx's
+// error when cancelled, the plan's when it gave up (after too many
+// rejected jobs or crashed workers, or no master for Limits.NoMaster), and
+// an error if cfg is not valid.
+func Run(ctx context.Context, cfg Config) error {
+	password, project, err := cfg.validate()
+	if err != nil {
+		return err
+	}
+	plan, err := NewPlan(cfg.Limits, time.Now())
+	if err != nil {
+		return err
+	}
+	f := &factory{cfg: cfg, log: cfg.Logger, plan: plan, job: cfg.job(), password: password, project: project}
+	return f.run(ctx)
+}
+
+// factory is Run's state, owned by its goroutine.
+type factory struct {
+	cfg      Config
+	log      *slog.Logger
+	plan     *Plan
+	job      *batch.Job
+	password []byte
+	project  *regexp.Regexp
+
+	askErr   string // the last error asking the masters, to log only changes
+	reported Counts
+}
+
+// answer is what one look at the masters found.
+type answer struct {
+	demand Demand
+	err    error
+}
+
+func (f *factory) run(ctx context.Context) error {
+	f.log.Info("factory started", "command", f.job.Command, "min", f.plan.lim.Min, "max", f.plan.lim.Max)
+	answers := make(chan answer)
+	askCtx, stopAsking := context.WithCancel(ctx)
+	asked := make(chan struct{})
+	go func() {
+		defer close(asked)
+		f.ask(askCtx, answers)
+	}()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+
+	var err error
+	for err == nil {
+		if err = f.act(ctx, retry); err != nil {
+			break
+		}
+		f.report()
+		select {
+		case <-ctx.Done():
+			err = ctx.Err()
+		case ev, ok := <-f.cfg.Driver.Events():
+			if !ok {
+				err = errors.New("factory: the batch driver was closed")
+				break
+			}
+			f.event(ev)
+		case a := <-answers:
+			f.observe(a)
+		case <-retry.C:
+		}
+	}
+	stopAsking()
+	<-asked
+	f.removeAll()
+	f.report()
+	return err
+}
+
+// act submits workers while the plan says so, and arms retry when it
+// pauses.
+func (f *factory) act(ctx context.Context, retry *time.Timer) error {
+	for {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		d := f.plan.Next(time.Now())
+		switch {
+		case d.Err != nil:
+			return d.Err
+		case d.Retry > 0:
+			retry.Reset(d.Retry)
+			return nil
+		case d.Submit == 0:
+			return nil
+		}
+		id, err := f.cfg.Driver.Submit(ctx, f.job)
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			f.plan.SubmitFailed(err, time.Now())
+			f.log.Warn("worker not submitted", "err", err, "failures", f.plan.Counts().Failures)
+			continue
+		}
+		f.plan.Submitted(id)
+		f.log.Debug("worker submitted", "job", id)
+	}
+}
+
+// event records a change in one worker job.
+func (f *factory) event(ev batch.Event) {
+	switch {
+	case ev.State == batch.Running:
+		f.plan.Started(ev.ID)
+		f.log.Debug("worker started", "job", ev.ID)
+	case ev.State.Final():
+		switch o := f.plan.Ended(ev, time.Now()); o {
+		case Exited, Removed:
+			f.log.Debug("worker ended", "job", ev.ID, "how", o)
+		case Killed:
+			f.log.Warn("worker died; replacing it", "job", ev.ID, "status", status(ev.Status))
+		default:
+			f.log.Warn("worker "+o.String(), "job", ev.ID, "status", status(ev.Status),
+				"stderr", strings.TrimPrefix(lastLine(ev.Stderr), ": "), "failures", f.plan.Counts().Failures)
+		}
+	}
+}
+
+// status says how a job ended, for the log.
+func status(st batch.Status) string {
+	if st.State == batch.Done {
+		return "exit " + strconv.Itoa(st.ExitCode)
+	}
+	return st.Err.Error()
+}
+
+// observe records what the masters said.
+func (f *factory) observe(a answer) {
+	msg := ""
+	switch {
+	case a.err != nil:
+		f.plan.Unobserved()
+		msg = a.err.Error()
+	case a.demand.Masters == 0:
+		f.plan.Observe(a.demand, time.Now())
+		msg = "no master of project " + f.cfg.Project + " in the catalog"
+	default:
+		f.plan.Observe(a.demand, time.Now())
+	}
+	if msg != f.askErr {
+		if msg != "" {
+			f.log.Warn("cannot learn what the masters need; keeping the minimum of workers", "reason", msg)
+		} else {
+			f.log.Info("masters found", "masters", a.demand.Masters)
+		}
+		f.askErr = msg
+	}
+}
+
+// ask looks at the masters every interval and sends what it found, until
+// ctx ends.
+func (f *factory) ask(ctx context.Context, answers chan<- answer) {
+	tick := time.NewTicker(f.cfg.Interval)
+	defer tick.Stop()
+	for {
+		actx, cancel := context.WithTimeout(ctx, min(askTimeout, f.cfg.Interval))
+		var a answer
+		if f.project != nil {
+			a.demand, a.err = askCatalogs(actx, f.cfg.Catalogs, f.project)
+		} else {
+			a.demand, a.err = askMaster(actx, f.cfg.Master, f.password)
+		}
+		cancel()
+		select {
+		case answers <- a:
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// removeAll removes every worker job that has not ended and waits, for a
+// while, until the batch system confirms that each has.
+func (f *factory) removeAll() {
+	ids := f.plan.Jobs()
+	if len(ids) == 0 {
+		return
+	}
+	f.log.Info("removing workers", "jobs", len(ids))
+	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
+	defer cancel()
+	for _, id := range ids {
+		if err := f.cfg.Driver.Remove(ctx, id); err != nil {
+			f.log.Warn("removing worker", "job", id, "err", err)
+		}
+	}
+	for len(f.plan.Jobs()) > 0 {
+		select {
+		case ev, ok := <-f.cfg.Driver.Events():
+			if !ok {
+				return
+			}
+			f.event(ev)
+		case <-ctx.Done():
+			f.log.Warn("workers not confirmed removed", "jobs", f.plan.Jobs())
+			return
+		}
+	}
+}
+
+// report hands the counts to Config.Report when they have changed, and
+// logs them when the workers have.
+func (f *factory) report() {
+	c, last := f.plan.Counts(), f.reported
+	if c == last {
+		return
+	}
+	f.reported = c
+	if c.Queued != last.Queued || c.Running != last.Running || c.Target != last.Target {
+		f.log.Info("workers", "queued", c.Queued, "running", c.Running, "target", c.Target,
+			"tasks", c.Demand.Tasks, "connected", c.Demand.Workers)
+	}
+	if f.cfg.Report != nil {
+		f.cfg.Report(c)
+	}
+}

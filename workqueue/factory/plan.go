@@ -1,0 +1,367 @@
+package factory
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/rightsize/rightsize/distmaster/batch"
+)
+
+// Limits say how many workers a Plan keeps and how it meets failure. The
+// zero value of each field but Max means its documented default.
+type Limits struct {
+	// Min and Max bound the workers submitted and not yet ended: never
+	// fewer than Min, never more than Max (at least 1, and at least Min).
+	Min, Max int
+	// TasksPerWorker is how many of the masters' tasks one worker serves at
+	// once, usually its cores (default 1).
+	TasksPerWorker int
+	// MaxPending bounds the workers submitted and not yet running, so that
+	// a batch system that is slow to start them is not flooded; 0 means no
+	// bound but Max.
+	MaxPending int
+	// MaxFailures is how many failures in a row (see Outcome) make the plan
+	// give up (default 5).
+	MaxFailures int
+	// Backoff is how long submissions pause after a failure, doubled with
+	// every further failure in a row up to MaxBackoff (defaults 1 s and
+	// 5 min), so that a batch system that refuses the job is not asked
+	// again at once.
+	Backoff, MaxBackoff time.Duration
+	// NoMaster, if positive, makes the plan give up once no master has been
+	// seen for that long (CCTools' --factory-timeout).
+	NoMaster time.Duration
+}
+
+func (l *Limits) validate() error {
+	switch {
+	case l.Min < 0:
+		return fmt.Errorf("factory: minimum workers %d is negative", l.Min)
+	case l.Max < 1:
+		return fmt.Errorf("factory: maximum workers %d is less than 1", l.Max)
+	case l.Min > l.Max:
+		return fmt.Errorf("factory: minimum workers %d is more than the maximum %d", l.Min, l.Max)
+	case l.TasksPerWorker < 0 || l.MaxPending < 0 || l.MaxFailures < 0 || l.Backoff < 0 || l.MaxBackoff < 0 || l.NoMaster < 0:
+		return errors.New("factory: negative limit")
+	}
+	if l.TasksPerWorker == 0 {
+		l.TasksPerWorker = 1
+	}
+	if l.MaxFailures == 0 {
+		l.MaxFailures = 5
+	}
+	if l.Backoff == 0 {
+		l.Backoff = time.Second
+	}
+	if l.MaxBackoff == 0 {
+		l.MaxBackoff = 5 * time.Minute
+	}
+	l.MaxBackoff = max(l.MaxBackoff, l.Backoff)
+	return nil
+}
+
+// Demand is what the masters a factory serves said of themselves, summed
+// over them.
+type Demand struct {
+	Masters int // masters found
+	Tasks   int // tasks waiting, plus tasks running on workers
+	Workers int // workers connected, the factory's own included
+}
+
+// Outcome is how a worker job ended, as the plan counts it.
+type Outcome int
+
+const (
+	// Exited: the worker exited 0, at its idle timeout or told to by its
+	// master. It is replaced if still needed, and shows that workers work.
+	Exited Outcome = iota
+	// Killed: something outside the worker ended it — a signal, the batch
+	// system (cancelled, wall-time limit, lost node), an operator. It is
+	// replaced without delay.
+	Killed
+	// Crashed: the worker exited with an error of its own — it could not
+	// start, or could not reach a master for its whole timeout. A failure.
+	Crashed
+	// Rejected: the batch system refused the job, or holds it where it will
+	// never run. A failure.
+	Rejected
+	// Removed: the factory removed it.
+	Removed
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Exited:
+		return "exited"
+	case Killed:
+		return "killed"
+	case Crashed:
+		return "crashed"
+	case Rejected:
+		return "rejected"
+	case Removed:
+		return "removed"
+	}
+	return fmt.Sprintf("Outcome(%d)", int(o))
+}
+
+// Classify says how a job that ended with st counts.
+func Classify(st batch.Status) Outcome {
+	switch {
+	case st.State == batch.Done && st.ExitCode == 0:
+		return Exited
+	case st.State == batch.Done && st.ExitCode > 128:
+		// 128+n: the worker died of signal n.
+		return Killed
+	case st.State == batch.Done:
+		return Crashed
+	case errors.Is(st.Err, batch.ErrRejected):
+		return Rejected
+	case errors.Is(st.Err, batch.ErrRemoved):
+		return Removed
+	case errors.Is(st.Err, batch.ErrVanished), errors.Is(st.Err, batch.ErrTimeLimit):
+		return Killed
+	}
+	// The job could not even be started.
+	return Crashed
+}
+
+// Counts is a snapshot of a plan.
+type Counts struct {
+	Queued, Running int  // workers submitted and not started; started and not ended
+	Target          int  // workers the plan wants now, submitted or running
+	Demand          Demand
+	Known           bool // whether Demand comes from the masters (else the plan keeps Min)
+	Submitted       int  // workers submitted so far
+	Ended           [Removed + 1]int
+	Failures        int // failures in a row
+}
+
+// Decision is what the plan says to do now.
+type Decision struct {
+	// Submit is how many workers to submit now. Submit them one by one,
+	// telling the plan of each (Submitted or SubmitFailed), or ask Next
+	// again after each.
+	Submit int
+	// Retry, when positive, is how long submissions are paused after
+	// failures: ask Next again then.
+	Retry time.Duration
+	// Err, when set, says the plan has given up: remove every worker and
+	// stop. It stays set.
+	Err error
+}
+
+// A Plan decides how many Work Queue workers to keep submitted to a batch
+// system for a set of masters. It is a state machine without I/O: the
+// caller tells it what happened — jobs submitted, started and ended, what
+// the masters said — with the time it happened, and asks Next what to do.
+//
+// It wants enough workers for the masters' tasks, waiting and running,
+// TasksPerWorker to a worker, less the workers connected to them that are
+// not its own; never fewer than Min, never more than Max. When it cannot
+// learn what the masters need, it keeps Min. It never removes a worker that
+// is no longer needed: workers leave at their idle timeout.
+//
+// Failures — a job the batch system rejects, a worker that exits with an
+// error — pause submissions for a backoff that doubles with each failure in
+// a row, and after Limits.MaxFailures in a row the plan gives up with the
+// last failure's message. A job that starts running ends a run of
+// rejections; a worker that exits cleanly, or masters that report workers
+// connected, end a run of crashes: workers do reach a master.
+//
+// A Plan is not safe for concurrent use.
+type Plan struct {
+	lim  Limits
+	jobs map[string]bool // jobs not ended: started or not
+
+	queued, running int
+	demand          Demand
+	known           bool
+	lastMaster      time.Time // when masters were last seen
+	submitted       int
+	ended           [Removed + 1]int
+
+	rejections, crashes int       // failures in a row of each kind
+	lastFailure         error     // the most recent failure
+	pausedUntil         time.Time // no submissions before
+	err                 error     // given up
+}
+
+// NewPlan returns a plan with limits l that starts at now, or an error if
+// l is not valid.
+func NewPlan(l Limits, now time.Time) (*Plan, error) {
+	if err := l.validate(); err != nil {
+		return nil, err
+	}
+	return &Plan{lim: l, jobs: make(map[string]bool), lastMaster: now}, nil
+}
+
+// Submitted records that job id was accepted by the batch system.
+func (p *Plan) Submitted(id string) {
+	if _, ok := p.jobs[id]; ok {
+		return
+	}
+	p.jobs[id] = false
+	p.queued++
+	p.submitted++
+}
+
+// SubmitFailed records that the batch system refused a submission, with
+// err saying why.
+func (p *Plan) SubmitFailed(err error, now time.Time) {
+	p.rejections++
+	p.fail(fmt.Errorf("submitting a worker: %w", err), now)
+}
+
+// Started records that job id is running.
+func (p *Plan) Started(id string) {
+	if started, ok := p.jobs[id]; !ok || started {
+		return
+	}
+	p.jobs[id] = true
+	p.queued--
+	p.running++
+	p.rejections = 0
+}
+
+// Ended records the final event of job ev.ID and returns how it counts.
+func (p *Plan) Ended(ev batch.Event, now time.Time) Outcome {
+	o := Classify(ev.Status)
+	started, ok := p.jobs[ev.ID]
+	if !ok {
+		return o
+	}
+	delete(p.jobs, ev.ID)
+	if started {
+		p.running--
+	} else {
+		p.queued--
+	}
+	p.ended[o]++
+	switch o {
+	case Exited:
+		p.crashes = 0
+	case Crashed:
+		p.crashes++
+		p.fail(fmt.Errorf("worker job %s %s%s", ev.ID, describe(ev.Status), lastLine(ev.Stderr)), now)
+	case Rejected:
+		p.rejections++
+		p.fail(fmt.Errorf("worker job %s: %w", ev.ID, ev.Err), now)
+	}
+	return o
+}
+
+// describe says how a crashed job ended.
+func describe(st batch.Status) string {
+	if st.State == batch.Done {
+		return fmt.Sprintf("exited with status %d", st.ExitCode)
+	}
+	return fmt.Sprintf("failed: %v", st.Err)
+}
+
+// lastLine returns the last line a worker wrote to its standard error, to
+// say why it crashed, as ": line", or "" if it wrote nothing.
+func lastLine(stderr []byte) string {
+	s := strings.TrimSpace(string(stderr))
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[i+1:]
+	}
+	const most = 400
+	if len(s) > most {
+		s = "..." + s[len(s)-most:]
+	}
+	if s == "" {
+		return ""
+	}
+	return ": " + s
+}
+
+func (p *Plan) fail(err error, now time.Time) {
+	p.lastFailure = err
+	n := max(p.rejections, p.crashes)
+	if n >= p.lim.MaxFailures {
+		return // Next gives up
+	}
+	delay := p.lim.Backoff
+	for i := 1; i < n && delay < p.lim.MaxBackoff; i++ {
+		delay *= 2
+	}
+	p.pausedUntil = now.Add(min(delay, p.lim.MaxBackoff))
+}
+
+// Observe records what the masters said at now.
+func (p *Plan) Observe(d Demand, now time.Time) {
+	p.demand, p.known = d, true
+	if d.Masters > 0 {
+		p.lastMaster = now
+	}
+	if d.Workers > 0 {
+		p.crashes = 0
+	}
+}
+
+// Unobserved records that the masters could not be asked: the plan keeps
+// Min until they can.
+func (p *Plan) Unobserved() {
+	p.demand, p.known = Demand{}, false
+}
+
+// target is how many workers the plan wants, submitted or running.
+func (p *Plan) target() int {
+	want := 0
+	if p.known {
+		tpw := p.lim.TasksPerWorker
+		need := (p.demand.Tasks + tpw - 1) / tpw
+		// Workers connected beyond those of ours that run are someone
+		// else's, and serve the same tasks.
+		others := max(0, p.demand.Workers-p.running)
+		want = need - others
+	}
+	return min(max(want, p.lim.Min), p.lim.Max)
+}
+
+// Next says what to do at now.
+func (p *Plan) Next(now time.Time) Decision {
+	if p.err == nil {
+		switch n := max(p.rejections, p.crashes); {
+		case n >= p.lim.MaxFailures:
+			p.err = fmt.Errorf("factory: giving up after %d failures in a row; the last: %w", n, p.lastFailure)
+		case p.lim.NoMaster > 0 && now.Sub(p.lastMaster) >= p.lim.NoMaster:
+			p.err = fmt.Errorf("factory: no master seen for %v", p.lim.NoMaster)
+		}
+	}
+	if p.err != nil {
+		return Decision{Err: p.err}
+	}
+	n := p.target() - p.queued - p.running
+	if p.lim.MaxPending > 0 {
+		n = min(n, p.lim.MaxPending-p.queued)
+	}
+	if n <= 0 {
+		return Decision{}
+	}
+	if now.Before(p.pausedUntil) {
+		return Decision{Retry: p.pausedUntil.Sub(now)}
+	}
+	return Decision{Submit: n}
+}
+
+// Counts returns a snapshot of the plan.
+func (p *Plan) Counts() Counts {
+	return Counts{
+		Queued: p.queued, Running: p.running, Target: p.target(),
+		Demand: p.demand, Known: p.known, Submitted: p.submitted, Ended: p.ended,
+		Failures: max(p.rejections, p.crashes),
+	}
+}
+
+// Jobs returns the IDs of the jobs that have not ended.
+func (p *Plan) Jobs() []string {
+	ids := make([]string, 0, len(p.jobs))
+	for id := range p.jobs {
+		ids = append(ids, id)
+	}
+	return ids
+}
