@@ -1,5 +1,6 @@
 // Package workqueuecmd is the workqueue command: a Work Queue worker, a
-// catalog server, and status queries against catalogs and masters. The
+// catalog server, status queries against catalogs and masters, and a
+// factory that keeps workers running on a batch system. The
 // behaviour lives in the workqueue packages; this package only parses flags
 // and prints.
 package workqueuecmd
@@ -22,16 +23,16 @@ import (
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
 	root := &cobra.Command{
 		Use:   "workqueue",
-		Short: "Work Queue workers, catalog and status, compatible with CCTools",
+		Short: "Work Queue workers, worker factory, catalog and status, compatible with CCTools",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return cmdutil.Usagef("unknown command %q (try worker, catalog or status)", args[0])
+				return cmdutil.Usagef("unknown command %q (try worker, factory, catalog or status)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	root.AddCommand(newWorkerCmd(s), newCatalogCmd(s), newStatusCmd(s))
+	root.AddCommand(newWorkerCmd(s), newFactoryCmd(s), newCatalogCmd(s), newStatusCmd(s))
 	return cmdutil.Execute(ctx, root, args, s)
 }
 
@@ -62,8 +63,10 @@ func (f *logFlags) logger(w io.Writer) *slog.Logger {
 type seconds struct{ d *time.Duration }
 
 func (s seconds) String() string {
-	if s.d == nil {
-		return "0s"
+	if s.d == nil || *s.d == 0 {
+		// "0", which --help takes for no default, so that the usage
+		// text can say what zero means.
+		return "0"
 	}
 	return s.d.String()
 }

@@ -425,19 +425,12 @@ func (f *factory) removeAll() {
 	}
 }
 
-// report hands the counts to Config.Report when they have changed, and
-// logs them when the workers have.
+// report hands the counts to Config.Report when they have changed.
 func (f *factory) report() {
-	c, last := f.plan.Counts(), f.reported
-	if c == last {
-		return
-	}
-	f.reported = c
-	if c.Queued != last.Queued || c.Running != last.Running || c.Target != last.Target {
-		f.log.Info("workers", "queued", c.Queued, "running", c.Running, "target", c.Target,
-			"tasks", c.Demand.Tasks, "connected", c.Demand.Workers)
-	}
-	if f.cfg.Report != nil {
-		f.cfg.Report(c)
+	if c := f.plan.Counts(); c != f.reported {
+		f.reported = c
+		if f.cfg.Report != nil {
+			f.cfg.Report(c)
+		}
 	}
 }

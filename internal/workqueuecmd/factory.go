@@ -1,0 +1,186 @@
+package workqueuecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/workqueue/factory"
+)
+
+type factoryOptions struct {
+	batchType    string
+	project      string
+	catalogs     string
+	passwordFile string
+	limits       factory.Limits
+	worker       factory.Worker
+	workerBinary string
+	extraOptions string
+	batchOptions string
+	scratch      string
+	interval     time.Duration
+	log          logFlags
+}
+
+func newFactoryCmd(s cmdutil.Streams) *cobra.Command {
+	// Zero durations take the factory package's defaults.
+	o := factoryOptions{limits: factory.Limits{Max: 100, MaxPending: 10}}
+	cmd := &cobra.Command{
+		Use:   "factory -T local|slurm|sge|condor [flags] HOST PORT | -M PROJECT",
+		Short: "keep Work Queue workers running on a batch system for a master",
+		Long: `Submits workers (this program's worker command) as batch jobs for the master
+at HOST PORT, or for every master of a project found through the catalog (-M),
+and keeps between --min and --max of them submitted: within those bounds, one
+for every task the masters have waiting or running (--tasks-per-worker to a
+worker). Workers that end are replaced; workers no longer needed leave at
+their idle timeout (-t). Jobs the batch system rejects and workers that fail
+are reported, with the batch system's or the worker's message, and pause
+submissions; after --max-failures in a row the factory gives up. On exit,
+and on SIGINT or SIGTERM, it removes every worker it submitted.
+
+HOST must be the master's address as the execution hosts reach it: on a
+cluster, the submit host's name, not 127.0.0.1.`,
+		Args: cmdutil.RangeArgs(0, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := o.config(args)
+			if err != nil {
+				return err
+			}
+			cfg.Logger = o.log.logger(s.Err)
+			cfg.Report = statusPrinter(s.Out)
+			d, err := batch.New(o.batchType, batch.Options{
+				Spool: o.scratch, SubmitArgs: strings.Fields(o.batchOptions), Logger: cfg.Logger,
+			})
+			if err != nil {
+				return err
+			}
+			cfg.Driver = d
+			err = factory.Run(cmd.Context(), cfg)
+			// Run has removed its workers; Close releases the spool.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), time.Minute)
+			defer cancel()
+			if cerr := d.Close(ctx); cerr != nil && err == nil {
+				err = cerr
+			}
+			if errors.Is(err, context.Canceled) {
+				return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted, Err: errors.New("interrupted; its workers are removed")}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.batchType, "batch-type", "T", "", "batch system: local, slurm, sge or condor (required)")
+	f.StringVarP(&o.project, "manager-name", "M", "", "serve the masters of this project (regular expression), found through the catalog")
+	f.StringVarP(&o.catalogs, "catalog", "C", "", "catalog servers HOST:PORT[,HOST:PORT] (default $CATALOG_HOST:$CATALOG_PORT or localhost:9097)")
+	f.StringVarP(&o.passwordFile, "password", "P", "", "password file shared with the masters")
+	f.IntVarP(&o.limits.Min, "min", "w", 0, "fewest workers to keep submitted")
+	f.IntVarP(&o.limits.Max, "max", "W", o.limits.Max, "most workers to keep submitted")
+	f.IntVar(&o.limits.Min, "min-workers", 0, "same as --min (CCTools' name)")
+	f.IntVar(&o.limits.Max, "max-workers", o.limits.Max, "same as --max (CCTools' name)")
+	f.IntVar(&o.limits.MaxPending, "max-pending", o.limits.MaxPending, "most workers submitted and not yet running (0: no bound)")
+	f.IntVar(&o.limits.MaxPending, "workers-per-cycle", o.limits.MaxPending, "same as --max-pending (CCTools' name)")
+	f.IntVar(&o.limits.TasksPerWorker, "tasks-per-worker", 0, "tasks one worker serves at once (default: its --cores, else 1)")
+	f.IntVar(&o.limits.MaxFailures, "max-failures", 5, "give up after this many rejected jobs or failed workers in a row")
+	f.Var(seconds{&o.limits.NoMaster}, "factory-timeout", "exit when no master has been seen for this long (0: never)")
+	f.VarP(seconds{&o.worker.IdleTimeout}, "timeout", "t", "a worker exits after this long without work or master (default 5m)")
+	f.IntVar(&o.worker.Cores, "cores", 0, "cores per worker, asked of the batch system and offered to the master")
+	f.Int64Var(&o.worker.MemoryMB, "memory", 0, "memory per worker in MB, likewise")
+	f.Int64Var(&o.worker.DiskMB, "disk", 0, "disk per worker in MB, likewise")
+	f.StringArrayVar(&o.worker.Env, "env", nil, "NAME=value to set in the workers' environment (repeatable)")
+	f.StringVarP(&o.extraOptions, "extra-options", "E", "", "further options for the workers")
+	f.StringVar(&o.workerBinary, "worker-binary", "", "run this worker program (e.g. CCTools' work_queue_worker) instead of this program's worker command")
+	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "further options for the batch system (sbatch, qsub), or submit-file lines (condor)")
+	f.StringVarP(&o.scratch, "scratch-dir", "S", "", "where the jobs' scripts and output are kept; must be shared with the execution hosts (default: the working directory)")
+	f.Var(seconds{&o.interval}, "interval", "how often to ask the masters what they need (default 10s)")
+	for _, name := range []string{"min-workers", "max-workers", "workers-per-cycle"} {
+		f.MarkHidden(name)
+	}
+	o.log.add(cmd)
+	return cmd
+}
+
+func (o *factoryOptions) config(args []string) (factory.Config, error) {
+	cfg := factory.Config{Project: o.project, PasswordFile: o.passwordFile, Worker: o.worker, Limits: o.limits, Interval: o.interval}
+	switch {
+	case o.batchType == "":
+		return cfg, cmdutil.Usagef("-T is required (local, slurm, sge or condor)")
+	case o.batchType == "wq":
+		return cfg, cmdutil.Usagef("-T wq: workers are placed by a batch system; use local, slurm, sge or condor")
+	case !slices.Contains(batch.Kinds(), o.batchType):
+		return cfg, cmdutil.Usagef("unknown batch type %q (use local, slurm, sge or condor)", o.batchType)
+	case o.project != "" && len(args) > 0:
+		return cfg, cmdutil.Usagef("give either -M PROJECT or the master's HOST PORT, not both")
+	case o.project == "" && len(args) != 2:
+		return cfg, cmdutil.Usagef("need the master's HOST PORT, or -M PROJECT")
+	case o.limits.Min < 0 || o.limits.Max < 1 || o.limits.Min > o.limits.Max:
+		return cfg, cmdutil.Usagef("need 0 <= --min <= --max and --max >= 1 (got %d and %d)", o.limits.Min, o.limits.Max)
+	case o.limits.MaxPending < 0 || o.limits.TasksPerWorker < 0 || o.limits.MaxFailures < 1:
+		return cfg, cmdutil.Usagef("--max-pending and --tasks-per-worker must not be negative, --max-failures at least 1")
+	case o.worker.Cores < 0 || o.worker.MemoryMB < 0 || o.worker.DiskMB < 0:
+		return cfg, cmdutil.Usagef("worker resources must not be negative")
+	}
+	if len(args) == 2 {
+		if _, err := strconv.ParseUint(args[1], 10, 16); err != nil {
+			return cfg, cmdutil.Usagef("bad port %q", args[1])
+		}
+		cfg.Master = net.JoinHostPort(args[0], args[1])
+	}
+	if o.catalogs != "" {
+		cfg.Catalogs = splitAddrs(o.catalogs)
+	}
+	for _, kv := range o.worker.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return cfg, cmdutil.Usagef("--env %q is not NAME=value", kv)
+		}
+	}
+	if o.workerBinary != "" {
+		path, err := exec.LookPath(o.workerBinary)
+		if err != nil {
+			return cfg, fmt.Errorf("worker binary: %w", err)
+		}
+		if path, err = filepath.Abs(path); err != nil {
+			return cfg, err
+		}
+		cfg.Worker.Command = []string{path}
+	} else {
+		self, err := os.Executable()
+		if err != nil {
+			return cfg, fmt.Errorf("finding this program for the workers: %w", err)
+		}
+		cfg.Worker.Command = []string{self, "worker"}
+	}
+	cfg.Worker.Args = strings.Fields(o.extraOptions)
+	return cfg, nil
+}
+
+// statusPrinter returns a factory.Config.Report that prints a line when the
+// workers or the masters' needs change.
+func statusPrinter(w io.Writer) func(factory.Counts) {
+	last := ""
+	return func(c factory.Counts) {
+		line := fmt.Sprintf("workers: %d queued, %d running, target %d", c.Queued, c.Running, c.Target)
+		if c.Known {
+			line += fmt.Sprintf(" | masters: %d, tasks: %d, workers connected: %d", c.Demand.Masters, c.Demand.Tasks, c.Demand.Workers)
+		} else {
+			line += " | masters: unknown"
+		}
+		if line != last {
+			fmt.Fprintf(w, "%s %s\n", time.Now().Format("2006/01/02 15:04:05"), line)
+			last = line
+		}
+	}
+}
