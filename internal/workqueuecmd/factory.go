@@ -73,8 +73,8 @@ cluster, the submit host's name, not 127.0.0.1.`,
 			// Run has removed its workers; Close releases the spool.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), time.Minute)
 			defer cancel()
-			if cerr := d.Close(ctx); cerr != nil && err == nil {
-				err = cerr
+			if cerr := d.Close(ctx); cerr != nil {
+				cfg.Logger.Warn("closing the batch driver", "err", cerr)
 			}
 			if errors.Is(err, context.Canceled) {
 				return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted, Err: errors.New("interrupted; its workers are removed")}

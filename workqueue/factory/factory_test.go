@@ -90,7 +90,7 @@ func startFactory(t *testing.T, cfg Config, marker string) *run {
 		case <-r.done:
 		case <-time.After(waitTimeout):
 		}
-		if t.Failed() {
+		if t.Failed() || testing.Verbose() {
 			t.Logf("factory log:\n%s", r.log)
 		}
 	})
