@@ -130,13 +130,13 @@ func Classify(st batch.Status) Outcome {
 
 // Counts is a snapshot of a plan.
 type Counts struct {
-	Queued, Running int  // workers submitted and not started; started and not ended
-	Target          int  // workers the plan wants now, submitted or running
+	Queued, Running int // workers submitted and not started; started and not ended
+	Target          int // workers the plan wants now, submitted or running
 	Demand          Demand
 	Known           bool // whether Demand comes from the masters (else the plan keeps Min)
 	Submitted       int  // workers submitted so far
-	Ended           [Removed + 1]int
-	Failures        int // failures in a row
+	Ended           [Removed + 1]int // workers ended so far, by Outcome
+	Failures        int              // failures in a row
 }
 
 // Decision is what the plan says to do now.
