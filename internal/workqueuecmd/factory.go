@@ -21,6 +21,11 @@ import (
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
+// sgeWorkerMemory is about the address space, in MB, that this program's
+// worker (a Go program) reserves at start; Grid Engine's h_vmem limits
+// exactly that.
+const sgeWorkerMemory = 1024
+
 type factoryOptions struct {
 	batchType    string
 	project      string
@@ -62,6 +67,9 @@ cluster, the submit host's name, not 127.0.0.1.`,
 			}
 			cfg.Logger = o.log.logger(s.Err)
 			cfg.Report = statusPrinter(s.Out)
+			if o.batchType == "sge" && o.workerBinary == "" && o.worker.MemoryMB > 0 && o.worker.MemoryMB < sgeWorkerMemory {
+				cfg.Logger.Warn(fmt.Sprintf("Grid Engine enforces --memory as h_vmem, a limit on address space; the worker needs about %d MB of it to start", sgeWorkerMemory))
+			}
 			d, err := batch.New(o.batchType, batch.Options{
 				Spool: o.scratch, SubmitArgs: strings.Fields(o.batchOptions), Logger: cfg.Logger,
 			})

@@ -133,8 +133,8 @@ type Counts struct {
 	Queued, Running int // workers submitted and not started; started and not ended
 	Target          int // workers the plan wants now, submitted or running
 	Demand          Demand
-	Known           bool // whether Demand comes from the masters (else the plan keeps Min)
-	Submitted       int  // workers submitted so far
+	Known           bool             // whether Demand comes from the masters (else the plan keeps Min)
+	Submitted       int              // workers submitted so far
 	Ended           [Removed + 1]int // workers ended so far, by Outcome
 	Failures        int              // failures in a row
 }
@@ -167,9 +167,12 @@ type Decision struct {
 // Failures — a job the batch system rejects, a worker that exits with an
 // error — pause submissions for a backoff that doubles with each failure in
 // a row, and after Limits.MaxFailures in a row the plan gives up with the
-// last failure's message. A job that starts running ends a run of
-// rejections; a worker that exits cleanly, or masters that report workers
-// connected, end a run of crashes: workers do reach a master.
+// last failure's message. A worker that exits on its own, with any status,
+// ends a run of rejections: the batch system does run the jobs. (Being seen
+// running does not: Grid Engine shows a job running for a moment before it
+// puts it in its error state.) A worker that exits 0 ends a run of crashes:
+// workers do reach a master and leave at their idle timeout. Workers
+// connected to the masters prove nothing, since they may be someone else's.
 //
 // A Plan is not safe for concurrent use.
 type Plan struct {
@@ -223,7 +226,6 @@ func (p *Plan) Started(id string) {
 	p.jobs[id] = true
 	p.queued--
 	p.running++
-	p.rejections = 0
 }
 
 // Ended records the final event of job ev.ID and returns how it counts.
@@ -242,8 +244,9 @@ func (p *Plan) Ended(ev batch.Event, now time.Time) Outcome {
 	p.ended[o]++
 	switch o {
 	case Exited:
-		p.crashes = 0
+		p.rejections, p.crashes = 0, 0
 	case Crashed:
+		p.rejections = 0
 		p.crashes++
 		p.fail(fmt.Errorf("worker job %s %s%s", ev.ID, describe(ev.Status), lastLine(ev.Stderr)), now)
 	case Rejected:
@@ -261,12 +264,17 @@ func describe(st batch.Status) string {
 	return fmt.Sprintf("failed: %v", st.Err)
 }
 
-// lastLine returns the last line a worker wrote to its standard error, to
-// say why it crashed, as ": line", or "" if it wrote nothing.
+// lastLine says, from a crashed worker's standard error, why it crashed —
+// the line of a Go panic or fatal error, else the last line — as ": line",
+// or "" if it wrote nothing.
 func lastLine(stderr []byte) string {
-	s := strings.TrimSpace(string(stderr))
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[i+1:]
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	s := lines[len(lines)-1]
+	for _, l := range lines {
+		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
+			s = l
+			break
+		}
 	}
 	const most = 400
 	if len(s) > most {
@@ -296,9 +304,6 @@ func (p *Plan) Observe(d Demand, now time.Time) {
 	p.demand, p.known = d, true
 	if d.Masters > 0 {
 		p.lastMaster = now
-	}
-	if d.Workers > 0 {
-		p.crashes = 0
 	}
 }
 

@@ -218,30 +218,44 @@ func TestRejectionsBackOffThenGiveUp(t *testing.T) {
 	}
 }
 
-func TestRejectedJobsMixedWithStarts(t *testing.T) {
-	s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 2, Backoff: time.Second})
-	s.wantFill(1)
-	if o := s.end(rejected, ""); o != Rejected {
-		t.Fatalf("outcome %v", o)
+// TestRejectionsInARow: only a job that ran to an exit ends a run of
+// rejections; being seen running does not, as Grid Engine shows a job
+// running for a moment before it puts it in its error state.
+func TestRejectionsInARow(t *testing.T) {
+	tests := []struct {
+		name     string
+		between  func(s *sim)
+		giveUp   bool
+		wantText string
+	}{
+		{"seen running", func(s *sim) { s.startAll() }, true, "PartitionConfig"},
+		{"killed while queued", func(s *sim) { s.end(vanished, "") }, true, "PartitionConfig"},
+		{"a clean exit", func(s *sim) { s.startAll(); s.end(exit0, "") }, false, ""},
+		{"a crash", func(s *sim) { s.startAll(); s.end(exit1, "") }, false, ""},
 	}
-	if d := s.p.Next(s.now); d.Retry != time.Second {
-		t.Fatalf("decision %+v, want a pause", d)
-	}
-	s.now = s.now.Add(time.Second)
-	s.wantFill(1)
-	// The batch system runs this one: the run of rejections is over.
-	s.startAll()
-	s.end(killed9, "")
-	s.wantFill(1)
-	s.end(rejected, "")
-	s.now = s.now.Add(time.Second)
-	if d := s.wantFill(1); d.Err != nil {
-		t.Fatalf("gave up after rejections that a start separated: %v", d.Err)
-	}
-	s.end(rejected, "")
-	d := s.p.Next(s.now)
-	if d.Err == nil || !strings.Contains(d.Err.Error(), "PartitionConfig") {
-		t.Fatalf("decision %+v, want giving up with SLURM's reason", d)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 2, Backoff: time.Second})
+			s.wantFill(1)
+			if o := s.end(rejected, ""); o != Rejected {
+				t.Fatalf("outcome %v", o)
+			}
+			if d := s.p.Next(s.now); d.Retry != time.Second {
+				t.Fatalf("decision %+v, want a pause", d)
+			}
+			s.now = s.now.Add(time.Second)
+			s.wantFill(1)
+			tt.between(s)
+			if len(s.jobs) == 0 {
+				s.now = s.now.Add(time.Minute)
+				s.wantFill(1)
+			}
+			s.end(rejected, "")
+			d := s.p.Next(s.now)
+			if tt.giveUp != (d.Err != nil) || d.Err != nil && !strings.Contains(d.Err.Error(), tt.wantText) {
+				t.Fatalf("decision %+v; want giving up %v", d, tt.giveUp)
+			}
+		})
 	}
 }
 
@@ -262,32 +276,38 @@ func TestCrashes(t *testing.T) {
 			t.Fatalf("decision %+v, want giving up with the worker's last line", d)
 		}
 	})
-	for _, reset := range []struct {
-		name string
-		do   func(s *sim)
-	}{
-		{"a clean exit", func(s *sim) { s.end(exit0, "") }},
-		{"workers connected to a master", func(s *sim) {
-			s.p.Observe(Demand{Masters: 1, Workers: 1}, s.now)
-			s.end(removed, "")
-		}},
-	} {
-		t.Run("reset by "+reset.name, func(t *testing.T) {
-			s := newSim(t, Limits{Min: 2, Max: 2, MaxFailures: 2, Backoff: time.Millisecond})
-			s.wantFill(2)
-			s.startAll()
-			s.end(exit1, stderr)
-			reset.do(s)
-			s.now = s.now.Add(time.Second)
-			s.wantFill(2)
-			s.startAll()
-			s.end(exit1, stderr)
-			s.now = s.now.Add(time.Second)
-			if d := s.wantFill(1); d.Err != nil {
-				t.Fatalf("gave up: %v", d.Err)
-			}
-		})
-	}
+	t.Run("reset by a clean exit, not by connected workers", func(t *testing.T) {
+		s := newSim(t, Limits{Min: 2, Max: 2, MaxFailures: 2, Backoff: time.Millisecond})
+		s.wantFill(2)
+		s.startAll()
+		s.end(exit1, stderr)
+		s.end(exit0, "")
+		s.now = s.now.Add(time.Second)
+		s.wantFill(2)
+		s.startAll()
+		s.end(exit1, stderr)
+		s.now = s.now.Add(time.Second)
+		if d := s.wantFill(1); d.Err != nil {
+			t.Fatalf("gave up: %v", d.Err)
+		}
+		// Someone else's workers serve the master; ours still crash.
+		s.p.Observe(Demand{Masters: 1, Tasks: 2, Workers: 5}, s.now)
+		s.startAll()
+		s.end(exit1, stderr)
+		if d := s.p.Next(s.now.Add(time.Hour)); d.Err == nil {
+			t.Fatalf("decision %+v, want giving up", d)
+		}
+	})
+	t.Run("a Go runtime crash says why", func(t *testing.T) {
+		s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 1})
+		s.wantFill(1)
+		s.end(batch.Status{State: batch.Done, ExitCode: 2},
+			"fatal error: failed to reserve page summary memory\n\nruntime stack:\nruntime.throw(...)\n\t/usr/local/go/src/runtime/panic.go:1101 +0x48\n")
+		d := s.p.Next(s.now)
+		if d.Err == nil || !strings.HasSuffix(d.Err.Error(), "exited with status 2: fatal error: failed to reserve page summary memory") {
+			t.Fatalf("decision %+v", d)
+		}
+	})
 }
 
 func TestNoMaster(t *testing.T) {
