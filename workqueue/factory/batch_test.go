@@ -78,7 +78,7 @@ var sgeUp = sync.OnceValue(func() error {
 
 // needBatch skips the test when the batch system is not up here, and fails
 // it under CI=true, where .ci/run starts it.
-func needBatch(t *testing.T, kind, start string, up func() error) {
+func needBatch(t testing.TB, kind, start string, up func() error) {
 	t.Helper()
 	if err := up(); err != nil {
 		if testutil.InCI() {
@@ -88,7 +88,7 @@ func needBatch(t *testing.T, kind, start string, up func() error) {
 	}
 }
 
-func batchDriver(t *testing.T, kind string, submitArgs ...string) batch.Driver {
+func batchDriver(t testing.TB, kind string, submitArgs ...string) batch.Driver {
 	t.Helper()
 	d, err := batch.New(kind, batch.Options{Spool: t.TempDir(), PollInterval: 300 * time.Millisecond, ExitGrace: time.Second, SubmitArgs: submitArgs})
 	if err != nil {

@@ -48,7 +48,7 @@ const waitTimeout = 90 * time.Second
 
 // run is one factory under test, with everything it reported.
 type run struct {
-	t      *testing.T
+	t      testing.TB
 	cancel context.CancelFunc
 	done   chan error
 	log    *syncBuffer
@@ -61,7 +61,7 @@ type run struct {
 // startFactory runs a factory with cfg, filling in what every test wants:
 // quick looks at the master, a log, the real worker command with a
 // workspace of the test's own (marker, by which its processes are found).
-func startFactory(t *testing.T, cfg Config, marker string) *run {
+func startFactory(t testing.TB, cfg Config, marker string) *run {
 	t.Helper()
 	if cfg.Interval == 0 {
 		cfg.Interval = 100 * time.Millisecond
@@ -124,7 +124,7 @@ func (r *run) wait() error {
 }
 
 // waitFor polls cond until it holds.
-func waitFor(t *testing.T, what string, cond func() bool) {
+func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(waitTimeout)
 	for !cond() {
@@ -152,7 +152,7 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func startMaster(t *testing.T, cfg workqueue.Config) *workqueue.Master {
+func startMaster(t testing.TB, cfg workqueue.Config) *workqueue.Master {
 	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
@@ -205,7 +205,7 @@ func workerPIDs(t *testing.T, marker string) []int {
 }
 
 // submitTasks submits n tasks running command to m.
-func submitTasks(t *testing.T, m *workqueue.Master, n int, command string) {
+func submitTasks(t testing.TB, m *workqueue.Master, n int, command string) {
 	t.Helper()
 	for i := range n {
 		if _, err := m.Submit(&workqueue.Task{Command: command, Tag: strconv.Itoa(i)}); err != nil {
@@ -215,7 +215,7 @@ func submitTasks(t *testing.T, m *workqueue.Master, n int, command string) {
 }
 
 // waitResults waits for n tasks and fails the test unless all succeeded.
-func waitResults(t *testing.T, m *workqueue.Master, n int) []*workqueue.Result {
+func waitResults(t testing.TB, m *workqueue.Master, n int) []*workqueue.Result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
