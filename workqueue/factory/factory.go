@@ -215,8 +215,8 @@ func shellQuote(s string) string {
 // Run keeps workers submitted for the masters until ctx is cancelled or the
 // plan gives up, then removes every worker it submitted. It returns ctx's
 // error when cancelled, the plan's when it gave up (after too many
-// rejected jobs or crashed workers, or no master for Limits.NoMaster), and
-// an error if cfg is not valid.
+// rejected jobs or crashed workers, or no master for Limits.NoMaster), an
+// error if the driver's events end, and an error if cfg is not valid.
 func Run(ctx context.Context, cfg Config) error {
 	password, project, err := cfg.validate()
 	if err != nil {
@@ -333,7 +333,7 @@ func (f *factory) event(ev batch.Event) {
 			f.log.Warn("worker died; replacing it", "job", ev.ID, "status", status(ev.Status))
 		default:
 			f.log.Warn("worker "+o.String(), "job", ev.ID, "status", status(ev.Status),
-				"stderr", strings.TrimPrefix(lastLine(ev.Stderr), ": "), "failures", f.plan.Counts().Failures)
+				"stderr", strings.TrimPrefix(crashReason(ev.Stderr), ": "), "failures", f.plan.Counts().Failures)
 		}
 	}
 }

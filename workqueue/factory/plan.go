@@ -248,7 +248,7 @@ func (p *Plan) Ended(ev batch.Event, now time.Time) Outcome {
 	case Crashed:
 		p.rejections = 0
 		p.crashes++
-		p.fail(fmt.Errorf("worker job %s %s%s", ev.ID, describe(ev.Status), lastLine(ev.Stderr)), now)
+		p.fail(fmt.Errorf("worker job %s %s%s", ev.ID, describe(ev.Status), crashReason(ev.Stderr)), now)
 	case Rejected:
 		p.rejections++
 		p.fail(fmt.Errorf("worker job %s: %w", ev.ID, ev.Err), now)
@@ -264,12 +264,16 @@ func describe(st batch.Status) string {
 	return fmt.Sprintf("failed: %v", st.Err)
 }
 
-// lastLine says, from a crashed worker's standard error, why it crashed —
-// the line of a Go panic or fatal error, else the last line — as ": line",
-// or "" if it wrote nothing.
-func lastLine(stderr []byte) string {
+// crashReason says, from a crashed worker's standard error, why it crashed
+// — the line of a Go panic or fatal error, else the last line but for the
+// pointer to --help that follows a usage error — as ": line", or "" if it
+// wrote nothing.
+func crashReason(stderr []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
 	s := lines[len(lines)-1]
+	if len(lines) > 1 && strings.HasPrefix(s, "Run '") && strings.HasSuffix(s, "--help' for usage.") {
+		s = lines[len(lines)-2]
+	}
 	for _, l := range lines {
 		if strings.HasPrefix(l, "panic: ") || strings.HasPrefix(l, "fatal error: ") {
 			s = l

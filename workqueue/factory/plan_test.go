@@ -298,6 +298,15 @@ func TestCrashes(t *testing.T) {
 			t.Fatalf("decision %+v, want giving up", d)
 		}
 	})
+	t.Run("a usage error says why", func(t *testing.T) {
+		s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 1})
+		s.wantFill(1)
+		s.end(batch.Status{State: batch.Done, ExitCode: 2}, "workqueue worker: unknown flag: --bogus\nRun 'workqueue worker --help' for usage.\n")
+		d := s.p.Next(s.now)
+		if d.Err == nil || !strings.HasSuffix(d.Err.Error(), "exited with status 2: workqueue worker: unknown flag: --bogus") {
+			t.Fatalf("decision %+v", d)
+		}
+	})
 	t.Run("a Go runtime crash says why", func(t *testing.T) {
 		s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 1})
 		s.wantFill(1)
