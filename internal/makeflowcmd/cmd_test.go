@@ -109,7 +109,7 @@ func TestHelp(t *testing.T) {
 	if r.code != 0 {
 		t.Fatal(r)
 	}
-	for _, want := range []string{"THE LANGUAGE", "THE LOG, RECOVERY AND FAILURES", "EXIT STATUS", "--batch-type", "--max-local", "--clean", "--dot", "--check"} {
+	for _, want := range []string{"THE LANGUAGE", "THE LOG, RECOVERY AND FAILURES", "ON A CLUSTER", "EXIT STATUS", "--shared-fs", "--port-file", "--batch-type", "--max-local", "--clean", "--dot", "--check"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("--help lacks %q", want)
 		}

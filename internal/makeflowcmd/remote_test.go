@@ -223,8 +223,8 @@ func checkRemoteWorkflow(t *testing.T, dir string, r result) {
 		t.Fatalf("exit %d, want 1 (bad fails): %v", r.code, r)
 	}
 	for _, want := range []string{
-		"workflow failed: 1 of 6 rules failed",
-		"rule 4 (Makeflow:16:1) failed: exit status 3",
+		"workflow failed: 1 of ",
+		"rule 4 (", "Makeflow:16:1) failed: exit status 3",
 		"stderr: boom",
 	} {
 		if !strings.Contains(r.err, want) {
@@ -418,6 +418,20 @@ func TestRemoteUsageErrors(t *testing.T) {
 	}
 }
 
+// TestMissingBatchSystem: without the batch system's commands, makeflow
+// says so once, before running anything.
+func TestMissingBatchSystem(t *testing.T) {
+	if _, err := exec.LookPath("condor_submit"); err == nil {
+		t.Skip("HTCondor is installed here")
+	}
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "a:\n\ttouch a\n"})
+	r := mf(t, dir, "-T", "condor", "w.mf")
+	if r.code != 1 || !strings.Contains(r.err, "-T condor: condor_submit is not in PATH; is HTCondor installed here?") || exists(filepath.Join(dir, "a")) {
+		t.Errorf("makeflow -T condor without HTCondor: %v", r)
+	}
+}
+
 // TestWorkQueueRefusesAbsolutePaths: Work Queue workers cannot reach a
 // file by its absolute name, so such a workflow is refused before any
 // master starts, with the file's position, unless the file is renamed or
@@ -453,4 +467,151 @@ func TestWorkQueueRefusesAbsolutePaths(t *testing.T) {
 	if r := mf(t, dir, "-T", "wq", "-p", port, "--shared-fs", shared, "w.mf"); r.code != 0 || readFile(t, filepath.Join(dir, "out")) != "in\nref\n" {
 		t.Errorf("run with --shared-fs: %v", r)
 	}
+}
+
+// needBatchSystem skips the test when a batch system is not up here
+// (outside CI), and fails it under CI=true, where .ci/run starts it. up
+// says what is wrong.
+func needBatchSystem(t *testing.T, name, script string, up func() error) {
+	t.Helper()
+	if err := up(); err != nil {
+		if testutil.InCI() {
+			t.Fatalf("%s is not running under CI=true (.ci/run starts it with %s start): %v", name, script, err)
+		}
+		t.Skipf("skipping: %s is not running here (start it with %s start): %v", name, script, err)
+	}
+}
+
+// slurmUp and sgeUp ask once per test binary: a batch system that is down
+// makes its commands retry for seconds.
+var (
+	slurmUp = sync.OnceValue(func() error {
+		out, err := exec.Command("sinfo", "--noheader", "--Node", "--format=%T").CombinedOutput()
+		state := strings.TrimSpace(string(out))
+		switch {
+		case err != nil:
+			return fmt.Errorf("sinfo: %v: %s", err, state)
+		case state == "" || strings.ContainsAny(state, "*") || strings.Contains(state, "down") || strings.Contains(state, "drain"):
+			return errors.New("node state " + state)
+		}
+		return nil
+	})
+	sgeUp = sync.OnceValue(func() error {
+		out, err := exec.Command("qstat", "-f", "-q", "all.q").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("qstat: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			// The queue instance line has an empty states column when it
+			// takes jobs.
+			if strings.HasPrefix(line, "all.q@") && len(strings.Fields(line)) == 5 {
+				return nil
+			}
+		}
+		return fmt.Errorf("all.q takes no jobs:\n%s", out)
+	})
+)
+
+// TestSlurm runs the workflow on the local SLURM, one batch job per rule,
+// and checks that SLURM gave the jobs the declared cores and memory.
+func TestSlurm(t *testing.T) {
+	needBatchSystem(t, "SLURM", "scripts/slurm.sh", slurmUp)
+	dir := t.TempDir()
+	writeRemoteWorkflow(t, dir, "")
+	appendRule(t, dir, ".MAKEFLOW CATEGORY align\nres:\n\techo $$SLURM_CPUS_PER_TASK $$SLURM_MEM_PER_NODE $$SLURM_JOB_NAME > res\n")
+	checkRemoteWorkflow(t, dir, runMakeflow(t, dir, "-T", "slurm"))
+	if got := readFile(t, filepath.Join(dir, "res")); got != "1 123 makeflow-6\n" {
+		t.Errorf("the job saw cores, memory and name %q, want 1 123 makeflow-6", got)
+	}
+	checkNoSpool(t, dir)
+}
+
+// TestSGE runs the workflow on the local Grid Engine and checks the
+// declared memory and wall time reached the job's limits.
+func TestSGE(t *testing.T) {
+	needBatchSystem(t, "Grid Engine", "scripts/sge.sh", sgeUp)
+	dir := t.TempDir()
+	writeRemoteWorkflow(t, dir, "")
+	appendRule(t, dir, ".MAKEFLOW CATEGORY align\nres:\nWALL_TIME=120\n\tulimit -v > res; qstat -j $$JOB_ID | grep -o 'h_rt=[0-9]*' >> res\n")
+	checkRemoteWorkflow(t, dir, runMakeflow(t, dir, "-T", "sge"))
+	// h_vmem is 123 MB per slot, which Grid Engine enforces as the
+	// job's virtual memory limit (in kB).
+	if got := readFile(t, filepath.Join(dir, "res")); got != "125952\nh_rt=120\n" {
+		t.Errorf("the job's limits: %q, want 125952 kB of memory and h_rt=120", got)
+	}
+	checkNoSpool(t, dir)
+}
+
+// TestCondor runs the workflow on the fake condor_* commands of
+// distmaster/batch's tests: the test binary of that package plays them
+// when run under their names, keeping their queue in ./state. So makeflow
+// runs where the fakes are, on the workflow in another directory (-X).
+func TestCondor(t *testing.T) {
+	bin := t.TempDir()
+	build := exec.Command("go", "test", "-c", "-o", filepath.Join(bin, "batch.test"), "./distmaster/batch")
+	build.Dir = testutil.ModuleRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the fake HTCondor: %v\n%s", err, out)
+	}
+	for _, name := range []string{"condor_submit", "condor_q", "condor_rm", "condor_history", "condor_hold", "condor_starter"} {
+		if err := os.Symlink("batch.test", filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sub := range []string{"state/queue", "state/history"} {
+		if err := os.MkdirAll(filepath.Join(bin, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dir := t.TempDir()
+	writeRemoteWorkflow(t, dir, "")
+	r := start(t, bin, []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}, "-T", "condor", "-X", dir).wait(t)
+	checkRemoteWorkflow(t, dir, r)
+	checkNoSpool(t, dir)
+}
+
+// appendRule adds text to the Makeflow in dir.
+func appendRule(t *testing.T, dir, text string) {
+	t.Helper()
+	path := filepath.Join(dir, "Makeflow")
+	writeFiles(t, dir, map[string]string{"Makeflow": readFile(t, path) + text})
+}
+
+// checkNoSpool checks that the batch driver removed its spool directory
+// and that no sandbox was left behind.
+func checkNoSpool(t *testing.T, dir string) {
+	t.Helper()
+	for _, pattern := range []string{".rightsize-*", ".makeflow-sandbox-*"} {
+		if m, _ := filepath.Glob(filepath.Join(dir, pattern)); len(m) > 0 {
+			t.Errorf("left behind: %v", m)
+		}
+	}
+}
+
+// TestSlurmInterrupt interrupts makeflow -T slurm while a rule runs: the
+// job is removed from SLURM, and the run ends as interrupted.
+func TestSlurmInterrupt(t *testing.T) {
+	needBatchSystem(t, "SLURM", "scripts/slurm.sh", slurmUp)
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"Makeflow": "a:\n\ttouch a\nb: a\n\tsleep 300; touch b\n"})
+	m := start(t, dir, nil, "-T", "slurm")
+	var jobID string
+	m.until(t, "b running", func() bool {
+		for _, line := range strings.Split(readLog(dir), "\n") {
+			if f := strings.Fields(line); len(f) == 10 && f[1] == "1" && f[2] == "1" {
+				jobID = f[3]
+				return true
+			}
+		}
+		return false
+	})
+	m.cmd.Process.Signal(os.Interrupt)
+	if r := m.wait(t); r.code != 130 || !strings.Contains(r.err, "interrupted with 1 of 2 rules done") {
+		t.Errorf("interrupted run: %v", r)
+	}
+	out, _ := exec.Command("squeue", "--noheader", "--jobs="+jobID, "--format=%T").CombinedOutput()
+	if state := strings.TrimSpace(string(out)); state != "" && !strings.Contains(state, "CANCELLED") && !strings.Contains(state, "Invalid job id") {
+		t.Errorf("SLURM job %s is %q after the interrupt", jobID, state)
+	}
+	checkNoSpool(t, dir)
 }
