@@ -177,6 +177,10 @@ func (l ErrorList) Error() string {
 	return b.String()
 }
 
+// Sort orders the errors by position, as every ErrorList this package
+// returns is ordered; for lists joined from several checks.
+func (l ErrorList) Sort() { sortErrors(l) }
+
 // Unwrap lets errors.As find the individual errors.
 func (l ErrorList) Unwrap() []error {
 	errs := make([]error, len(l))

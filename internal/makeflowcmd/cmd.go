@@ -6,7 +6,6 @@
 package makeflowcmd
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -348,9 +346,7 @@ func checkWorkflow(wf *makeflow.Workflow, dir string, bt batchType, o *options) 
 	if len(list) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(list, func(a, b *makeflow.Error) int {
-		return cmp.Or(cmp.Compare(a.Pos.Line, b.Pos.Line), cmp.Compare(a.Pos.Col, b.Pos.Col))
-	})
+	list.Sort()
 	return list
 }
 

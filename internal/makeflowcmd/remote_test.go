@@ -615,3 +615,45 @@ func TestSlurmInterrupt(t *testing.T) {
 	}
 	checkNoSpool(t, dir)
 }
+
+// TestWorkQueueProjectAndPassword: a master advertised under a project name
+// (-N) to a catalog (-C) is found by a worker started with -M, and serves it
+// only with the right password.
+func TestWorkQueueProjectAndPassword(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "out:\n\techo served > out\n", "pw": "sesame\n", "wrong": "open\n"})
+	catalogFile := filepath.Join(t.TempDir(), "catalog.port")
+	startWorkers(t, 1, func(string) []string {
+		return []string{workqueueBinary, "catalog", "-p", "0", "-Z", catalogFile}
+	})
+	var catalog string
+	deadline := time.Now().Add(waitTimeout)
+	for {
+		b, _ := os.ReadFile(catalogFile)
+		if catalog = strings.TrimSpace(string(b)); strings.HasSuffix(string(b), "\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the catalog server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	catalog = "127.0.0.1:" + catalog
+	project := "mftest-" + strconv.Itoa(os.Getpid())
+	m := start(t, dir, nil, "-T", "wq", "-p", "0", "-N", project, "-C", catalog, "--password", "pw", "w.mf")
+	worker := func(password string) func(string) []string {
+		return func(workdir string) []string {
+			return []string{workqueueBinary, "worker", "-M", project, "-C", catalog, "--password", filepath.Join(dir, password),
+				"-s", workdir, "--min-backoff", "0.1", "--max-backoff", "0.5", "-t", "300"}
+		}
+	}
+	startWorkers(t, 1, worker("wrong"))
+	time.Sleep(time.Second)
+	if exists(filepath.Join(dir, "out")) {
+		t.Fatal("a worker with the wrong password ran a rule")
+	}
+	startWorkers(t, 1, worker("pw"))
+	if r := m.wait(t); r.code != 0 || readFile(t, filepath.Join(dir, "out")) != "served\n" {
+		t.Errorf("run: %v", r)
+	}
+}
