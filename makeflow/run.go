@@ -29,8 +29,10 @@ type Options struct {
 	// Executor runs the rules that run on this machine; nil means a Local
 	// executor that discards the commands' output.
 	Executor Executor
-	// Remote, if set, runs the rules not marked LOCAL (a batch system),
-	// within RemoteLimits.
+	// Remote, if set, runs every rule but those marked LOCAL and nested
+	// workflows: a Batch, on a batch system or Work Queue workers. At most
+	// RemoteLimits.Jobs of them run at once; its resource fields, if set,
+	// bound the sum of what they declare (zero: the batch system decides).
 	Remote       Executor
 	RemoteLimits Limits
 
@@ -188,7 +190,12 @@ func Run(ctx context.Context, w *Workflow, opts Options) (*Report, error) {
 	if opts.SkipFileCheck {
 		exists = nil
 	}
-	if errs := d.g.check(exists); len(errs) > 0 {
+	errs := d.g.check(exists)
+	if p, ok := opts.Remote.(planner); ok {
+		errs = append(errs, p.plan(w)...)
+		sortErrors(errs)
+	}
+	if len(errs) > 0 {
 		return nil, errs
 	}
 	if err := d.setup(); err != nil {
@@ -196,6 +203,12 @@ func Run(ctx context.Context, w *Workflow, opts Options) (*Report, error) {
 	}
 	defer d.closeExecutors()
 	return d.run(ctx)
+}
+
+// A planner is a remote executor that checks the workflow before anything
+// runs and plans for it (Batch decides which inputs to cache).
+type planner interface {
+	plan(w *Workflow) ErrorList
 }
 
 type driver struct {
@@ -330,7 +343,7 @@ func (d *driver) setup() error {
 // will run alone.
 func (d *driver) warnOversized(l Limits) {
 	for _, r := range d.w.Rules {
-		if d.opts.Remote != nil && !r.Local {
+		if d.opts.Remote != nil && !r.onThisMachine() {
 			continue
 		}
 		res := r.Resources

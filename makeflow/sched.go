@@ -50,8 +50,9 @@ type Limits struct {
 type SchedulerConfig struct {
 	// Local bounds the rules that run on this machine.
 	Local Limits
-	// Remote, if set, bounds the rules that run elsewhere: every rule not
-	// marked LOCAL. If nil, every rule runs locally.
+	// Remote, if set, bounds the rules that run elsewhere: every rule but
+	// those marked LOCAL and nested workflows. If nil, every rule runs
+	// locally.
 	Remote *Limits
 	// Retries is how many more times a failed rule is tried.
 	Retries int
@@ -283,7 +284,7 @@ func (s *Scheduler) countOf(st RuleState) *int {
 }
 
 func (s *Scheduler) poolOf(id int) *pool {
-	if s.remote && !s.g.w.Rules[id].Local {
+	if s.remote && !s.g.w.Rules[id].onThisMachine() {
 		return &s.pools[1]
 	}
 	return &s.pools[0]

@@ -63,6 +63,11 @@ type Rule struct {
 	BatchOptions string
 }
 
+// onThisMachine reports whether the rule runs on this machine even when
+// the workflow runs on a batch system: LOCAL rules, and nested workflows,
+// which run this program with -T local.
+func (r *Rule) onThisMachine() bool { return r.Local || r.Nested != nil }
+
 // A File is a file named by a rule.
 type File struct {
 	// Name is the file's path relative to the workflow's directory (or
@@ -171,6 +176,10 @@ func (l ErrorList) Error() string {
 	}
 	return b.String()
 }
+
+// Sort orders the errors by position, as every ErrorList this package
+// returns is ordered; for lists joined from several checks.
+func (l ErrorList) Sort() { sortErrors(l) }
 
 // Unwrap lets errors.As find the individual errors.
 func (l ErrorList) Unwrap() []error {

@@ -185,6 +185,13 @@ func resultEvent(r *workqueue.Result) Event {
 	case workqueue.Signaled:
 		ev.State, ev.ExitCode = Done, 128+r.ExitCode // as /bin/sh reports it
 	case workqueue.OutputMissing:
+		if r.ExitCode != 0 {
+			// The command failed, and its outputs are missing because of
+			// it: report its exit status, as the shared-filesystem drivers
+			// do.
+			ev.State, ev.ExitCode = Done, r.ExitCode
+			break
+		}
 		ev.State, ev.Err = Failed, reason(ErrMissingOutput)
 	case workqueue.MaxRunTime:
 		ev.State, ev.Err = Failed, reason(ErrTimeLimit)

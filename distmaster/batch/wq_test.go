@@ -99,6 +99,12 @@ func TestWorkQueueDriver(t *testing.T) {
 		if ev := rec.final(t, missing); ev.State != Failed || !errors.Is(ev.Err, ErrMissingOutput) {
 			t.Errorf("job not making its output: %v %v, want ErrMissingOutput", ev.State, ev.Err)
 		}
+		// A command that fails without making its output reports its exit
+		// status, as on a shared filesystem.
+		failing := submit(t, d, &Job{Command: "exit 3", Dir: dir, Outputs: []File{{Path: "never.txt"}}})
+		if ev := rec.final(t, failing); ev.State != Done || ev.ExitCode != 3 {
+			t.Errorf("failing job not making its output: %v exit %d %v, want done exit 3", ev.State, ev.ExitCode, ev.Err)
+		}
 	})
 
 	t.Run("BadJobs", func(t *testing.T) {

@@ -42,5 +42,32 @@ echo "$correct of 30 mutated queries found the sequence they came from"
 echo "-- hits.2 lost: makeflow reruns only what depends on it"
 rm hits.2
 makeflow -j 2 Makeflow
+cp results.txt results.local
 echo "-- makeflow -c"
 makeflow -c Makeflow | tail -3
+
+# The same workflow on Work Queue workers: the searches run on two workers
+# (here on this machine; on a cluster, anywhere that can reach it), with
+# db.fa and search.sh, which every search reads, sent once to each worker.
+echo "-- makeflow -T wq, with two workers"
+makeflow -T wq -Z wq.port Makeflow > wq.log 2>&1 &
+mf=$!
+for _ in $(seq 500); do [ -s wq.port ] && break; sleep 0.01; done
+workers=()
+for _ in 1 2; do
+  workqueue worker -q -t 30 127.0.0.1 "$(cat wq.port)" 2>> wq.workers.log &
+  workers+=($!)
+done
+status=0
+wait "$mf" || status=$?
+kill "${workers[@]}" 2>/dev/null || true
+wait "${workers[@]}" 2>/dev/null || true
+grep -E "listening|workflow complete" wq.log
+[ "$status" = 0 ] || { cat wq.log; exit "$status"; }
+if cmp -s results.txt results.local; then
+  echo "the same results as on this machine"
+else
+  echo "the results differ from this machine's" >&2
+  exit 1
+fi
+makeflow -c Makeflow > /dev/null

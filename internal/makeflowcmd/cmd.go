@@ -12,14 +12,17 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/rightsize/rightsize/distmaster/batch"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/makeflow"
+	"github.com/rightsize/rightsize/workqueue"
 	"github.com/spf13/cobra"
 )
 
@@ -45,25 +48,37 @@ type options struct {
 	localDisk     int64
 	skipFileCheck bool
 	json          bool
+
+	// Remote runs.
+	port         int
+	portFile     string
+	project      string
+	passwordFile string
+	catalogs     string
+	fastAbort    float64
+	sharedFS     []string
+	batchOptions string
 }
 
 // A batchType is a value of -T: where the rules run.
 type batchType struct {
 	name   string
-	remote bool // runs rules elsewhere; -J applies
-	// ready says whether this build can run it; the others are accepted
-	// names that are not implemented yet.
-	ready bool
+	remote bool // runs rules elsewhere, through a batch driver; -J applies
+	// maxRemote is the default of -J, as in CCTools.
+	maxRemote int
+	// submit is the batch system's submit command, and system its name,
+	// for a batch system that has them.
+	submit, system string
 }
 
 func batchTypes() []batchType {
 	return []batchType{
-		{name: "local", ready: true},
-		{name: "dryrun", ready: true},
-		{name: "wq", remote: true},
-		{name: "slurm", remote: true},
-		{name: "sge", remote: true},
-		{name: "condor", remote: true},
+		{name: "local"},
+		{name: "dryrun"},
+		{name: "wq", remote: true, maxRemote: 1000},
+		{name: "slurm", remote: true, maxRemote: 100, submit: "sbatch", system: "SLURM"},
+		{name: "sge", remote: true, maxRemote: 100, submit: "qsub", system: "Grid Engine"},
+		{name: "condor", remote: true, maxRemote: 100, submit: "condor_submit", system: "HTCondor"},
 	}
 }
 
@@ -71,9 +86,6 @@ func lookupBatchType(name string) (batchType, error) {
 	var names []string
 	for _, bt := range batchTypes() {
 		if bt.name == name {
-			if !bt.ready {
-				return bt, cmdutil.Usagef("-T %s: running rules on %s is not available in this version yet; use -T local", name, name)
-			}
 			return bt, nil
 		}
 		names = append(names, bt.name)
@@ -93,7 +105,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 			if len(args) == 1 {
 				file = args[0]
 			}
-			return run(cmd.Context(), o, file, cmd.Flags().Changed("max-local"), s)
+			return run(cmd.Context(), o, file, cmd.Flags().Changed, s)
 		},
 	}
 	f := cmd.Flags()
@@ -101,9 +113,9 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	if defaultType == "" {
 		defaultType = "local"
 	}
-	f.StringVarP(&o.batchType, "batch-type", "T", defaultType, "where rules run: local or dryrun")
+	f.StringVarP(&o.batchType, "batch-type", "T", defaultType, "where rules run: local, wq (Work Queue workers), slurm, sge, condor, or dryrun")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
-	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system")
+	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
 	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs or intermediates; runs nothing")
 	f.Lookup("clean").NoOptDefVal = "all"
 	f.StringVarP(&o.logPath, "makeflow-log", "l", "", "transaction log (default WORKFLOW.makeflowlog)")
@@ -118,16 +130,53 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.Int64Var(&o.localDisk, "local-disk", 0, "disk in MB rules may use (default: free space)")
 	f.BoolVar(&o.skipFileCheck, "skip-file-check", false, "trust the log: do not look for missing or changed files before running")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
+
+	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
+	f.StringVarP(&o.portFile, "port-file", "Z", "", "-T wq: listen on any free port and write it to `FILE`")
+	f.StringVarP(&o.project, "project-name", "N", "", "-T wq: advertise the master to the catalog under this project name")
+	f.StringVarP(&o.project, "manager-name", "M", "", "same as -N")
+	f.StringVar(&o.passwordFile, "password", "", "-T wq: workers must know the password in `FILE`")
+	f.StringVarP(&o.catalogs, "catalog-server", "C", "", "-T wq: catalog servers HOST:PORT[,HOST:PORT] for -N")
+	f.Float64VarP(&o.fastAbort, "fast-abort", "F", 0, "-T wq: abort and re-send a task running longer than `MULT` times its category's mean")
+	f.StringArrayVar(&o.sharedFS, "shared-fs", nil, "-T wq: files under the absolute `DIR` are on a filesystem the workers share; they are used in place, not transferred (repeatable)")
+	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "-T slurm|sge: extra sbatch/qsub arguments; -T condor: an extra line of the submit file")
 	return cmd
 }
 
-func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdutil.Streams) error {
+// workQueuePort is the port a Work Queue master listens on by default, as
+// in CCTools.
+const workQueuePort = 9123
+
+// run runs the command; changed reports whether a flag (by long name) was
+// given.
+func run(ctx context.Context, o *options, file string, changed func(string) bool, s cmdutil.Streams) error {
 	bt, err := lookupBatchType(o.batchType)
 	if err != nil {
 		return err
 	}
+	if bt.name != "wq" {
+		for _, name := range []string{"port", "port-file", "project-name", "manager-name", "password", "catalog-server", "fast-abort"} {
+			if changed(name) {
+				return cmdutil.Usagef("--%s is for the Work Queue master of -T wq, not -T %s", name, bt.name)
+			}
+		}
+	}
+	if changed("batch-options") && (!bt.remote || bt.name == "wq") {
+		return cmdutil.Usagef("-B is for -T slurm, sge or condor, not -T %s", bt.name)
+	}
 	if o.maxLocal < 0 || o.maxRemote < 0 || o.retries < 0 || o.localCores < 0 || o.localMemory < 0 || o.localDisk < 0 {
 		return cmdutil.Usagef("-j, -J, -r and the --local-* limits must not be negative")
+	}
+	if o.port < 0 || o.port > 65535 {
+		return cmdutil.Usagef("-p %d: not a port number", o.port)
+	}
+	if o.fastAbort != 0 && o.fastAbort < 1 {
+		return cmdutil.Usagef("-F %g: the fast-abort multiplier must be at least 1", o.fastAbort)
+	}
+	for _, d := range o.sharedFS {
+		if !filepath.IsAbs(d) {
+			return cmdutil.Usagef("--shared-fs %s: must be an absolute path (the workers see the directory under the same name)", d)
+		}
 	}
 	mode, err := cleanMode(o.clean)
 	if err != nil {
@@ -166,11 +215,7 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 	case o.dot:
 		return makeflow.WriteDot(s.Out, wf)
 	case o.check:
-		exists := func(name string) bool {
-			_, err := os.Stat(inDir(dir, name))
-			return err == nil
-		}
-		if err := wf.Check(exists); err != nil {
+		if err := checkWorkflow(wf, dir, bt, o); err != nil {
 			return inputErrors(err, path, s.Err)
 		}
 		fmt.Fprintf(s.Out, "%s: %d rules, no problems found\n", path, len(wf.Rules))
@@ -180,7 +225,7 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 	}
 
 	limits := makeflow.Limits{Jobs: o.maxLocal, Cores: o.localCores, MemoryMB: o.localMemory, DiskMB: o.localDisk}
-	if env, err := strconv.Atoi(os.Getenv("MAKEFLOW_MAX_LOCAL_JOBS")); err == nil && env > 0 && (!maxLocalSet || env < limits.Jobs) {
+	if env, err := strconv.Atoi(os.Getenv("MAKEFLOW_MAX_LOCAL_JOBS")); err == nil && env > 0 && (!changed("max-local") || env < limits.Jobs) {
 		limits.Jobs = env
 	}
 	if !bt.remote && o.maxRemote > 0 && (limits.Jobs == 0 || o.maxRemote < limits.Jobs) {
@@ -215,6 +260,7 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 	if o.debug != "" {
 		runOpts.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	var remote *makeflow.Batch
 	switch bt.name {
 	case "dryrun":
 		d := makeflow.NewDryRun(s.Out)
@@ -234,8 +280,34 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 		}
 		defer l.Close()
 		runOpts.Executor = l
+		if !bt.remote {
+			break
+		}
+		// Report a workflow the batch system cannot run before starting a
+		// master for it.
+		if err := checkWorkflow(wf, dir, bt, o); err != nil {
+			bar.Stop()
+			return inputErrors(err, path, s.Err)
+		}
+		jobs := o.maxRemote
+		if jobs == 0 {
+			jobs = bt.maxRemote
+		}
+		if env, err := strconv.Atoi(os.Getenv("MAKEFLOW_MAX_REMOTE_JOBS")); err == nil && env > 0 && env < jobs {
+			jobs = env
+		}
+		remote, err = newBatch(bt, o, dir, changed("port"), out, runOpts.Logger)
+		if err != nil {
+			return err
+		}
+		runOpts.Remote, runOpts.RemoteLimits = remote, makeflow.Limits{Jobs: jobs}
 	}
 	rep, err := makeflow.Run(ctx, wf, runOpts)
+	if remote != nil {
+		if cerr := remote.Close(); cerr != nil && err == nil {
+			err = fmt.Errorf("closing the %s driver: %w", bt.name, cerr)
+		}
+	}
 	bar.Stop()
 	var listErr makeflow.ErrorList
 	switch {
@@ -249,6 +321,94 @@ func run(ctx context.Context, o *options, file string, maxLocalSet bool, s cmdut
 			plural(rep.Ran, "rule"), plural(rep.Skipped, "rule"), rep.Elapsed.Round(time.Millisecond))
 	}
 	return nil
+}
+
+// checkWorkflow reports, as a makeflow.ErrorList, what would stop the
+// workflow from running on the batch type bt: what Workflow.Check finds,
+// and the files a remote back end could not place.
+func checkWorkflow(wf *makeflow.Workflow, dir string, bt batchType, o *options) error {
+	exists := func(name string) bool {
+		_, err := os.Stat(inDir(dir, name))
+		return err == nil
+	}
+	if o.skipFileCheck {
+		exists = nil
+	}
+	var list makeflow.ErrorList
+	for _, err := range []error{wf.Check(exists), batchOptions(bt, o, nil).Check(wf)} {
+		var l makeflow.ErrorList
+		if errors.As(err, &l) {
+			list = append(list, l...)
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(list) == 0 {
+		return nil
+	}
+	list.Sort()
+	return list
+}
+
+// batchOptions configures the makeflow side of a remote run.
+func batchOptions(bt batchType, o *options, logger *slog.Logger) makeflow.BatchOptions {
+	return makeflow.BatchOptions{ShipFiles: bt.name == "wq", SharedFS: o.sharedFS, Logger: logger}
+}
+
+// newBatch starts the batch driver for bt and returns the executor that
+// runs rules through it. For Work Queue it starts the master and says
+// where it listens, as CCTools does.
+func newBatch(bt batchType, o *options, dir string, portSet bool, out io.Writer, logger *slog.Logger) (*makeflow.Batch, error) {
+	opts := batch.Options{Spool: dir, Logger: logger}
+	switch bt.name {
+	case "condor":
+		if o.batchOptions != "" {
+			opts.SubmitArgs = []string{o.batchOptions}
+		}
+	case "wq":
+		port := o.port
+		if o.portFile != "" && !portSet {
+			port = 0
+		}
+		cfg := &workqueue.Config{Addr: ":" + strconv.Itoa(port), Project: o.project, Logger: logger,
+			FastAbort: workqueue.FastAbort{Multiplier: o.fastAbort}}
+		if o.passwordFile != "" {
+			pw, err := os.ReadFile(inDir(dir, o.passwordFile))
+			if err != nil {
+				return nil, fmt.Errorf("--password: %w", err)
+			}
+			cfg.Password = pw
+		}
+		for _, c := range strings.Split(o.catalogs, ",") {
+			if c = strings.TrimSpace(c); c != "" {
+				cfg.Catalogs = append(cfg.Catalogs, c)
+			}
+		}
+		opts.WorkQueue = cfg
+	default:
+		opts.SubmitArgs = strings.Fields(o.batchOptions)
+	}
+	if bt.submit != "" {
+		// Say so once, not once per rule.
+		if _, err := exec.LookPath(bt.submit); err != nil {
+			return nil, fmt.Errorf("-T %s: %s is not in PATH; is %s installed here?", bt.name, bt.submit, bt.system)
+		}
+	}
+	d, err := batch.New(bt.name, opts)
+	if err != nil {
+		return nil, fmt.Errorf("-T %s: %w", bt.name, err)
+	}
+	if wq, ok := d.(*batch.WorkQueue); ok {
+		port := wq.Master().Port()
+		fmt.Fprintf(out, "listening for workers on port %d.\n", port)
+		if o.portFile != "" {
+			if err := os.WriteFile(inDir(dir, o.portFile), []byte(strconv.Itoa(port)+"\n"), 0o666); err != nil {
+				d.Close(context.Background())
+				return nil, fmt.Errorf("-Z: %w", err)
+			}
+		}
+	}
+	return makeflow.NewBatch(d, batchOptions(bt, o, logger)), nil
 }
 
 // inputErrors prints each problem with the workflow on its own line, as

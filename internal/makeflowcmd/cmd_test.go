@@ -18,8 +18,9 @@ import (
 	"github.com/rightsize/rightsize/internal/testutil"
 )
 
-// binary is the makeflow command built for these tests.
-var binary string
+// binary and workqueueBinary are the makeflow and workqueue commands
+// built for these tests.
+var binary, workqueueBinary string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "makeflowcmd-test")
@@ -27,12 +28,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := testutil.BuildCommands(dir, "makeflow"); err != nil {
+	if err := testutil.BuildCommands(dir, "makeflow", "workqueue"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "makeflow")
+	workqueueBinary = filepath.Join(dir, "workqueue")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
@@ -107,7 +109,7 @@ func TestHelp(t *testing.T) {
 	if r.code != 0 {
 		t.Fatal(r)
 	}
-	for _, want := range []string{"THE LANGUAGE", "THE LOG, RECOVERY AND FAILURES", "EXIT STATUS", "--batch-type", "--max-local", "--clean", "--dot", "--check"} {
+	for _, want := range []string{"THE LANGUAGE", "THE LOG, RECOVERY AND FAILURES", "ON A CLUSTER", "EXIT STATUS", "--shared-fs", "--port-file", "--batch-type", "--max-local", "--clean", "--dot", "--check"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("--help lacks %q", want)
 		}
@@ -123,7 +125,6 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--bogus", "w.mf"}, "unknown flag: --bogus"},
 		{[]string{"-T", "nope", "w.mf"}, `-T "nope": unknown batch type (known: local, dryrun, wq, slurm, sge, condor)`},
-		{[]string{"-T", "slurm", "w.mf"}, "-T slurm: running rules on slurm is not available in this version yet"},
 		{[]string{"w.mf", "extra"}, "accepts between 0 and 1 arg(s)"},
 		{[]string{}, "no workflow given, and ./Makeflow does not exist"},
 		{[]string{"--clean=bogus", "w.mf"}, "--clean=bogus: expected all, outputs or intermediates"},

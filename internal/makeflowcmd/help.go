@@ -59,6 +59,36 @@ THE LOG, RECOVERY AND FAILURES
   -c removes everything the rules made, and the log; it never removes a
   file that no rule makes.
 
+ON A CLUSTER
+  -T wq runs every rule that is not LOCAL on Work Queue workers: makeflow
+  listens for them (port 9123, -p, or any free port written to -Z FILE;
+  -N NAME advertises it to the catalog) and prints "listening for workers on
+  port N.". Start workers anywhere that can reach this machine:
+      workqueue worker HOST N        (or CCTools' work_queue_worker HOST N)
+  Each rule runs in a sandbox of its own on a worker: its inputs are sent
+  there under their remote names and its outputs fetched back, so every file
+  a rule uses must be declared. An input that several rules read is cached
+  on the workers, sent once to each. A file given by an absolute path (or
+  one outside the workflow's directory) cannot be sent: rename it
+  (/data/ref.fa->ref.fa) and use the remote name in the command, or name a
+  directory that every worker sees under the same path with --shared-fs DIR;
+  makeflow refuses such a workflow before it starts, with the file's
+  position. Workers need --password FILE when makeflow is given one.
+
+  -T slurm, -T sge and -T condor submit one batch job per rule; the jobs run
+  in the workflow's directory, which must be on a filesystem the cluster's
+  nodes share. -B passes extra options to sbatch or qsub (for condor: one
+  more line of the submit file).
+
+  CATEGORY, CORES, MEMORY (MB), DISK (MB) and WALL_TIME (s) are asked of the
+  batch system (Work Queue, sbatch --cpus-per-task/--mem/--tmp/--time, qsub
+  -pe smp/-l h_vmem/-l h_rt, request_cpus/memory/disk). -J bounds the rules
+  submitted at once (default 1000 for wq, 100 otherwise); LOCAL rules and
+  nested workflows run on this machine, within -j. The log, recovery,
+  failures and -c work as for local runs. What remote commands print on
+  standard output is not brought back; a failed rule's report shows the end
+  of its standard error (on Work Queue, of its output).
+
 EXIT STATUS
   0 everything ran; 1 a rule failed or the workflow has errors; 2 bad flags;
   130 interrupted (finished rules are kept).
@@ -68,5 +98,7 @@ EXAMPLES
   makeflow -j 8 blast.mf         at most 8 rules at once
   makeflow --check blast.mf      only look for errors
   makeflow -T dryrun blast.mf    print the commands that would run
+  makeflow -T wq blast.mf        run on Work Queue workers (port 9123)
+  makeflow -T slurm -J 50 blast.mf  run on SLURM, at most 50 jobs at once
   makeflow --dot blast.mf | dot -Tsvg > blast.svg
   makeflow -c blast.mf           remove what the workflow made`
