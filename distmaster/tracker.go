@@ -83,8 +83,9 @@ type blockRecord struct {
 
 // jobRecord is one submitted job of a block.
 type jobRecord struct {
-	block   int
-	started time.Time // when it was submitted, then when it was seen starting
+	block     int
+	submitted time.Time
+	started   time.Time // when it was seen starting; zero until then
 }
 
 // runStats are the running times of finished jobs, for fast abort.
@@ -151,7 +152,7 @@ func (t *Tracker) Next() (block, attempt int, ok bool) {
 // Submitted reports that block's job was accepted by the batch system at
 // time now under ID job.
 func (t *Tracker) Submitted(block int, job string, now time.Time) {
-	t.jobs[job] = &jobRecord{block: block, started: now}
+	t.jobs[job] = &jobRecord{block: block, submitted: now}
 	t.counts.Jobs++
 }
 
@@ -161,9 +162,9 @@ func (t *Tracker) SubmitFailed(block int, err error) Outcome {
 	return t.fail(block, fmt.Errorf("submit: %w", err))
 }
 
-// Started reports that job was seen running at time now; its running time
-// for fast abort counts from then rather than from its submission, so that
-// time in a batch queue is not taken for slowness.
+// Started reports that job was seen running at time now. Only a job seen
+// running can be a straggler, its running time counted from then: time in
+// a batch queue is not slowness.
 func (t *Tracker) Started(job string, now time.Time) {
 	if j, ok := t.jobs[job]; ok {
 		j.started = now
@@ -198,7 +199,11 @@ func (t *Tracker) Ended(job string, now time.Time, err error) Outcome {
 	r := t.blocks[j.block]
 	t.busy--
 	t.counts.Done++
-	t.stats.add(now.Sub(j.started))
+	begin := j.started
+	if begin.IsZero() {
+		begin = j.submitted // it started and ended between two looks
+	}
+	t.stats.add(now.Sub(begin))
 	return Outcome{Block: j.block, Known: true, Done: true, Attempts: r.failures + r.aborts + 1}
 }
 
@@ -230,7 +235,7 @@ func (t *Tracker) Tick(now time.Time) []string {
 	var slow []string
 	for id, j := range t.jobs {
 		r := t.blocks[j.block]
-		if r.aborts >= fa.MaxAborts {
+		if j.started.IsZero() || r.aborts >= fa.MaxAborts {
 			continue
 		}
 		if now.Sub(j.started).Seconds() > t.limit(r.aborts) {
