@@ -6,14 +6,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/rightsize/rightsize/allpairs"
 	"github.com/rightsize/rightsize/distmaster/batch"
 	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/sparsematrix"
 )
 
@@ -462,5 +465,54 @@ func TestJobSizeFromModel(t *testing.T) {
 	}
 	if res.JobW < 1 || res.JobH < 1 || res.Predicted <= 0 {
 		t.Errorf("result %+v", res)
+	}
+}
+
+// needBatchSystem skips the test when the batch system kind is not up
+// here, and fails it under CI=true, where .ci/run starts it.
+func needBatchSystem(t *testing.T, kind string) {
+	t.Helper()
+	script := filepath.Join(testutil.ModuleRoot(), "scripts", kind+".sh")
+	if out, err := exec.Command(script, "status").CombinedOutput(); err != nil {
+		if testutil.InCI() {
+			t.Fatalf("%s is not up under CI=true (.ci/run starts it): %v\n%s", kind, err, out)
+		}
+		t.Skipf("skipping: %s is not up here (%s start): %v", kind, script, err)
+	}
+}
+
+// TestBatchSystems runs both abstractions as jobs of the real single-node
+// SLURM and Grid Engine, on the shared filesystem they see.
+func TestBatchSystems(t *testing.T) {
+	set := itemSet(t, 5)
+	pair := openPair(t, pairScript(t, t.TempDir(), ""))
+	wantPairs := multicoreLines(t, set, set, pair, true)
+	cell := openCell(t, "builtin:sum")
+	for _, kind := range []string{"slurm", "sge"} {
+		t.Run(kind, func(t *testing.T) {
+			needBatchSystem(t, kind)
+			d, err := OpenDriver(kind, batch.Options{Spool: t.TempDir(), PollInterval: 250 * time.Millisecond}, "", FastAbort{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close(context.Background())
+			cfg := testConfig(t, d, "allpairs")
+			cfg.Kind = kind
+			got, _, err := runAllPairs(context.Background(), t, cfg, AllPairs{
+				A: set, B: set, Func: FunctionOf(pair.Info(), "", 0), Symmetric: true, JobW: 3, JobH: 3})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got, wantPairs) {
+				t.Errorf("All-Pairs: %s", firstDiff(got, wantPairs))
+			}
+			p := newWavefront(t, 6)
+			if _, err := p.run(context.Background(), t, testConfig(t, d, "wavefront"), cell, 4); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := p.result(t), p.multicore(t, cell); !equalCells(got, want) {
+				t.Errorf("Wavefront: %d cells, want %d, or values differ", len(got), len(want))
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package distmaster
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -24,7 +25,7 @@ type Config struct {
 	Driver batch.Driver
 	// Kind is the batch type the driver is for (see batch.Kinds); it sets
 	// the dispatch latency the models assume. Default: "wq" for a Work
-	// Queue driver, "local" for a local one, otherwise "slurm".
+	// Queue driver, "local" for a local one, otherwise "batch".
 	Kind string
 	// Program is the executable every job runs in sub-problem mode: this
 	// same program (os.Executable) by default.
@@ -66,7 +67,7 @@ func (c *Config) fill() error {
 		case *batch.Local:
 			c.Kind = "local"
 		default:
-			c.Kind = "slurm"
+			c.Kind = "batch"
 		}
 	}
 	if c.TickInterval <= 0 {
@@ -296,7 +297,13 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		case !complete:
 			jobErr = errors.New("the job exited 0 but did not return every cell of its block")
 		}
-		handle(tr.Ended(ev.ID, time.Now(), jobErr), ev.Stderr)
+		// The driver's times where it has them: Work Queue reports no
+		// start but for the final event, and the job's time on its worker
+		// should not include its wait in the queue.
+		if !ev.Started.IsZero() {
+			tr.Started(ev.ID, ev.Started)
+		}
+		handle(tr.Ended(ev.ID, cmp.Or(ev.Ended, time.Now()), jobErr), ev.Stderr)
 	}
 
 	tick := time.NewTicker(cfg.TickInterval)
@@ -315,7 +322,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 			}
 			switch {
 			case ev.State == batch.Running:
-				tr.Started(ev.ID, time.Now())
+				tr.Started(ev.ID, cmp.Or(ev.Started, time.Now()))
 			case ev.State.Final():
 				finish(ev)
 			}
