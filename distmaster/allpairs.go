@@ -105,7 +105,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 		return AllPairsResult{}, err
 	}
 	r := &apRun{p: p, cfg: &cfg, files: files, n: len(p.A.Items), m: len(p.B.Items)}
-	r.have = make([]uint64, (r.n*r.m+63)/64)
+	r.have = newBitset(r.n * r.m)
 	res := AllPairsResult{Cells: r.cells()}
 
 	// The checkpoint first: it is locked against a second master.
@@ -169,13 +169,11 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 			ready = append(ready, len(r.blocks)-1)
 		}
 	}
-	if len(ready) > 0 {
-		fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", len(ready), res.Blocks, cfg.Kind)
-		if err := workDir(cfg.WorkDir); err != nil {
-			return res, err
-		}
-		defer os.RemoveAll(cfg.WorkDir)
+	fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", len(ready), res.Blocks, cfg.Kind)
+	if err := workDir(cfg.WorkDir); err != nil {
+		return res, err
 	}
+	defer os.RemoveAll(cfg.WorkDir)
 	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
 	res.TrackerCounts, res.MeanJob = st.TrackerCounts, st.MeanJob
 	res.Computed = r.kept - res.Resumed
@@ -204,8 +202,8 @@ type apRun struct {
 	bw, bh int
 	blocks []apBlock
 	ck     *sparsematrix.Writer
-	have   []uint64 // cells in the checkpoint, by x*m+y
-	kept   int64    // cells in the checkpoint
+	have   bitset // cells in the checkpoint, by x*m+y
+	kept   int64  // cells in the checkpoint
 }
 
 func (r *apRun) cells() int64 {
@@ -215,19 +213,14 @@ func (r *apRun) cells() int64 {
 	return int64(r.n) * int64(r.n+1) / 2
 }
 
-func (r *apRun) has(x, y int) bool {
-	k := x*r.m + y
-	return r.have[k/64]&(1<<(k%64)) != 0
-}
+func (r *apRun) has(x, y int) bool { return r.have.has(x*r.m + y) }
 
 // keep notes cell (x, y) as being in the checkpoint, reporting whether it
 // was new.
 func (r *apRun) keep(x, y int) bool {
-	k := x*r.m + y
-	if r.have[k/64]&(1<<(k%64)) != 0 {
+	if !r.have.set(x*r.m + y) {
 		return false
 	}
-	r.have[k/64] |= 1 << (k % 64)
 	r.kept++
 	return true
 }
@@ -283,7 +276,7 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	inputs, program, fnFlags, fnRef, err := r.files.common(r.p.Func)
+	inputs, words, fn, err := r.files.base(r.p.Func)
 	if err != nil {
 		return nil, err
 	}
@@ -332,13 +325,14 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 	} else if err := list(bList, "B", r.p.B.Items[bl.y:bl.y+bl.h], bl.y); err != nil {
 		return nil, err
 	}
-	words := []string{program, "-M", "-X", "0", "-Y", "0", "-W", strconv.Itoa(bl.w), "-H", strconv.Itoa(bl.h),
-		"-c", "1", "-q", "--matrix", "cells.matrix"}
+	// The set lists hold only the block's items, so the sub-problem is
+	// the whole of them: its cells come back relative to the block.
+	words = append(words, "-M", "-X", "0", "-Y", "0", "-W", strconv.Itoa(bl.w), "-H", strconv.Itoa(bl.h),
+		"-c", "1", "-q", "--matrix", "cells.matrix")
 	if diagonal {
 		words = append(words, "--symmetric")
 	}
-	words = append(words, fnFlags...)
-	words = append(words, fnRef, "a.list", bList)
+	words = append(words, fn, "a.list", bList)
 	return &batch.Job{
 		Name:      "allpairs-" + r.name(b),
 		Command:   commandLine(words...),
@@ -440,15 +434,19 @@ func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 	// cost up to a job. So: at least four jobs per host, unless that would
 	// make dispatch more than 2% of a job.
 	jobCells := float64(choice.JobCells)
-	jobCells = math.Min(jobCells, float64(cells)/float64(4*max(choice.Hosts, 1)))
-	jobCells = math.Max(jobCells, 50*d.Seconds()/cellTime.Seconds())
+	why := "the model's size"
+	if split := float64(cells) / float64(4*max(choice.Hosts, 1)); split < jobCells {
+		jobCells, why = split, fmt.Sprintf("the model's %d cells cut so that each of its %d hosts gets at least 4 jobs", choice.JobCells, choice.Hosts)
+	}
+	if floor := 50 * d.Seconds() / cellTime.Seconds(); floor > jobCells {
+		jobCells, why = floor, fmt.Sprintf("long enough that the %v dispatch is at most 2%% of a job", d)
+	}
 	jobCells = math.Min(math.Max(jobCells, 1), float64(cells))
 	w := int(math.Ceil(math.Sqrt(jobCells)))
 	r.bw = min(max(w, 1), r.n)
 	r.bh = min(max(int(math.Ceil(jobCells/float64(r.bw))), 1), r.m)
 	jobTime := time.Duration(float64(r.bw*r.bh) * float64(cellTime))
-	fmt.Fprintf(cfg.Explain, "jobs of %d×%d items (about %v each): at least 4 jobs per host, dispatch at most 2%% of a job, none longer than %v\n",
-		r.bw, r.bh, jobTime.Round(time.Millisecond), maxJobTime)
+	fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, about %v each: %s\n", r.bw, r.bh, jobTime.Round(time.Millisecond), why)
 	return time.Duration(choice.Cluster * float64(time.Second))
 }
 

@@ -51,11 +51,12 @@ type jobFiles struct {
 	program string // absolute path of the program run in sub-problem mode
 }
 
-// common returns the inputs every job reads and the command's first words:
-// the program, then the function's flags. fnArgs is what the command names
-// the function by.
-func (jf jobFiles) common(f Function) (inputs []batch.File, program string, fnFlags []string, fnRef string, err error) {
-	program = jf.program
+// base returns what every block job starts with: the inputs it reads
+// whatever its block (the program and the function's file), the command's
+// first words (the program and the function's flags), and the name the
+// command gives the function, which goes before the block's inputs.
+func (jf jobFiles) base(f Function) (inputs []batch.File, head []string, fn string, err error) {
+	program := jf.program
 	if jf.ship {
 		remote := plainName(filepath.Base(jf.program))
 		inputs = append(inputs, batch.File{Path: jf.program, Remote: remote, Cache: true})
@@ -63,30 +64,29 @@ func (jf jobFiles) common(f Function) (inputs []batch.File, program string, fnFl
 	} else {
 		inputs = append(inputs, batch.File{Path: jf.program})
 	}
-	fnRef = f.Spec
-	if f.Path != "" {
-		abs, err := filepath.Abs(f.Path)
-		if err != nil {
-			return nil, "", nil, "", err
-		}
-		if jf.ship {
-			// In a directory of its own, so that its name cannot collide
-			// with the program or the block's files, and has a slash, so
-			// that it is taken for a path and never looked up in $PATH.
-			fnRef = "fn/" + plainName(filepath.Base(abs))
-			inputs = append(inputs, batch.File{Path: abs, Remote: fnRef, Cache: true})
-		} else {
-			fnRef = abs
-			inputs = append(inputs, batch.File{Path: abs})
-		}
-	}
+	head = []string{program}
 	if f.ExtraArgs != "" {
-		fnFlags = append(fnFlags, "-e", f.ExtraArgs)
+		head = append(head, "-e", f.ExtraArgs)
 	}
 	if f.Timeout > 0 {
-		fnFlags = append(fnFlags, "--timeout", f.Timeout.String())
+		head = append(head, "--timeout", f.Timeout.String())
 	}
-	return inputs, program, fnFlags, fnRef, nil
+	fn = f.Spec
+	if f.Path == "" {
+		return inputs, head, fn, nil
+	}
+	abs, err := filepath.Abs(f.Path)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if !jf.ship {
+		return append(inputs, batch.File{Path: abs}), head, abs, nil
+	}
+	// In a directory of its own, so that its name cannot collide with the
+	// program or the block's files, and with a slash, so that it is taken
+	// for a path and never looked up in $PATH.
+	fn = "fn/" + plainName(filepath.Base(abs))
+	return append(inputs, batch.File{Path: abs, Remote: fn, Cache: true}), head, fn, nil
 }
 
 // newJobFiles returns the job files for program (default: this executable).

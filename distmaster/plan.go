@@ -111,3 +111,20 @@ func workDir(dir string) error {
 func DefaultWorkDir(checkpoint string) string {
 	return filepath.Join(filepath.Dir(checkpoint), "."+filepath.Base(checkpoint)+".jobs")
 }
+
+// bitset marks cells done, a bit each: a problem's cells can number in the
+// hundreds of millions.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+// set marks i, reporting whether it was unmarked.
+func (b bitset) set(i int) bool {
+	if b.has(i) {
+		return false
+	}
+	b[i/64] |= 1 << (i % 64)
+	return true
+}

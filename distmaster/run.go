@@ -17,11 +17,11 @@ import (
 )
 
 // Config is what every distributed run needs besides its problem. Driver
-// is required; the zero value of every other field means its documented
-// default.
+// and WorkDir are required; the zero value of every other field means its
+// documented default.
 type Config struct {
-	// Driver runs the block jobs. Run does not close it. Use OpenDriver to
-	// open one with Work Queue's fast abort set up for the block jobs.
+	// Driver runs the block jobs. The runs do not close it. OpenDriver
+	// opens one with Work Queue's fast abort set up for the block jobs.
 	Driver batch.Driver
 	// Kind is the batch type the driver is for (see batch.Kinds); it sets
 	// the dispatch latency the models assume. Default: "wq" for a Work
@@ -32,8 +32,9 @@ type Config struct {
 	Program string
 	// WorkDir holds each job's files while it runs: inputs written for it
 	// and outputs fetched back. On a batch system it must be on the
-	// filesystem the execution hosts share. Run empties it first (left
-	// over by a killed run) and removes it at the end.
+	// filesystem the execution hosts share. A run empties it first (of
+	// what a killed run left) and removes it at the end. DefaultWorkDir
+	// puts it beside the checkpoint.
 	WorkDir string
 	// Retries, MaxJobs and FastAbort: see TrackerConfig. FastAbort is the
 	// master's own timer for batch systems; for Work Queue it is set when
@@ -150,7 +151,11 @@ type BlockError struct {
 }
 
 func (e *BlockError) Error() string {
-	return fmt.Sprintf("block %s failed after %d attempts: %v", e.Block, e.Attempts, e.Err)
+	attempts := "1 attempt"
+	if e.Attempts != 1 {
+		attempts = fmt.Sprintf("%d attempts", e.Attempts)
+	}
+	return fmt.Sprintf("block %s failed after %s: %v", e.Block, attempts, e.Err)
 }
 
 func (e *BlockError) Unwrap() error { return e.Err }

@@ -3,8 +3,8 @@ package distmaster
 import (
 	"cmp"
 	"fmt"
-	"slices"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/rightsize/rightsize/workqueue"

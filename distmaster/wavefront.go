@@ -94,13 +94,13 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		return WavefrontResult{}, err
 	}
 	rg := w.Region
-	r := &wfRun{w: w, cfg: &cfg, files: files, have: make([]bool, rg.Cells()), edges: map[sparsematrix.Key][]byte{}}
+	r := &wfRun{w: w, cfg: &cfg, files: files, have: newBitset(rg.Cells()), edges: map[sparsematrix.Key][]byte{}}
 	var res WavefrontResult
 	if w.Done != nil {
 		for y := rg.Y; y < rg.Y+rg.H; y++ {
 			for x := rg.X; x < rg.X+rg.W; x++ {
 				if w.Done(x, y) {
-					r.have[r.index(x, y)] = true
+					r.have.set(r.index(x, y))
 					res.Skipped++
 				}
 			}
@@ -129,31 +129,24 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		return res, fmt.Errorf("checkpoint plan: %w", err)
 	}
 
-	r.sched, err = wavefront.NewScheduler(rg, r.b, r.b, func(x, y int) bool { return r.have[r.index(x, y)] })
+	r.sched, err = wavefront.NewScheduler(rg, r.b, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
 	if err != nil {
 		return res, err
 	}
 	r.nx = (rg.W + r.b - 1) / r.b
 	res.Blocks = r.sched.Blocks()
 	ready := r.released()
-	if len(ready) > 0 {
-		fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", res.Blocks-r.sched.Counts().Done, res.Blocks, cfg.Kind)
-		if err := workDir(cfg.WorkDir); err != nil {
-			return res, err
-		}
-		defer os.RemoveAll(cfg.WorkDir)
+	fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", res.Blocks-r.sched.Counts().Done, res.Blocks, cfg.Kind)
+	if err := workDir(cfg.WorkDir); err != nil {
+		return res, err
 	}
+	defer os.RemoveAll(cfg.WorkDir)
 	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
 	res.TrackerCounts, res.MeanJob = st.TrackerCounts, st.MeanJob
 	res.Computed = r.computed
 	var fe *FailedError
 	if errors.As(runErr, &fe) {
-		for _, have := range r.have {
-			if !have {
-				res.NotRun++
-			}
-		}
-		res.NotRun -= r.failedCells
+		res.NotRun = rg.Cells() - res.Skipped - r.computed - r.failedCells
 	}
 	res.Elapsed = time.Since(start)
 	return res, runErr
@@ -168,7 +161,7 @@ type wfRun struct {
 	nx    int // blocks per row
 	sched *wavefront.Scheduler
 	// have marks the cells of the region that are done.
-	have []bool
+	have bitset
 	// edges holds the top row and right column of each block computed by
 	// this run: the only cells later blocks read.
 	edges       map[sparsematrix.Key][]byte
@@ -253,16 +246,14 @@ func (r *wfRun) job(b int, dir string) (*batch.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	inputs, program, fnFlags, fnRef, err := r.files.common(r.w.Func)
+	inputs, words, fn, err := r.files.base(r.w.Func)
 	if err != nil {
 		return nil, err
 	}
 	inputs = append(inputs, batch.File{Path: filepath.Join("R", wavefront.MatrixFile)})
-	words := []string{program, "-M",
+	words = append(words, "-M",
 		"-X", strconv.Itoa(rect.X), "-Y", strconv.Itoa(rect.Y), "-W", strconv.Itoa(rect.W), "-H", strconv.Itoa(rect.H),
-		"-c", "1", "-o", "cells.matrix"}
-	words = append(words, fnFlags...)
-	words = append(words, fnRef, "R")
+		"-c", "1", "-o", "cells.matrix", fn, "R")
 	r.setStates(rect, wavefront.Running)
 	return &batch.Job{
 		Name:      "wavefront-" + r.name(b),
@@ -282,7 +273,7 @@ func (r *wfRun) setStates(rect wavefront.Rect, s wavefront.CellState) {
 	}
 	for y := rect.Y; y < rect.Y+rect.H; y++ {
 		for x := rect.X; x < rect.X+rect.W; x++ {
-			if !r.have[r.index(x, y)] {
+			if !r.have.has(r.index(x, y)) {
 				r.w.States.Set(x, y, s)
 			}
 		}
@@ -302,13 +293,13 @@ func (r *wfRun) absorb(b int, dir string) (bool, error) {
 			r.edges[sparsematrix.Key{X: rec.X, Y: rec.Y}] = rec.Value
 		}
 		i := r.index(rec.X, rec.Y)
-		if r.have[i] {
+		if r.have.has(i) {
 			return nil // kept by an earlier run or attempt
 		}
 		if err := r.w.Out.Append(rec.X, rec.Y, rec.Value); err != nil {
 			return err
 		}
-		r.have[i] = true
+		r.have.set(i)
 		r.computed++
 		if r.w.States != nil {
 			r.w.States.Set(rec.X, rec.Y, wavefront.Complete)
@@ -324,14 +315,7 @@ func (r *wfRun) absorb(b int, dir string) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("the cells it returned: %w", err)
 	}
-	for y := rect.Y; y < rect.Y+rect.H; y++ {
-		for x := rect.X; x < rect.X+rect.W; x++ {
-			if !r.have[r.index(x, y)] {
-				return false, nil
-			}
-		}
-	}
-	return true, nil
+	return r.missing(rect) == 0, nil
 }
 
 func (r *wfRun) done(b int) []int {
@@ -343,13 +327,20 @@ func (r *wfRun) failed(b int, _ *BlockError) {
 	rect := r.block(b)
 	r.sched.Failed(rect)
 	r.setStates(rect, wavefront.Failed)
+	r.failedCells += r.missing(rect)
+}
+
+// missing counts the cells of rect that are not done.
+func (r *wfRun) missing(rect wavefront.Rect) int {
+	n := 0
 	for y := rect.Y; y < rect.Y+rect.H; y++ {
 		for x := rect.X; x < rect.X+rect.W; x++ {
-			if !r.have[r.index(x, y)] {
-				r.failedCells++
+			if !r.have.has(r.index(x, y)) {
+				n++
 			}
 		}
 	}
+	return n
 }
 
 // chooseBlock benchmarks the function on the region's first cell and picks

@@ -66,9 +66,9 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	defer closeDriver()
 
 	out := s.Out
+	var file *os.File
 	if o.output != "" {
-		file, err := os.Create(o.output)
-		if err != nil {
+		if file, err = os.Create(o.output); err != nil {
 			return err
 		}
 		defer file.Close()
@@ -86,8 +86,8 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		Progress: bar.SetDone,
 	})
 	bar.Stop()
-	if f, ok := out.(*os.File); ok && f != s.Out {
-		if cerr := f.Close(); cerr != nil && err == nil {
+	if file != nil {
+		if cerr := file.Close(); cerr != nil && err == nil {
 			err = fmt.Errorf("write %s: %w", o.output, cerr)
 		}
 	}

@@ -290,3 +290,74 @@ cmp -l "$1" "$2" 2>/dev/null | wc -l`)
 		t.Errorf("%d lines written:\n%s", len(lines), got)
 	}
 }
+
+// waitFile waits for a file that ends with a newline and returns its first
+// line.
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not written", path)
+		}
+	}
+}
+
+// TestDistributedProjectAndPassword: with -N the master advertises itself
+// to the catalog, and workers started with -M find it there; with
+// --password only workers that know the password are given work.
+func TestDistributedProjectAndPassword(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	a := dataDir(t, rng, 5)
+	dir := t.TempDir()
+	wq := filepath.Join(binDir, "workqueue")
+	catalog := exec.Command(wq, "catalog", "-p", "0", "-Z", filepath.Join(dir, "catalog.port"), "-q")
+	if err := catalog.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { catalog.Process.Kill(); catalog.Wait() })
+	catalogAddr := "127.0.0.1:" + waitFile(t, filepath.Join(dir, "catalog.port"))
+	pw := filepath.Join(dir, "pw")
+	os.WriteFile(pw, []byte("open sesame\n"), 0o600)
+	project := fmt.Sprintf("rightsize-test-%d", os.Getpid())
+
+	cmd := exec.Command(filepath.Join(binDir, "allpairs"), "-T", "wq", "-p", "0", "-N", project, "--password", pw,
+		"--job-size", "2", "-o", "out.txt", "builtin:bytediff", a, a)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CATALOG_HOST="+catalogAddr)
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	root := t.TempDir()
+	worker := func(args ...string) *exec.Cmd {
+		w := exec.Command(wq, append([]string{"worker", "--cores", "1", "-s", root, "-t", "30", "-i", "0.1", "-b", "0.5", "-q",
+			"-M", project, "-C", catalogAddr}, args...)...)
+		if err := w.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { w.Process.Signal(syscall.SIGTERM); w.Wait() })
+		return w
+	}
+	// A worker without the password is turned away; one with it works.
+	worker()
+	time.Sleep(2 * time.Second)
+	if cells, err := sparsematrix.Load(filepath.Join(dir, "out.txt.matrix")); err != nil || len(cells) != 0 {
+		t.Fatalf("a worker without the password computed %d cells (%v)", len(cells), err)
+	}
+	worker("--password", pw)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, errb.String())
+	}
+	if !strings.Contains(errb.String(), `as project "`+project+`"`) {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+	if lines := sorted(string(got)); !slices.Equal(lines, naive(t, a, a, false)) {
+		t.Errorf("output:\n%s", got)
+	}
+}

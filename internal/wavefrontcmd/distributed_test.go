@@ -174,7 +174,7 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
 		t.Fatalf("%v, want exit status 1; output:\n%s", err, out)
 	}
-	for _, want := range []string{"block x1-y5 failed after 1 attempts", "seven on the left", "1 of 4 blocks failed",
+	for _, want := range []string{"block x1-y5 failed after 1 attempt:", "seven on the left", "1 of 4 blocks failed",
 		"16 cells that depend on them were not run", "the 40 finished cells are kept"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
