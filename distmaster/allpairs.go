@@ -126,11 +126,8 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	}
 
 	problem := r.identity()
-	old, err := readPlan(p.Checkpoint)
+	old, err := readPlan(p.Checkpoint, problem)
 	if err != nil {
-		return res, err
-	}
-	if err := old.checkProblem(p.Checkpoint, problem); err != nil {
 		return res, err
 	}
 	switch {
@@ -169,8 +166,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 			ready = append(ready, len(r.blocks)-1)
 		}
 	}
-	fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", len(ready), res.Blocks, cfg.Kind)
-	if err := workDir(cfg.WorkDir); err != nil {
+	if err := startWork(&cfg, len(ready), res.Blocks); err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(cfg.WorkDir)
@@ -349,8 +345,7 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 func (r *apRun) absorb(b int, dir string) (bool, error) {
 	bl := r.blocks[b]
 	diagonal := r.p.Symmetric && bl.x == bl.y
-	path := filepath.Join(dir, "cells.matrix")
-	err := sparsematrix.Scan(path, func(rec sparsematrix.Record) error {
+	err := scanCells(dir, func(rec sparsematrix.Record) error {
 		if rec.X >= bl.w || rec.Y >= bl.h || diagonal && rec.X > rec.Y {
 			return fmt.Errorf("cell (%d,%d) is outside the %d×%d block", rec.X, rec.Y, bl.w, bl.h)
 		}
@@ -363,13 +358,7 @@ func (r *apRun) absorb(b int, dir string) (bool, error) {
 	if r.p.Progress != nil {
 		r.p.Progress(r.kept)
 	}
-	if errors.Is(err, os.ErrNotExist) {
-		return false, errors.New("no cells came back")
-	}
-	if err != nil {
-		return false, fmt.Errorf("the cells it returned: %w", err)
-	}
-	return r.missing(bl) == 0, nil
+	return err == nil && r.missing(bl) == 0, err
 }
 
 func (r *apRun) done(int) []int { return nil }
@@ -399,10 +388,7 @@ func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 			_, err := p.Pair.Call(ctx, input(a), input(b))
 			return err
 		}
-		var calls int
-		cellTime, calls = benchmark(ctx, call, time.Second, 10*time.Second, 50)
-		cellTime = max(cellTime, time.Microsecond)
-		fmt.Fprintf(cfg.Explain, "measured the function here: %v per cell (%d calls)\n", cellTime.Round(time.Microsecond), calls)
+		cellTime = measure(ctx, cfg.Explain, call)
 	}
 	d := dispatchLatency(cfg.Kind)
 	hosts := r.hostBound()

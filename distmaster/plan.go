@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/rightsize/rightsize/sparsematrix"
 )
 
 // PlanSuffix is added to a checkpoint's name to name its plan file.
@@ -26,8 +29,9 @@ type plan struct {
 }
 
 // readPlan reads the plan beside checkpoint, or returns nil if there is
-// none.
-func readPlan(checkpoint string) (*plan, error) {
+// none. A plan of another problem is an error: its checkpoint's cells are
+// not this problem's.
+func readPlan(checkpoint, problem string) (*plan, error) {
 	path := checkpoint + PlanSuffix
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -40,16 +44,11 @@ func readPlan(checkpoint string) (*plan, error) {
 	if err := json.Unmarshal(b, &p); err != nil || p.JobW < 1 || p.JobH < 1 {
 		return nil, fmt.Errorf("%s: not a plan file written by rightsize (remove it, and %s, to start over)", path, checkpoint)
 	}
-	return &p, nil
-}
-
-// checkProblem refuses a plan written for another problem.
-func (p *plan) checkProblem(checkpoint, problem string) error {
-	if p == nil || p.Problem == problem {
-		return nil
+	if p.Problem != problem {
+		return nil, fmt.Errorf("%s holds the cells of another problem (%s says %s; this run is %s): remove both files to start over, or keep the results elsewhere",
+			checkpoint, path, p.Problem, problem)
 	}
-	return fmt.Errorf("%s holds the cells of another problem (%s says %s; this run is %s): remove both files to start over, or keep the results elsewhere",
-		checkpoint, checkpoint+PlanSuffix, p.Problem, problem)
+	return &p, nil
 }
 
 // writePlan writes the plan beside checkpoint, atomically.
@@ -67,12 +66,13 @@ func writePlan(checkpoint string, p plan) error {
 	return os.Rename(tmp, path)
 }
 
-// benchmark calls call until budget is spent or maxCalls calls are made
-// (at least one), each bounded by callLimit, and returns the mean time per
-// call. A call cut off by the limit counts as callLimit: the function takes
-// at least that long. Failing calls are timed like the others: the blocks
-// will report them.
-func benchmark(ctx context.Context, call func(ctx context.Context, i int) error, budget, callLimit time.Duration, maxCalls int) (time.Duration, int) {
+// measure times the function with call(ctx, i) on cells of the caller's
+// choosing, for about a second (at most 50 calls, each cut off at 10 s: a
+// function at least that slow needs no finer figure), says so on explain,
+// and returns the mean time per cell. Failing calls are timed like the
+// others: the blocks will report them.
+func measure(ctx context.Context, explain io.Writer, call func(ctx context.Context, i int) error) time.Duration {
+	const budget, callLimit, maxCalls = time.Second, 10 * time.Second, 50
 	var total time.Duration
 	n := 0
 	for n < maxCalls && (n == 0 || total < budget) && ctx.Err() == nil {
@@ -87,20 +87,32 @@ func benchmark(ctx context.Context, call func(ctx context.Context, i int) error,
 			break
 		}
 	}
-	if n == 0 {
-		return 0, 0
-	}
-	return total / time.Duration(n), n
+	mean := max(total/time.Duration(max(n, 1)), time.Microsecond)
+	fmt.Fprintf(explain, "measured the function here: %v per cell (%d calls)\n", mean.Round(time.Microsecond), n)
+	return mean
 }
 
-// workDir prepares the run's work directory: whatever a killed run left
-// there is removed first.
-func workDir(dir string) error {
-	if err := os.RemoveAll(dir); err != nil {
+// startWork says how many blocks there are to compute and prepares the
+// run's work directory, emptying what a killed run left there.
+func startWork(cfg *Config, todo, total int) error {
+	fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", todo, total, cfg.Kind)
+	if err := os.RemoveAll(cfg.WorkDir); err != nil {
 		return fmt.Errorf("work directory: %w", err)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
 		return fmt.Errorf("work directory: %w", err)
+	}
+	return nil
+}
+
+// scanCells reads the cells a block's job returned in dir.
+func scanCells(dir string, fn func(sparsematrix.Record) error) error {
+	err := sparsematrix.Scan(filepath.Join(dir, "cells.matrix"), fn)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("no cells came back")
+	}
+	if err != nil {
+		return fmt.Errorf("the cells it returned: %w", err)
 	}
 	return nil
 }

@@ -108,11 +108,8 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	}
 
 	problem := "wavefront " + w.Func.identity()
-	old, err := readPlan(w.Checkpoint)
+	old, err := readPlan(w.Checkpoint, problem)
 	if err != nil {
-		return res, err
-	}
-	if err := old.checkProblem(w.Checkpoint, problem); err != nil {
 		return res, err
 	}
 	switch {
@@ -136,8 +133,7 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	r.nx = (rg.W + r.b - 1) / r.b
 	res.Blocks = r.sched.Blocks()
 	ready := r.released()
-	fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", res.Blocks-r.sched.Counts().Done, res.Blocks, cfg.Kind)
-	if err := workDir(cfg.WorkDir); err != nil {
+	if err := startWork(&cfg, res.Blocks-r.sched.Counts().Done, res.Blocks); err != nil {
 		return res, err
 	}
 	defer os.RemoveAll(cfg.WorkDir)
@@ -285,7 +281,7 @@ func (r *wfRun) setStates(rect wavefront.Rect, s wavefront.CellState) {
 func (r *wfRun) absorb(b int, dir string) (bool, error) {
 	rect := r.block(b)
 	lastX, lastY := rect.Last()
-	err := sparsematrix.Scan(filepath.Join(dir, "cells.matrix"), func(rec sparsematrix.Record) error {
+	err := scanCells(dir, func(rec sparsematrix.Record) error {
 		if !rect.Contains(rec.X, rec.Y) {
 			return fmt.Errorf("cell (%d,%d) is outside the block %v", rec.X, rec.Y, rect)
 		}
@@ -309,13 +305,7 @@ func (r *wfRun) absorb(b int, dir string) (bool, error) {
 	if r.w.Progress != nil {
 		r.w.Progress(r.computed)
 	}
-	if errors.Is(err, os.ErrNotExist) {
-		return false, errors.New("no cells came back")
-	}
-	if err != nil {
-		return false, fmt.Errorf("the cells it returned: %w", err)
-	}
-	return r.missing(rect) == 0, nil
+	return err == nil && r.missing(rect) == 0, err
 }
 
 func (r *wfRun) done(b int) []int {
@@ -363,10 +353,7 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 				_, err := w.Cell.Call(ctx, in[0], in[1], in[2])
 				return err
 			}
-			var calls int
-			tau, calls = benchmark(ctx, call, time.Second, 10*time.Second, 50)
-			tau = max(tau, time.Microsecond)
-			fmt.Fprintf(cfg.Explain, "measured the function here: %v per cell (%d calls)\n", tau.Round(time.Microsecond), calls)
+			tau = measure(ctx, cfg.Explain, call)
 		}
 	}
 	d := dispatchLatency(cfg.Kind)

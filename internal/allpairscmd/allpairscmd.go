@@ -201,6 +201,28 @@ func (o *options) region(nA, nB int) *multicore.Region {
 	return &r
 }
 
+// openOutput returns where the result lines go: -o FILE, created now, or
+// standard output (file nil).
+func (o *options) openOutput(s cmdutil.Streams) (out io.Writer, file *os.File, err error) {
+	if o.output == "" {
+		return s.Out, nil, nil
+	}
+	if file, err = os.Create(o.output); err != nil {
+		return nil, nil, err
+	}
+	return file, file, nil
+}
+
+// progressBar returns the progress bar of a run of cells, drawn on
+// standard error unless -q (and only on a terminal).
+func (o *options) progressBar(s cmdutil.Streams, cells int64) *progress.Bar {
+	out := s.Err
+	if o.quiet {
+		out = io.Discard
+	}
+	return progress.New(out, "cells", cells)
+}
+
 // parseJobSize parses --job-size: "WxH", "N" for N×N, or "" for the
 // model's choice (0, 0).
 func parseJobSize(s string) (w, h int, err error) {
@@ -265,14 +287,12 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 		return cmdutil.Usagef("%v", err)
 	}
 
-	out := s.Out
-	var file *os.File
-	if o.output != "" {
-		if file, err = os.Create(o.output); err != nil {
-			return err
-		}
+	out, file, err := o.openOutput(s)
+	if err != nil {
+		return err
+	}
+	if file != nil {
 		defer file.Close()
-		out = file
 	}
 	if o.matrix != "" {
 		m, err := os.Create(o.matrix)
@@ -289,11 +309,7 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 		p.Matrix = sparsematrix.NewWriter(bw)
 	}
 
-	barOut := s.Err
-	if o.quiet {
-		barOut = io.Discard
-	}
-	bar := progress.New(barOut, "cells", plan.Cells)
+	bar := o.progressBar(s, plan.Cells)
 	defer bar.Stop()
 	errOut := bar.Writer(s.Err)
 	if o.output == "" && cmdutil.IsTerminal(s.Out) {

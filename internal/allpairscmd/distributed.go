@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/distcmd"
-	"github.com/rightsize/rightsize/internal/progress"
 )
 
 // checkpointPath is where a distributed run keeps its cells: --matrix, or
@@ -41,15 +39,11 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	jobW, jobH, _ := parseJobSize(o.jobSize) // checked with the flags
 	checkpoint := o.checkpointPath()
 
-	barOut := s.Err
-	if o.quiet {
-		barOut = io.Discard
-	}
 	cells := int64(len(a.Items)) * int64(len(b.Items))
 	if o.symmetric {
 		cells = int64(len(a.Items)) * int64(len(a.Items)+1) / 2
 	}
-	bar := progress.New(barOut, "cells", cells)
+	bar := o.progressBar(s, cells)
 	defer bar.Stop()
 	msgs := bar.Writer(s.Err)
 	explain := io.Discard
@@ -65,14 +59,12 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	}
 	defer closeDriver()
 
-	out := s.Out
-	var file *os.File
-	if o.output != "" {
-		if file, err = os.Create(o.output); err != nil {
-			return err
-		}
+	out, file, err := o.openOutput(s)
+	if err != nil {
+		return err
+	}
+	if file != nil {
 		defer file.Close()
-		out = file
 	}
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(checkpoint), explain)
 	res, err := distmaster.RunAllPairs(ctx, cfg, &distmaster.AllPairs{
