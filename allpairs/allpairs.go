@@ -3,9 +3,12 @@
 //
 // It reads the sets (directories or set lists), chooses how to run the
 // problem, runs it, and writes one line per cell, "Aname<TAB>Bname<TAB>result",
-// in no particular order. Today it runs on this machine's cores with the
-// blocked engine of package multicore; the distributed master builds on the
-// same Problem.
+// in no particular order. It runs on this machine's cores with the blocked
+// engine of package multicore. The distributed master (package distmaster)
+// builds on the same sets: it cuts the matrix into blocks, runs each as a
+// sub-problem (Problem.Region with Problem.Matrix) on a worker, keeps the
+// cells in a sparse-matrix checkpoint and turns that into lines with
+// WriteLines.
 //
 // It does not parse command lines (see cmd/allpairs) or define functions
 // (see package funcs).
@@ -13,6 +16,7 @@ package allpairs
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,6 +46,12 @@ type Problem struct {
 	// Region restricts the run to a rectangle of the matrix (sub-problem
 	// mode); nil means the whole matrix.
 	Region *multicore.Region
+
+	// Matrix, if set, receives the cells as sparse-matrix records (x the
+	// index in A, y the index in B) instead of lines on Run's writer: the
+	// form a distributed master reads back from a worker, where a result
+	// holding a newline or a tab must not be cut apart.
+	Matrix multicore.CellWriter
 
 	// OnFailure, if set, is called for each cell whose function failed, as
 	// soon as it fails. Calls are serialised.
@@ -147,6 +157,7 @@ func Run(ctx context.Context, p *Problem, out io.Writer) (Summary, error) {
 	sum := Summary{Plan: plan}
 	w := newLineWriter(out)
 	var firstFailure *CellError
+	var matrixErr error
 	start := time.Now()
 	engine := &multicore.AllPairs{
 		A: p.A.Paths(), B: p.B.Paths(), Func: p.Func,
@@ -166,6 +177,12 @@ func Run(ctx context.Context, p *Problem, out io.Writer) (Summary, error) {
 					}
 					continue
 				}
+				if p.Matrix != nil {
+					if matrixErr == nil {
+						matrixErr = p.Matrix.Append(r.I, r.J, r.Value)
+					}
+					continue
+				}
 				w.cell(a.Name, b.Name, r.Value)
 			}
 			sum.Done += int64(len(rs))
@@ -179,8 +196,8 @@ func Run(ctx context.Context, p *Problem, out io.Writer) (Summary, error) {
 	if err := w.flush(); err != nil {
 		return sum, fmt.Errorf("write results: %w", err)
 	}
-	if w.err != nil {
-		return sum, fmt.Errorf("write results: %w", w.err)
+	if err := cmp.Or(w.err, matrixErr); err != nil {
+		return sum, fmt.Errorf("write results: %w", err)
 	}
 	if runErr != nil {
 		return sum, runErr

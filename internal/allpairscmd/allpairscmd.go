@@ -4,12 +4,15 @@
 package allpairscmd
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,8 +21,10 @@ import (
 	"github.com/rightsize/rightsize/allpairs"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/multicore"
+	"github.com/rightsize/rightsize/sparsematrix"
 )
 
 // maxShownFailures is how many failing cells are described in full; the
@@ -38,6 +43,10 @@ type options struct {
 
 	multicore  bool
 	x, y, w, h int
+
+	matrix  string
+	jobSize string
+	dist    distcmd.Flags
 }
 
 // Main runs the allpairs command with args (without the program name).
@@ -86,10 +95,29 @@ status 1. Exit status 2 means bad flags or arguments, 130 an interrupt.
 
 Sub-problem mode (-M -X x -Y y -W w -H h) computes only rows x..x+w-1 of A
 and columns y..y+h-1 of B (counted from 0); the union of sub-problems is the
-whole matrix. This is what a distributed master runs on a worker.`,
+whole matrix. With --matrix FILE the cells go to FILE as sparse-matrix records
+(x = index in A, y = index in B; values may hold any bytes) instead of lines.
+This is what a distributed master runs on a worker.
+
+Distributed mode (-T wq|local|slurm|sge|condor) cuts the matrix into blocks
+and runs each as a job: this same program in sub-problem mode, with the
+function and the block's items shipped to Work Queue workers (and cached there,
+since a row of blocks shares them) or read from the shared filesystem by batch
+jobs. The job size comes from a brief benchmark of the function and the
+All-Pairs model (-v explains it; --job-size sets it). Every finished cell is
+appended to the checkpoint (--matrix; default -o FILE + ".matrix", or
+allpairs.matrix), which notes its problem and job size in FILE.plan: run the
+same command again after a crash or Ctrl-C and only the missing blocks are
+computed. The result lines are written from the checkpoint at the end.
+A failing block is submitted again (--retries) and then reported with the end
+of its standard error; a straggler is removed and resubmitted (--fast-abort;
+Work Queue's own fast abort with -T wq). With -T wq, start workers with
+'workqueue worker HOST PORT' (or -M NAME with -N NAME).`,
 		Example: `  allpairs builtin:bytediff irises/ irises/ --symmetric > scores.txt
   allpairs ./compare.exe -e "-t 0.5" A.list B.list -o matrix.txt
-  allpairs -M -X 0 -Y 100 -W 50 -H 50 ./libmatch.so A/ B/`,
+  allpairs -M -X 0 -Y 100 -W 50 -H 50 ./libmatch.so A/ B/
+  allpairs -T wq -p 9123 -v ./compare.exe A/ B/ -o matrix.txt
+  allpairs -T slurm --job-size 50x50 ./compare.exe A/ B/ -o matrix.txt`,
 		Args: cmdutil.ExactArgs(3),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := o.check(cmd); err != nil {
@@ -113,11 +141,29 @@ whole matrix. This is what a distributed master runs on a worker.`,
 	f.IntVarP(&o.y, "y", "Y", -1, "sub-problem: first column (item of B), from 0")
 	f.IntVarP(&o.w, "width", "W", -1, "sub-problem: number of rows (default: to the end of A)")
 	f.IntVarP(&o.h, "height", "H", -1, "sub-problem: number of columns (default: to the end of B)")
+	f.StringVar(&o.matrix, "matrix", "", "-M: write the cells to `FILE` as sparse-matrix records instead of lines; -T: the checkpoint (default OUTPUT.matrix or allpairs.matrix)")
+	f.StringVar(&o.jobSize, "job-size", "", "-T: items of A × items of B in each job, as `WxH` or N for N×N (default: chosen by the model)")
+	o.dist.Add(f)
 	return cmd
 }
 
 func (o *options) check(cmd *cobra.Command) error {
-	sub := cmd.Flags().Changed("x") || cmd.Flags().Changed("y") || cmd.Flags().Changed("width") || cmd.Flags().Changed("height")
+	fs := cmd.Flags()
+	sub := fs.Changed("x") || fs.Changed("y") || fs.Changed("width") || fs.Changed("height")
+	if err := o.dist.Check(fs, "job-size"); err != nil {
+		return err
+	}
+	if o.dist.Distributed() {
+		switch {
+		case o.multicore:
+			return cmdutil.Usagef("-M runs on this machine and -T on a batch system: give one of them")
+		case fs.Changed("cores"), fs.Changed("block-size"):
+			return cmdutil.Usagef("-c and -b set how this machine runs the problem; with -T every job runs on one core of its worker")
+		}
+		if _, _, err := parseJobSize(o.jobSize); err != nil {
+			return err
+		}
+	}
 	switch {
 	case sub && !o.multicore:
 		return cmdutil.Usagef("-X, -Y, -W and -H select a sub-problem and need -M")
@@ -155,29 +201,81 @@ func (o *options) region(nA, nB int) *multicore.Region {
 	return &r
 }
 
-func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) error {
+// openOutput returns where the result lines go: -o FILE, created now, or
+// standard output (file nil).
+func (o *options) openOutput(s cmdutil.Streams) (out io.Writer, file *os.File, err error) {
+	if o.output == "" {
+		return s.Out, nil, nil
+	}
+	if file, err = os.Create(o.output); err != nil {
+		return nil, nil, err
+	}
+	return file, file, nil
+}
+
+// progressBar returns the progress bar of a run of cells, drawn on
+// standard error unless -q (and only on a terminal).
+func (o *options) progressBar(s cmdutil.Streams, cells int64) *progress.Bar {
+	out := s.Err
+	if o.quiet {
+		out = io.Discard
+	}
+	return progress.New(out, "cells", cells)
+}
+
+// parseJobSize parses --job-size: "WxH", "N" for N×N, or "" for the
+// model's choice (0, 0).
+func parseJobSize(s string) (w, h int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	ws, hs, found := strings.Cut(strings.ToLower(s), "x")
+	if !found {
+		hs = ws
+	}
+	w, errW := strconv.Atoi(ws)
+	h, errH := strconv.Atoi(hs)
+	if errW != nil || errH != nil || w < 1 || h < 1 {
+		return 0, 0, cmdutil.Usagef("--job-size %q: want WxH or N, positive numbers of items", s)
+	}
+	return w, h, nil
+}
+
+// open reads the two sets (once when they are the same argument) and opens
+// the function with the command line's options.
+func open(o *options, reg *funcs.Registry, args []string) (a, b *allpairs.Set, fn funcs.Pair, err error) {
 	extra, err := funcs.SplitArgs(o.extraArgs)
 	if err != nil {
-		return cmdutil.Usagef("--extra-args: %v", err)
+		return nil, nil, nil, cmdutil.Usagef("--extra-args: %v", err)
 	}
-	a, err := allpairs.ReadSet(args[1])
-	if err != nil {
-		return err
+	if a, err = allpairs.ReadSet(args[1]); err != nil {
+		return nil, nil, nil, err
 	}
-	b := a
+	b = a
 	if args[2] != args[1] {
 		if b, err = allpairs.ReadSet(args[2]); err != nil {
-			return err
+			return nil, nil, nil, err
 		}
 	}
-	fn, err := reg.OpenPair(args[0], funcs.Options{Args: extra, Timeout: o.timeout})
+	if fn, err = reg.OpenPair(args[0], funcs.Options{Args: extra, Timeout: o.timeout}); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(extra) > 0 && fn.Info().Kind != funcs.Program {
+		fn.Close()
+		return nil, nil, nil, cmdutil.Usagef("--extra-args applies only to program functions; %s is a %v", args[0], fn.Info().Kind)
+	}
+	return a, b, fn, nil
+}
+
+func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) (err error) {
+	if o.dist.Distributed() {
+		return runDistributed(ctx, o, reg, args, s)
+	}
+	a, b, fn, err := open(o, reg, args)
 	if err != nil {
 		return err
 	}
 	defer fn.Close()
-	if len(extra) > 0 && fn.Info().Kind != funcs.Program {
-		return cmdutil.Usagef("--extra-args applies only to program functions; %s is a %v", args[0], fn.Info().Kind)
-	}
 
 	p := &allpairs.Problem{
 		A: a, B: b, Func: fn,
@@ -189,21 +287,29 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 		return cmdutil.Usagef("%v", err)
 	}
 
-	out := s.Out
-	var file *os.File
-	if o.output != "" {
-		if file, err = os.Create(o.output); err != nil {
+	out, file, err := o.openOutput(s)
+	if err != nil {
+		return err
+	}
+	if file != nil {
+		defer file.Close()
+	}
+	if o.matrix != "" {
+		m, err := os.Create(o.matrix)
+		if err != nil {
 			return err
 		}
-		defer file.Close()
-		out = file
+		defer m.Close()
+		bw := bufio.NewWriterSize(m, 256<<10)
+		defer func() {
+			if ferr := cmp.Or(bw.Flush(), m.Close()); ferr != nil && err == nil {
+				err = fmt.Errorf("write %s: %w", o.matrix, ferr)
+			}
+		}()
+		p.Matrix = sparsematrix.NewWriter(bw)
 	}
 
-	barOut := s.Err
-	if o.quiet {
-		barOut = io.Discard
-	}
-	bar := progress.New(barOut, "cells", plan.Cells)
+	bar := o.progressBar(s, plan.Cells)
 	defer bar.Stop()
 	errOut := bar.Writer(s.Err)
 	if o.output == "" && cmdutil.IsTerminal(s.Out) {

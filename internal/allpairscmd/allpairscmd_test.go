@@ -26,7 +26,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binDir = dir
-	if err := testutil.BuildCommands(dir, "allpairs"); err != nil {
+	if err := testutil.BuildCommands(dir, "allpairs", "workqueue"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/multicore"
 	"github.com/rightsize/rightsize/sparsematrix"
@@ -46,6 +47,10 @@ type options struct {
 	interval   time.Duration
 	// set records which of -X -Y -W -H were given.
 	set map[string]bool
+
+	jobSize int
+	verbose bool
+	dist    distcmd.Flags
 }
 
 func newCommand(s cmdutil.Streams) *cobra.Command {
@@ -67,10 +72,23 @@ Sub-problem mode computes one rectangle: -X and -Y give its first cell
 (1-based), -W and -H its size. The cells it reads — the column left of it and
 the row below it, corner included — must be in the checkpoint, in
 Rdir/R.matrix or in files Rdir/R.x.y. With -o FILE only the rectangle's cells
-go to FILE, which is what a distributed master ships back.`,
+go to FILE, which is what a distributed master ships back.
+
+Distributed mode (-T wq|local|slurm|sge|condor) cuts the problem into square
+blocks and runs each as a job — this same program in sub-problem mode, with
+the function and the block's left column and bottom row shipped to Work Queue
+workers, or in a directory on the shared filesystem for batch jobs — the
+moment the blocks it reads are done. The block size comes from a brief
+benchmark of the function and the Wavefront model (-v explains it;
+--job-size sets it) and is kept in R.matrix.plan, so that a re-run after a
+crash resumes with the same blocks. Failing blocks are submitted again
+(--retries), then reported with the end of their standard error; stragglers
+are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).`,
 		Example: `  wavefront builtin:sum R                      # R holds R.0.0 … R.9.0 and R.0.1 … R.0.9
   wavefront --bitmap progress.png ./align R     # a program, with a progress picture
   wavefront -M -X 15 -Y 20 -W 5 -H 5 -o block.matrix ./f R
+  wavefront -T wq -p 9123 -v ./f R                # then: workqueue worker HOST 9123
+  wavefront -T slurm --job-size 50 ./f R
   wavefront export --format grid R`,
 		Args: cmdutil.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -79,13 +97,16 @@ go to FILE, which is what a distributed master ships back.`,
 			for name, flag := range map[string]string{"X": "xstart", "Y": "ystart", "W": "width", "H": "height"} {
 				o.set[name] = cmd.Flags().Changed(flag)
 			}
+			if err := o.checkDistributed(cmd.Flags()); err != nil {
+				return err
+			}
 			return run(cmd.Context(), o)
 		},
 	}
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.IntVarP(&o.n, "size", "n", 0, "compute an N×N problem (default: as far as the boundary files reach)")
-	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine's cores (the default and, for now, the only mode)")
+	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine's cores (the default without -T)")
 	f.IntVarP(&o.x, "xstart", "X", 1, "sub-problem: first x (1-based)")
 	f.IntVarP(&o.y, "ystart", "Y", 1, "sub-problem: first y (1-based)")
 	f.IntVarP(&o.w, "width", "W", 0, "sub-problem: width (default: to the end of the boundary)")
@@ -98,6 +119,9 @@ go to FILE, which is what a distributed master ships back.`,
 	f.BoolVar(&o.files, "files", false, "also write every computed cell as Rdir/R.x.y")
 	f.StringVarP(&o.bitmap, "bitmap", "B", "", "keep a PNG picture of the progress in `FILE`")
 	f.DurationVar(&o.interval, "bitmap-interval", 5*time.Second, "how often the --bitmap picture is rewritten")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "-T: say how the run is set up (the function's measured time, the model, the block size) and every retry and fast abort")
+	f.IntVar(&o.jobSize, "job-size", 0, "-T: cells per side of each job's block (default: chosen by the model)")
+	o.dist.Add(f)
 	cmd.AddCommand(newExportCommand(s))
 	return cmd
 }
@@ -288,22 +312,32 @@ func run(ctx context.Context, o *options) error {
 	if o.bitmap != "" {
 		stopPictures = keepPicture(o.bitmap, o.interval, states, msgs)
 	}
-	res, runErr := multicore.RunWavefront(ctx, multicore.Wavefront{
-		Cell:   cell,
-		Region: region,
-		Value: func(x, y int) (funcs.Input, error) {
-			if v, ok := p.value(x, y); ok {
-				return v, nil
-			}
-			return funcs.Input{}, fmt.Errorf("cell (%d,%d) is missing", x, y)
-		},
-		Done:   isDone,
-		Out:    sink,
-		Cores:  o.cores,
-		Block:  o.block,
-		Files:  files,
-		States: states,
-	})
+	value := func(x, y int) (funcs.Input, error) {
+		if v, ok := p.value(x, y); ok {
+			return v, nil
+		}
+		return funcs.Input{}, fmt.Errorf("cell (%d,%d) is missing", x, y)
+	}
+	var res multicore.WavefrontResult
+	var runErr error
+	if o.dist.Distributed() {
+		res, runErr = runDistributed(ctx, o, distributed{
+			cell: cell, region: region, value: value, done: isDone, sink: sink,
+			files: files, states: states, checkpoint: ckPath, msgs: msgs,
+		})
+	} else {
+		res, runErr = multicore.RunWavefront(ctx, multicore.Wavefront{
+			Cell:   cell,
+			Region: region,
+			Value:  value,
+			Done:   isDone,
+			Out:    sink,
+			Cores:  o.cores,
+			Block:  o.block,
+			Files:  files,
+			States: states,
+		})
+	}
 	bar.Stop()
 	pictureErr := stopPictures()
 	if err := out.Sync(); err != nil && runErr == nil {
@@ -340,13 +374,18 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 	if pictureErr != nil {
 		fmt.Fprintf(w, "wavefront: progress picture: %v\n", pictureErr)
 	}
+	kept := fmt.Sprintf("the %d finished cells are kept in %s", res.Computed+res.Skipped, where)
+	var be *blocksFailed
 	switch {
+	case errors.As(runErr, &be):
+		return distcmd.ReportFailures(w, "wavefront", be.FailedError,
+			fmt.Sprintf("%d cells that depend on them were not run; %s", be.notRun, kept))
 	case fe != nil:
-		return fmt.Errorf("%d cells failed and %d cells that depend on them were not run; the %d finished cells are kept in %s", len(fe.Failed), fe.NotRun, res.Computed+res.Skipped, where)
+		return fmt.Errorf("%d cells failed and %d cells that depend on them were not run; %s", len(fe.Failed), fe.NotRun, kept)
 	case errors.Is(runErr, context.Canceled):
-		return fmt.Errorf("interrupted: the %d finished cells are kept in %s; run the same command again to resume: %w", res.Computed+res.Skipped, where, runErr)
+		return fmt.Errorf("interrupted: %s; run the same command again to resume: %w", kept, runErr)
 	case runErr != nil:
-		return fmt.Errorf("%w (the %d finished cells are kept in %s)", runErr, res.Computed+res.Skipped, where)
+		return fmt.Errorf("%w (%s)", runErr, kept)
 	}
 	lx, ly := region.Last()
 	fmt.Fprintf(w, "R[%d,%d] = %s\n", lx, ly, preview(sink.lastValue()))

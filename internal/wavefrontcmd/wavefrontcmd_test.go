@@ -31,7 +31,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	if err := testutil.BuildCommands(dir, "wavefront"); err != nil {
+	if err := testutil.BuildCommands(dir, "wavefront", "workqueue"); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}

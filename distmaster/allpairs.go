@@ -1,0 +1,454 @@
+package distmaster
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/rightsize/rightsize/allpairs"
+	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/model"
+	"github.com/rightsize/rightsize/sparsematrix"
+)
+
+// maxJobTime bounds a job's predicted running time when the models size
+// jobs: a job lost with its worker, or a straggler, costs at most this
+// much, and batch systems' wall-time limits are rarely shorter.
+const maxJobTime = 5 * time.Minute
+
+// AllPairs is an All-Pairs problem to run as blocks on a batch system. A,
+// B, Func and Checkpoint are required.
+type AllPairs struct {
+	A, B *allpairs.Set
+	Func Function
+	// Pair is Func opened on this machine, for the brief benchmark that
+	// sizes the jobs; nil assumes 0.1 s per cell, as CCTools does for
+	// functions it cannot time.
+	Pair funcs.Pair
+	// Symmetric computes only cells (i, j) with i <= j; A and B must be the
+	// same set.
+	Symmetric bool
+
+	// Checkpoint is the sparse-matrix file holding every finished cell (x
+	// the index in A, y in B, from 0). Cells are appended as blocks come
+	// back; a re-run with the same file computes only the blocks it lacks.
+	// Beside it, Checkpoint+PlanSuffix records the problem and the job size.
+	Checkpoint string
+	// JobW×JobH are the items of A × items of B in each job; zero means the
+	// size of an earlier run on this checkpoint, otherwise what the models
+	// choose from a benchmark of the function.
+	JobW, JobH int
+
+	// Out, if set, receives the result lines, "Aname<TAB>Bname<TAB>result",
+	// assembled from the checkpoint at the end, also when blocks failed
+	// (the cells of the blocks that finished), but not when ctx ended.
+	Out io.Writer
+	// Progress, if set, is called with the number of cells in the
+	// checkpoint, once at the start and as blocks come back.
+	Progress func(cells int64)
+}
+
+// AllPairsResult reports a run.
+type AllPairsResult struct {
+	Cells    int64 // cells of the problem
+	Resumed  int64 // cells found in the checkpoint at the start
+	Computed int64 // cells added by this run
+	Written  int64 // result lines written to Out
+	JobW     int   // job size used
+	JobH     int
+	Blocks   int // blocks of the problem
+	Skipped  int // blocks already complete at the start
+	TrackerCounts
+	MeanJob   time.Duration // mean running time of the jobs that finished
+	Predicted time.Duration // what the cluster model predicted, if it chose the job size
+	Elapsed   time.Duration
+}
+
+// apBlock is a rectangle of the matrix: rows x..x+w-1 of A, columns
+// y..y+h-1 of B.
+type apBlock struct{ x, y, w, h int }
+
+// RunAllPairs computes p on cfg's batch system: it loads the checkpoint,
+// sizes the jobs, submits one job per block not yet complete — this program
+// in sub-problem mode, with the block's items shipped and cached where the
+// driver ships files — appends each block's cells to the checkpoint as it
+// comes back, and finally writes the result lines to p.Out.
+//
+// A block whose job fails is submitted again up to cfg.Retries times, and
+// then given up: the run goes on with the other blocks and returns a
+// *FailedError, every finished cell kept. When ctx ends, running jobs are
+// removed and ctx's error is returned; the checkpoint keeps what finished.
+func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, error) {
+	start := time.Now()
+	if err := cfg.fill(); err != nil {
+		return AllPairsResult{}, err
+	}
+	if p.A == nil || p.B == nil || p.Checkpoint == "" {
+		return AllPairsResult{}, errors.New("distmaster: an All-Pairs problem needs A, B and a checkpoint")
+	}
+	if p.Symmetric && !p.A.Same(p.B) {
+		return AllPairsResult{}, errors.New("--symmetric needs A and B to be the same set")
+	}
+	files, err := newJobFiles(cfg.Driver, cfg.Program)
+	if err != nil {
+		return AllPairsResult{}, err
+	}
+	r := &apRun{p: p, cfg: &cfg, files: files, n: len(p.A.Items), m: len(p.B.Items)}
+	r.have = newBitset(r.n * r.m)
+	res := AllPairsResult{Cells: r.cells()}
+
+	// The checkpoint first: it is locked against a second master.
+	r.ck, err = sparsematrix.Open(p.Checkpoint, r.load)
+	if err != nil {
+		return res, fmt.Errorf("checkpoint: %w", err)
+	}
+	defer r.ck.Close()
+	res.Resumed = r.kept
+	if r.ck.Torn() > 0 {
+		fmt.Fprintf(cfg.Explain, "ignored a torn last record of %d bytes in %s (cut short by a crash)\n", r.ck.Torn(), p.Checkpoint)
+	}
+	if r.kept > 0 {
+		fmt.Fprintf(cfg.Explain, "resuming: %d of %d cells are already in %s\n", r.kept, res.Cells, p.Checkpoint)
+	}
+	if p.Progress != nil {
+		p.Progress(r.kept)
+	}
+
+	problem := r.identity()
+	old, err := readPlan(p.Checkpoint, problem)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case p.JobW > 0 && p.JobH > 0:
+		r.bw, r.bh = min(p.JobW, r.n), min(p.JobH, r.m)
+	case old != nil:
+		r.bw, r.bh = old.JobW, old.JobH
+		fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, as in the run that started %s\n", r.bw, r.bh, p.Checkpoint)
+	default:
+		res.Predicted = r.chooseJobSize(ctx)
+	}
+	if p.Symmetric {
+		// Square blocks on one grid: each is then on the diagonal, above
+		// it or below it (and skipped).
+		r.bw = min(r.bw, r.bh)
+		r.bh = r.bw
+	}
+	res.JobW, res.JobH = r.bw, r.bh
+	if err := writePlan(p.Checkpoint, plan{Problem: problem, JobW: r.bw, JobH: r.bh}); err != nil {
+		return res, fmt.Errorf("checkpoint plan: %w", err)
+	}
+
+	var ready []int
+	for y := 0; y < r.m; y += r.bh {
+		for x := 0; x < r.n; x += r.bw {
+			b := apBlock{x, y, min(r.bw, r.n-x), min(r.bh, r.m-y)}
+			if p.Symmetric && b.x > b.y {
+				continue // below the diagonal
+			}
+			res.Blocks++
+			if r.missing(b) == 0 {
+				res.Skipped++
+				continue
+			}
+			r.blocks = append(r.blocks, b)
+			ready = append(ready, len(r.blocks)-1)
+		}
+	}
+	if err := startWork(&cfg, len(ready), res.Blocks); err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(cfg.WorkDir)
+	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
+	res.TrackerCounts, res.MeanJob = st.TrackerCounts, st.MeanJob
+	res.Computed = r.kept - res.Resumed
+	if err := r.ck.Sync(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("checkpoint %s: %w", p.Checkpoint, err)
+	}
+	if p.Out != nil && ctx.Err() == nil {
+		var fe *FailedError
+		if runErr == nil || errors.As(runErr, &fe) {
+			res.Written, err = allpairs.WriteLines(p.Out, p.A, p.B, p.Checkpoint)
+			if err != nil && runErr == nil {
+				runErr = err
+			}
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res, runErr
+}
+
+// apRun is one distributed All-Pairs run: the blockSource of runLoop.
+type apRun struct {
+	p      *AllPairs
+	cfg    *Config
+	files  jobFiles
+	n, m   int
+	bw, bh int
+	blocks []apBlock
+	ck     *sparsematrix.Writer
+	have   bitset // cells in the checkpoint, by x*m+y
+	kept   int64  // cells in the checkpoint
+}
+
+func (r *apRun) cells() int64 {
+	if !r.p.Symmetric {
+		return int64(r.n) * int64(r.m)
+	}
+	return int64(r.n) * int64(r.n+1) / 2
+}
+
+func (r *apRun) has(x, y int) bool { return r.have.has(x*r.m + y) }
+
+// keep notes cell (x, y) as being in the checkpoint, reporting whether it
+// was new.
+func (r *apRun) keep(x, y int) bool {
+	if !r.have.set(x*r.m + y) {
+		return false
+	}
+	r.kept++
+	return true
+}
+
+// load takes in a record of the checkpoint.
+func (r *apRun) load(rec sparsematrix.Record) error {
+	if rec.X >= r.n || rec.Y >= r.m || r.p.Symmetric && rec.X > rec.Y {
+		return fmt.Errorf("%s: cell (%d,%d) is not a cell of this %d×%d problem: the file belongs to another one (remove it to start over)",
+			r.p.Checkpoint, rec.X, rec.Y, r.n, r.m)
+	}
+	r.keep(rec.X, rec.Y)
+	return nil
+}
+
+// missing counts the cells of b not in the checkpoint.
+func (r *apRun) missing(b apBlock) int {
+	n := 0
+	for x := b.x; x < b.x+b.w; x++ {
+		for y := b.y; y < b.y+b.h; y++ {
+			if (!r.p.Symmetric || x <= y) && !r.has(x, y) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// identity names the problem for the plan file: the function and a digest
+// of the two sets' item names and sizes (not their paths, so that moving
+// the data keeps the checkpoint valid).
+func (r *apRun) identity() string {
+	h := sha256.New()
+	for _, s := range []*allpairs.Set{r.p.A, r.p.B} {
+		for _, it := range s.Items {
+			fmt.Fprintf(h, "%q %d\n", it.Name, it.Size)
+		}
+		h.Write([]byte{0})
+	}
+	return fmt.Sprintf("allpairs %d×%d symmetric=%v %s items %s",
+		r.n, r.m, r.p.Symmetric, r.p.Func.identity(), hex.EncodeToString(h.Sum(nil))[:16])
+}
+
+func (r *apRun) name(b int) string {
+	bl := r.blocks[b]
+	return fmt.Sprintf("x%d-y%d", bl.x, bl.y)
+}
+
+// job writes the block's set lists into dir and returns its job: this
+// program in sub-problem mode on the block's items, the cells coming back
+// as sparse-matrix records relative to the block.
+func (r *apRun) job(b int, dir string) (*batch.Job, error) {
+	bl := r.blocks[b]
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	inputs, words, fn, err := r.files.base(r.p.Func)
+	if err != nil {
+		return nil, err
+	}
+	diagonal := r.p.Symmetric && bl.x == bl.y
+	list := func(name, prefix string, items []allpairs.Item, first int) error {
+		f, err := os.Create(filepath.Join(dir, name))
+		if err != nil {
+			return err
+		}
+		w := bufio.NewWriter(f)
+		for k, it := range items {
+			abs, err := filepath.Abs(it.Path)
+			if err != nil {
+				f.Close()
+				return err
+			}
+			in := batch.File{Path: abs}
+			if r.files.ship {
+				// Items are cached on the worker under their local path,
+				// so the row and column of blocks that share one send it
+				// once; the remote name keeps the file's extension.
+				in.Remote = prefix + "/" + strconv.Itoa(first+k) + "_" + plainName(filepath.Base(abs))
+				in.Cache = true
+			}
+			inputs = append(inputs, in)
+			if in.Remote != "" {
+				w.WriteString(in.Remote)
+			} else {
+				w.WriteString(abs)
+			}
+			w.WriteByte('\n')
+		}
+		if err := w.Flush(); err != nil {
+			f.Close()
+			return err
+		}
+		inputs = append(inputs, batch.File{Path: name})
+		return f.Close()
+	}
+	if err := list("a.list", "A", r.p.A.Items[bl.x:bl.x+bl.w], bl.x); err != nil {
+		return nil, err
+	}
+	bList := "b.list"
+	if diagonal {
+		bList = "a.list" // the same list twice: the sub-problem sees A = B
+	} else if err := list(bList, "B", r.p.B.Items[bl.y:bl.y+bl.h], bl.y); err != nil {
+		return nil, err
+	}
+	// The set lists hold only the block's items, so the sub-problem is
+	// the whole of them: its cells come back relative to the block.
+	words = append(words, "-M", "-X", "0", "-Y", "0", "-W", strconv.Itoa(bl.w), "-H", strconv.Itoa(bl.h),
+		"-c", "1", "-q", "--matrix", "cells.matrix")
+	if diagonal {
+		words = append(words, "--symmetric")
+	}
+	words = append(words, fn, "a.list", bList)
+	return &batch.Job{
+		Name:      "allpairs-" + r.name(b),
+		Command:   commandLine(words...),
+		Dir:       dir,
+		Inputs:    inputs,
+		Outputs:   []batch.File{{Path: "cells.matrix"}},
+		Resources: batch.Resources{Cores: 1},
+		Category:  "allpairs",
+	}, nil
+}
+
+// absorb appends the cells the block's job returned to the checkpoint,
+// turning their block-relative coordinates into the matrix's.
+func (r *apRun) absorb(b int, dir string) (bool, error) {
+	bl := r.blocks[b]
+	diagonal := r.p.Symmetric && bl.x == bl.y
+	err := scanCells(dir, func(rec sparsematrix.Record) error {
+		if rec.X >= bl.w || rec.Y >= bl.h || diagonal && rec.X > rec.Y {
+			return fmt.Errorf("cell (%d,%d) is outside the %d×%d block", rec.X, rec.Y, bl.w, bl.h)
+		}
+		x, y := bl.x+rec.X, bl.y+rec.Y
+		if !r.keep(x, y) {
+			return nil // kept by an earlier run or attempt
+		}
+		return r.ck.Append(x, y, rec.Value)
+	})
+	if r.p.Progress != nil {
+		r.p.Progress(r.kept)
+	}
+	return err == nil && r.missing(bl) == 0, err
+}
+
+func (r *apRun) done(int) []int { return nil }
+
+func (r *apRun) failed(int, *BlockError) {}
+
+// chooseJobSize benchmarks the function and sizes the jobs with the models,
+// explaining the choice. It returns the cluster model's prediction.
+func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
+	p, cfg := r.p, r.cfg
+	cellTime := 100 * time.Millisecond
+	if p.Pair != nil {
+		inMemory := p.Pair.Info().Kind.InMemory()
+		input := func(it allpairs.Item) funcs.Input {
+			in := funcs.Input{Path: it.Path}
+			if inMemory {
+				if data, err := os.ReadFile(it.Path); err == nil {
+					in.Data = data
+				}
+			}
+			return in
+		}
+		call := func(ctx context.Context, i int) error {
+			// Pairs spread over the matrix, not one pair again and again.
+			a := p.A.Items[(i*7919)%r.n]
+			b := p.B.Items[(i*7907+1)%r.m]
+			_, err := p.Pair.Call(ctx, input(a), input(b))
+			return err
+		}
+		cellTime = measure(ctx, cfg.Explain, call)
+	}
+	d := dispatchLatency(cfg.Kind)
+	hosts := r.hostBound()
+	cells := r.cells()
+	// The model's matrix has the problem's cells: for a symmetric problem,
+	// a square of the same area.
+	side := int(math.Sqrt(float64(cells)))
+	nm, mm := r.n, r.m
+	if p.Symmetric {
+		nm, mm = side, max(int(cells)/max(side, 1), 1)
+	}
+	in := model.AllPairsInputs{
+		N: nm, M: mm,
+		CellTime:   cellTime.Seconds(),
+		ItemBytes:  float64(p.A.Bytes()+p.B.Bytes()) / float64(r.n+r.m),
+		Dispatch:   d.Seconds(),
+		MaxHosts:   hosts,
+		MaxJobTime: maxJobTime.Seconds(),
+		LocalCores: runtime.NumCPU(),
+	}
+	choice := model.ChooseAllPairs(in)
+	fmt.Fprintf(cfg.Explain, "models (%d cells, dispatch %v assumed for %s, up to %d hosts): %v\n",
+		cells, d, cfg.Kind, hosts, choice)
+	if !choice.Distribute {
+		fmt.Fprintf(cfg.Explain, "  (running distributed all the same, as -T asks)\n")
+	}
+	// The model wants jobs as long as its limit allows, one per host: it
+	// does not see that the last round, a lost worker and a straggler each
+	// cost up to a job. So: at least four jobs per host, unless that would
+	// make dispatch more than 2% of a job.
+	jobCells := float64(choice.JobCells)
+	why := "the model's size"
+	if split := float64(cells) / float64(4*max(choice.Hosts, 1)); split < jobCells {
+		jobCells, why = split, fmt.Sprintf("the model's %d cells cut so that each of its %d hosts gets at least 4 jobs", choice.JobCells, choice.Hosts)
+	}
+	if floor := 50 * d.Seconds() / cellTime.Seconds(); floor > jobCells {
+		jobCells, why = floor, fmt.Sprintf("long enough that the %v dispatch is at most 2%% of a job", d)
+	}
+	jobCells = math.Min(math.Max(jobCells, 1), float64(cells))
+	w := int(math.Ceil(math.Sqrt(jobCells)))
+	r.bw = min(max(w, 1), r.n)
+	r.bh = min(max(int(math.Ceil(jobCells/float64(r.bw))), 1), r.m)
+	jobTime := time.Duration(float64(r.bw*r.bh) * float64(cellTime))
+	fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, about %v each: %s\n", r.bw, r.bh, jobTime.Round(time.Millisecond), why)
+	return time.Duration(choice.Cluster * float64(time.Second))
+}
+
+// hostBound is how many jobs can run at once, as far as the master knows:
+// the local driver's slots, -J, or the model's default.
+func (r *apRun) hostBound() int {
+	return hostBound(r.cfg)
+}
+
+func hostBound(cfg *Config) int {
+	n := 400
+	if cfg.Kind == "local" {
+		n = runtime.NumCPU()
+	}
+	if cfg.MaxJobs > 0 {
+		n = min(n, cfg.MaxJobs)
+	}
+	return n
+}

@@ -1,0 +1,30 @@
+// Package distmaster is the distributed master of seed 000 (Fig. 3.2): it
+// runs an All-Pairs or Wavefront problem as blocks on a batch system — Work
+// Queue workers, local processes, SLURM, Grid Engine or HTCondor, through
+// package batch — instead of on this machine's cores.
+//
+// RunAllPairs and RunWavefront benchmark the user's function briefly, size
+// the blocks with the models of package model (jobs long enough that
+// dispatch is a small part of them, short and many enough that the last
+// round, a lost worker or a straggler costs little), and submit each block
+// as a job that runs this same program in sub-problem mode on the worker
+// (allpairs -M -X -Y -W -H, wavefront -M -X -Y -W -H), with the program,
+// the function and the block's inputs shipped to Work Queue workers (cached
+// there when many blocks share them) or named by path on a shared
+// filesystem. Each block's cells come back as a sparse-matrix file and are
+// appended to the run's checkpoint (package sparsematrix), so that a master
+// killed at any moment resumes without recomputing a finished block. A
+// Wavefront block is submitted the moment the blocks it reads from are
+// done (wavefront.Scheduler).
+//
+// Failures are the Tracker's: a state machine, with no I/O and no clock,
+// that retries a failing block a bounded number of times before giving it
+// up with the end of its standard error, and removes and resubmits
+// stragglers (fast abort) on batch systems, where Work Queue does that
+// itself.
+//
+// The package does not parse command lines, read R directories or choose
+// between running here and distributing: the allpairs and wavefront
+// commands do, and call it when -T is given. It does not start workers
+// either (see workqueue's worker and factory).
+package distmaster

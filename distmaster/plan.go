@@ -1,0 +1,142 @@
+package distmaster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rightsize/rightsize/sparsematrix"
+)
+
+// PlanSuffix is added to a checkpoint's name to name its plan file.
+const PlanSuffix = ".plan"
+
+// plan is the small file kept beside a checkpoint: which problem its cells
+// belong to, and the job size, so that a re-run resumes with the same
+// blocks (and does not recompute finished ones because a new benchmark
+// chose another size) and a checkpoint of another problem is refused rather
+// than taken for this one's.
+type plan struct {
+	Problem string `json:"problem"`
+	JobW    int    `json:"job_width"`
+	JobH    int    `json:"job_height"`
+}
+
+// readPlan reads the plan beside checkpoint, or returns nil if there is
+// none. A plan of another problem is an error: its checkpoint's cells are
+// not this problem's.
+func readPlan(checkpoint, problem string) (*plan, error) {
+	path := checkpoint + PlanSuffix
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var p plan
+	if err := json.Unmarshal(b, &p); err != nil || p.JobW < 1 || p.JobH < 1 {
+		return nil, fmt.Errorf("%s: not a plan file written by rightsize (remove it, and %s, to start over)", path, checkpoint)
+	}
+	if p.Problem != problem {
+		return nil, fmt.Errorf("%s holds the cells of another problem (%s says %s; this run is %s): remove both files to start over, or keep the results elsewhere",
+			checkpoint, path, p.Problem, problem)
+	}
+	return &p, nil
+}
+
+// writePlan writes the plan beside checkpoint, atomically.
+func writePlan(checkpoint string, p plan) error {
+	b, err := json.MarshalIndent(p, "", "  ")
+	if err != nil {
+		return err
+	}
+	path := checkpoint + PlanSuffix
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// measure times the function with call(ctx, i) on cells of the caller's
+// choosing, for about a second (at most 50 calls, each cut off at 10 s: a
+// function at least that slow needs no finer figure), says so on explain,
+// and returns the mean time per cell. Failing calls are timed like the
+// others: the blocks will report them.
+func measure(ctx context.Context, explain io.Writer, call func(ctx context.Context, i int) error) time.Duration {
+	const budget, callLimit, maxCalls = time.Second, 10 * time.Second, 50
+	var total time.Duration
+	n := 0
+	for n < maxCalls && (n == 0 || total < budget) && ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, callLimit)
+		start := time.Now()
+		call(cctx, n)
+		d := time.Since(start)
+		cancel()
+		total += min(d, callLimit)
+		n++
+		if d >= callLimit {
+			break
+		}
+	}
+	mean := max(total/time.Duration(max(n, 1)), time.Microsecond)
+	fmt.Fprintf(explain, "measured the function here: %v per cell (%d calls)\n", mean.Round(time.Microsecond), n)
+	return mean
+}
+
+// startWork says how many blocks there are to compute and prepares the
+// run's work directory, emptying what a killed run left there.
+func startWork(cfg *Config, todo, total int) error {
+	fmt.Fprintf(cfg.Explain, "%d of %d blocks to compute, as jobs on %s\n", todo, total, cfg.Kind)
+	if err := os.RemoveAll(cfg.WorkDir); err != nil {
+		return fmt.Errorf("work directory: %w", err)
+	}
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("work directory: %w", err)
+	}
+	return nil
+}
+
+// scanCells reads the cells a block's job returned in dir.
+func scanCells(dir string, fn func(sparsematrix.Record) error) error {
+	err := sparsematrix.Scan(filepath.Join(dir, "cells.matrix"), fn)
+	if errors.Is(err, fs.ErrNotExist) {
+		return errors.New("no cells came back")
+	}
+	if err != nil {
+		return fmt.Errorf("the cells it returned: %w", err)
+	}
+	return nil
+}
+
+// DefaultWorkDir is the work directory of a run whose checkpoint is at
+// checkpoint: beside it, so that on a cluster it is on the same (shared)
+// filesystem.
+func DefaultWorkDir(checkpoint string) string {
+	return filepath.Join(filepath.Dir(checkpoint), "."+filepath.Base(checkpoint)+".jobs")
+}
+
+// bitset marks cells done, a bit each: a problem's cells can number in the
+// hundreds of millions.
+type bitset []uint64
+
+func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
+
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
+
+// set marks i, reporting whether it was unmarked.
+func (b bitset) set(i int) bool {
+	if b.has(i) {
+		return false
+	}
+	b[i/64] |= 1 << (i % 64)
+	return true
+}

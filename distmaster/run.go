@@ -1,0 +1,355 @@
+package distmaster
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/workqueue"
+)
+
+// Config is what every distributed run needs besides its problem. Driver
+// and WorkDir are required; the zero value of every other field means its
+// documented default.
+type Config struct {
+	// Driver runs the block jobs. The runs do not close it. OpenDriver
+	// opens one with Work Queue's fast abort set up for the block jobs.
+	Driver batch.Driver
+	// Kind is the batch type the driver is for (see batch.Kinds); it sets
+	// the dispatch latency the models assume. Default: "wq" for a Work
+	// Queue driver, "local" for a local one, otherwise "batch".
+	Kind string
+	// Program is the executable every job runs in sub-problem mode: this
+	// same program (os.Executable) by default.
+	Program string
+	// WorkDir holds each job's files while it runs: inputs written for it
+	// and outputs fetched back. On a batch system it must be on the
+	// filesystem the execution hosts share. A run empties it first (of
+	// what a killed run left) and removes it at the end. DefaultWorkDir
+	// puts it beside the checkpoint.
+	WorkDir string
+	// Retries, MaxJobs and FastAbort: see TrackerConfig. FastAbort is the
+	// master's own timer for batch systems; for Work Queue it is set when
+	// the driver is opened (OpenDriver) and the master leaves it to Work
+	// Queue.
+	Retries   int
+	MaxJobs   int
+	FastAbort FastAbort
+	// TickInterval is how often running jobs are checked for stragglers
+	// (default 1 s).
+	TickInterval time.Duration
+	// Explain, if set, receives the measurements, the models' predictions,
+	// the choice of job size, and every retry and fast abort, in words.
+	Explain io.Writer
+	// Logger receives the same events as structured records (default:
+	// discarded).
+	Logger *slog.Logger
+}
+
+func (c *Config) fill() error {
+	if c.Driver == nil {
+		return errors.New("distmaster: no batch driver")
+	}
+	if c.WorkDir == "" {
+		return errors.New("distmaster: no work directory")
+	}
+	if c.Kind == "" {
+		switch c.Driver.(type) {
+		case *batch.WorkQueue:
+			c.Kind = "wq"
+		case *batch.Local:
+			c.Kind = "local"
+		default:
+			c.Kind = "batch"
+		}
+	}
+	if c.TickInterval <= 0 {
+		c.TickInterval = time.Second
+	}
+	if c.Explain == nil {
+		c.Explain = io.Discard
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return nil
+}
+
+// dispatchLatency is the time the models assume between submitting a job
+// and its start, by batch type: measured on the single-node systems of
+// bench/RESULTS.md for local processes, SLURM and Grid Engine, plus the
+// start of the program on the worker; a typical pool's for HTCondor.
+func dispatchLatency(kind string) time.Duration {
+	switch kind {
+	case "local":
+		return 20 * time.Millisecond
+	case "wq":
+		return 100 * time.Millisecond
+	case "sge":
+		return time.Second
+	case "condor":
+		return 30 * time.Second
+	}
+	return time.Second
+}
+
+// OpenDriver opens the batch driver of type kind, with Work Queue's fast
+// abort set up for jobs of category (the block jobs' category: "allpairs"
+// or "wavefront"). A wq driver's master listens as opts.WorkQueue says.
+func OpenDriver(kind string, opts batch.Options, category string, fa FastAbort) (batch.Driver, error) {
+	if kind == "wq" && (fa.Multiplier >= 1 || fa.Sigmas > 0) {
+		var cfg workqueue.Config
+		if opts.WorkQueue != nil {
+			cfg = *opts.WorkQueue
+		}
+		cats := map[string]FastAbort{category: fa}
+		for k, v := range cfg.FastAbortCategories {
+			if k != category {
+				cats[k] = v
+			}
+		}
+		cfg.FastAbortCategories = cats
+		opts.WorkQueue = &cfg
+	}
+	return batch.New(kind, opts)
+}
+
+// blockSource is what the run loop needs of an abstraction.
+type blockSource interface {
+	// name names block b in messages and file names.
+	name(b int) string
+	// job writes the files of a job for block b into dir (new and empty)
+	// and returns the job.
+	job(b int, dir string) (*batch.Job, error)
+	// absorb keeps whatever cells of block b the job left in dir — all of
+	// them, or those it finished before it failed — and reports whether
+	// the block is now complete. It is called for every job that ended,
+	// except stragglers the tracker removed.
+	absorb(b int, dir string) (complete bool, err error)
+	// done reports that block b is complete and returns the blocks that
+	// it made ready.
+	done(b int) []int
+	// failed reports that block b was given up.
+	failed(b int, err *BlockError)
+}
+
+// BlockError is a block given up after its last attempt, with the end of
+// what its last job wrote.
+type BlockError struct {
+	Block    string // which block, in words
+	Attempts int    // jobs it had
+	Err      error  // why the last one failed
+	Stderr   []byte // the end of the last job's standard error
+}
+
+func (e *BlockError) Error() string {
+	attempts := "1 attempt"
+	if e.Attempts != 1 {
+		attempts = fmt.Sprintf("%d attempts", e.Attempts)
+	}
+	return fmt.Sprintf("block %s failed after %s: %v", e.Block, attempts, e.Err)
+}
+
+func (e *BlockError) Unwrap() error { return e.Err }
+
+// StderrTail returns the last few lines of the job's standard error,
+// indented for a report.
+func (e *BlockError) StderrTail() string {
+	const maxLines, maxBytes = 8, 1500
+	s := bytes.TrimRight(e.Stderr, "\n")
+	if len(s) > maxBytes {
+		s = s[len(s)-maxBytes:]
+	}
+	lines := bytes.Split(s, []byte("\n"))
+	if len(lines) > maxLines {
+		lines = lines[len(lines)-maxLines:]
+	}
+	var b bytes.Buffer
+	for _, l := range lines {
+		if len(l) > 0 {
+			b.WriteString("    ")
+			b.Write(l)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// FailedError is returned when blocks were given up. Every block that
+// finished was kept.
+type FailedError struct {
+	Blocks []*BlockError // in the order they were given up
+	Total  int           // blocks in the run
+}
+
+func (e *FailedError) Error() string {
+	s := fmt.Sprintf("%d of %d blocks failed", len(e.Blocks), e.Total)
+	if len(e.Blocks) > 0 {
+		s += "; first: " + e.Blocks[0].Error()
+	}
+	return s
+}
+
+func (e *FailedError) Unwrap() error {
+	if len(e.Blocks) == 0 {
+		return nil
+	}
+	return e.Blocks[0]
+}
+
+// loopStats is what the run loop reports.
+type loopStats struct {
+	TrackerCounts
+	MeanJob time.Duration
+}
+
+// runLoop submits the blocks of src, starting with ready, and follows their
+// jobs until every block is done or given up, or ctx ends. Jobs still
+// running when it returns early are removed.
+func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, total int) (loopStats, error) {
+	fa := cfg.FastAbort
+	if _, wq := cfg.Driver.(*batch.WorkQueue); wq {
+		fa = FastAbort{} // Work Queue aborts stragglers itself
+	}
+	tr := NewTracker(TrackerConfig{Retries: cfg.Retries, MaxJobs: cfg.MaxJobs, FastAbort: fa})
+	tr.Add(ready...)
+	type jobInfo struct {
+		block int
+		dir   string
+	}
+	jobs := map[string]jobInfo{}
+	var failures []*BlockError
+	d := cfg.Driver
+	defer func() {
+		// Whatever still runs is no longer wanted: removed without waiting.
+		rm, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, id := range tr.Running() {
+			d.Remove(rm, id)
+		}
+	}()
+
+	handle := func(o Outcome, stderr []byte) {
+		name := src.name(o.Block)
+		switch {
+		case o.Done:
+			tr.Add(src.done(o.Block)...)
+		case o.Retry:
+			fmt.Fprintf(cfg.Explain, "block %s failed (attempt %d): %v; submitting it again\n", name, o.Attempts, o.Err)
+			cfg.Logger.Warn("block failed; retrying", "block", name, "attempt", o.Attempts, "err", o.Err)
+		case o.GaveUp:
+			be := &BlockError{Block: name, Attempts: o.Attempts, Err: o.Err, Stderr: stderr}
+			failures = append(failures, be)
+			cfg.Logger.Error("block failed", "block", name, "attempts", o.Attempts, "err", o.Err)
+			src.failed(o.Block, be)
+		}
+	}
+	submit := func() error {
+		for {
+			b, attempt, ok := tr.Next()
+			if !ok {
+				return nil
+			}
+			dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("%s.%d", src.name(b), attempt))
+			job, err := src.job(b, dir)
+			if err != nil {
+				// The master could not write the job's files: a problem
+				// here (a full disk), not on a worker, that retries
+				// would not mend.
+				return fmt.Errorf("block %s: %w", src.name(b), err)
+			}
+			id, err := d.Submit(ctx, job)
+			if err != nil {
+				os.RemoveAll(dir)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				handle(tr.SubmitFailed(b, err), nil)
+				continue
+			}
+			tr.Submitted(b, id, time.Now())
+			jobs[id] = jobInfo{b, dir}
+		}
+	}
+	finish := func(ev batch.Event) {
+		info, ok := jobs[ev.ID]
+		if !ok {
+			return
+		}
+		delete(jobs, ev.ID)
+		defer os.RemoveAll(info.dir)
+		var jobErr error
+		switch {
+		case ev.State == batch.Failed:
+			jobErr = ev.Err
+		case ev.ExitCode != 0:
+			jobErr = fmt.Errorf("exit status %d", ev.ExitCode)
+		}
+		// Even a failed job's finished cells are kept.
+		complete, err := src.absorb(info.block, info.dir)
+		switch {
+		case jobErr != nil:
+		case err != nil:
+			jobErr = err
+		case !complete:
+			jobErr = errors.New("the job exited 0 but did not return every cell of its block")
+		}
+		// The driver's times where it has them: Work Queue reports no
+		// start but for the final event, and the job's time on its worker
+		// should not include its wait in the queue.
+		if !ev.Started.IsZero() {
+			tr.Started(ev.ID, ev.Started)
+		}
+		handle(tr.Ended(ev.ID, cmp.Or(ev.Ended, time.Now()), jobErr), ev.Stderr)
+	}
+
+	tick := time.NewTicker(cfg.TickInterval)
+	defer tick.Stop()
+	for {
+		if err := submit(); err != nil {
+			return loopStats{tr.Counts(), tr.MeanJobTime()}, err
+		}
+		if tr.Idle() {
+			break
+		}
+		select {
+		case ev, ok := <-d.Events():
+			if !ok {
+				return loopStats{tr.Counts(), tr.MeanJobTime()}, errors.New("the batch driver closed while jobs were running")
+			}
+			switch {
+			case ev.State == batch.Running:
+				tr.Started(ev.ID, cmp.Or(ev.Started, time.Now()))
+			case ev.State.Final():
+				finish(ev)
+			}
+		case now := <-tick.C:
+			mean := tr.MeanJobTime()
+			for _, id := range tr.Tick(now) {
+				info := jobs[id]
+				delete(jobs, id)
+				fmt.Fprintf(cfg.Explain, "block %s is a straggler (mean job %v): removed and submitted again\n", src.name(info.block), mean.Round(time.Millisecond))
+				cfg.Logger.Info("fast abort", "block", src.name(info.block))
+				if err := d.Remove(ctx, id); err != nil && !errors.Is(err, batch.ErrUnknownJob) {
+					cfg.Logger.Warn("remove straggler", "job", id, "err", err)
+				}
+				os.RemoveAll(info.dir)
+			}
+		case <-ctx.Done():
+			return loopStats{tr.Counts(), tr.MeanJobTime()}, ctx.Err()
+		}
+	}
+	st := loopStats{tr.Counts(), tr.MeanJobTime()}
+	if len(failures) > 0 {
+		return st, &FailedError{Blocks: failures, Total: total}
+	}
+	return st, nil
+}

@@ -1,0 +1,295 @@
+package distmaster
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue"
+)
+
+// FastAbort configures the fast abort of straggling block jobs, with the
+// meaning Work Queue gives it (workqueue.FastAbort): a job running longer
+// than Multiplier times the mean time of the finished jobs, or than the
+// mean plus Sigmas standard deviations (never less than twice the mean),
+// once MinSamples jobs have finished, is removed and submitted again, at
+// most MaxAborts times per block. Each abort of a block raises its limit by
+// one mean, so a block that is simply long is not killed for ever. The zero
+// value is off.
+type FastAbort = workqueue.FastAbort
+
+// TrackerConfig configures a Tracker. The zero value of each field means its
+// documented default.
+type TrackerConfig struct {
+	// Retries is how many times a block whose job failed is submitted again
+	// before the block is given up (default 2: three attempts). Negative
+	// means none.
+	Retries int
+	// MaxJobs bounds the jobs submitted and not ended (default 1000).
+	MaxJobs int
+	// FastAbort is the tracker's own straggler timer, for batch systems
+	// that have none; leave it off for Work Queue, which aborts stragglers
+	// itself.
+	FastAbort FastAbort
+}
+
+func (c *TrackerConfig) fill() {
+	if c.Retries == 0 {
+		c.Retries = 2
+	}
+	if c.Retries < 0 {
+		c.Retries = 0
+	}
+	if c.MaxJobs <= 0 {
+		c.MaxJobs = 1000
+	}
+	if c.FastAbort.Multiplier >= 1 || c.FastAbort.Sigmas > 0 {
+		if c.FastAbort.MinSamples <= 0 {
+			c.FastAbort.MinSamples = 10
+		}
+		if c.FastAbort.MaxAborts <= 0 {
+			c.FastAbort.MaxAborts = 3
+		}
+	}
+}
+
+// Tracker follows the jobs of a distributed run: which blocks wait to be
+// submitted, which job runs which block, how often each block has failed or
+// been aborted, and which running jobs are stragglers. Blocks are numbered
+// by the caller.
+//
+// It is a state machine: it does no I/O and reads no clock. Its driver
+// reports what happened (Submitted, SubmitFailed, Started, Ended) with the
+// time it happened, asks what to submit (Next) and, now and then, which jobs
+// to remove as stragglers (Tick), and does it. It is not safe for
+// concurrent use.
+type Tracker struct {
+	cfg    TrackerConfig
+	queue  []int // blocks to submit, in order
+	blocks map[int]*blockRecord
+	jobs   map[string]*jobRecord // jobs submitted and not ended
+	busy   int                   // blocks handed out by Next and not yet ended
+	stats  runStats
+	counts TrackerCounts
+}
+
+// blockRecord is what the tracker knows of one block.
+type blockRecord struct {
+	failures int // failed attempts
+	aborts   int // fast aborts
+}
+
+// jobRecord is one submitted job of a block.
+type jobRecord struct {
+	block     int
+	submitted time.Time
+	started   time.Time // when it was seen starting; zero until then
+}
+
+// runStats are the running times of finished jobs, for fast abort.
+type runStats struct {
+	n          int
+	sum, sumSq float64
+}
+
+func (s *runStats) add(d time.Duration) {
+	x := d.Seconds()
+	s.n++
+	s.sum += x
+	s.sumSq += x * x
+}
+
+func (s *runStats) mean() float64 { return s.sum / float64(s.n) }
+
+func (s *runStats) stddev() float64 {
+	m := s.mean()
+	return math.Sqrt(math.Max(s.sumSq/float64(s.n)-m*m, 0))
+}
+
+// TrackerCounts count what happened to the run's blocks and jobs.
+type TrackerCounts struct {
+	Jobs       int // jobs submitted
+	Done       int // blocks finished
+	Failed     int // blocks given up
+	Retries    int // jobs submitted again after a failure
+	FastAborts int // stragglers removed and submitted again
+}
+
+// NewTracker returns a Tracker with no blocks.
+func NewTracker(cfg TrackerConfig) *Tracker {
+	cfg.fill()
+	return &Tracker{cfg: cfg, blocks: map[int]*blockRecord{}, jobs: map[string]*jobRecord{}}
+}
+
+// Add queues blocks to be submitted. Adding a block twice is a programming
+// error and panics.
+func (t *Tracker) Add(blocks ...int) {
+	for _, b := range blocks {
+		if _, ok := t.blocks[b]; ok {
+			panic(fmt.Sprintf("distmaster: block %d added twice", b))
+		}
+		t.blocks[b] = &blockRecord{}
+		t.queue = append(t.queue, b)
+	}
+}
+
+// Next hands out a block to submit, with the number of its earlier
+// attempts, or reports false when none is queued or MaxJobs are out. The
+// driver then calls Submitted or SubmitFailed for it.
+func (t *Tracker) Next() (block, attempt int, ok bool) {
+	if len(t.queue) == 0 || t.busy >= t.cfg.MaxJobs {
+		return 0, 0, false
+	}
+	block = t.queue[0]
+	t.queue = t.queue[1:]
+	r := t.blocks[block]
+	t.busy++
+	return block, r.failures + r.aborts, true
+}
+
+// Submitted reports that block's job was accepted by the batch system at
+// time now under ID job.
+func (t *Tracker) Submitted(block int, job string, now time.Time) {
+	t.jobs[job] = &jobRecord{block: block, submitted: now}
+	t.counts.Jobs++
+}
+
+// SubmitFailed reports that block's job could not be submitted; it counts
+// as a failed attempt.
+func (t *Tracker) SubmitFailed(block int, err error) Outcome {
+	return t.fail(block, fmt.Errorf("submit: %w", err))
+}
+
+// Started reports that job was seen running at time now. Only a job seen
+// running can be a straggler, its running time counted from then: time in
+// a batch queue is not slowness.
+func (t *Tracker) Started(job string, now time.Time) {
+	if j, ok := t.jobs[job]; ok {
+		j.started = now
+	}
+}
+
+// Outcome says what a job's end means for its block.
+type Outcome struct {
+	Block int
+	// Known is false for a job the tracker no longer follows: a straggler
+	// it aborted, whose end no longer matters.
+	Known bool
+	// Done: the block is finished. Retry: it failed and is queued again.
+	// GaveUp: it failed for the last time; Err says why.
+	Done, Retry, GaveUp bool
+	Err                 error
+	// Attempts is how many jobs the block has had, this one included.
+	Attempts int
+}
+
+// Ended reports that job ended at time now: successfully (err nil), its
+// block complete, or not, with the reason.
+func (t *Tracker) Ended(job string, now time.Time, err error) Outcome {
+	j, ok := t.jobs[job]
+	if !ok {
+		return Outcome{}
+	}
+	delete(t.jobs, job)
+	if err != nil {
+		return t.fail(j.block, err)
+	}
+	r := t.blocks[j.block]
+	t.busy--
+	t.counts.Done++
+	begin := j.started
+	if begin.IsZero() {
+		begin = j.submitted // it started and ended between two looks
+	}
+	t.stats.add(now.Sub(begin))
+	return Outcome{Block: j.block, Known: true, Done: true, Attempts: r.failures + r.aborts + 1}
+}
+
+func (t *Tracker) fail(block int, err error) Outcome {
+	r := t.blocks[block]
+	r.failures++
+	t.busy--
+	out := Outcome{Block: block, Known: true, Err: err, Attempts: r.failures + r.aborts}
+	if r.failures > t.cfg.Retries {
+		t.counts.Failed++
+		out.GaveUp = true
+		return out
+	}
+	t.counts.Retries++
+	// A retry goes first: the blocks after it may depend on it.
+	t.queue = append([]int{block}, t.queue...)
+	out.Retry = true
+	return out
+}
+
+// Tick returns the jobs running past the fast-abort limit at time now, for
+// the driver to remove. Their blocks are queued again at once, ahead of the
+// others; the removed jobs' ends will be unknown to Ended.
+func (t *Tracker) Tick(now time.Time) []string {
+	fa := t.cfg.FastAbort
+	if (fa.Multiplier < 1 && fa.Sigmas <= 0) || t.stats.n < fa.MinSamples {
+		return nil
+	}
+	var slow []string
+	for id, j := range t.jobs {
+		r := t.blocks[j.block]
+		if j.started.IsZero() || r.aborts >= fa.MaxAborts {
+			continue
+		}
+		if now.Sub(j.started).Seconds() > t.limit(r.aborts) {
+			slow = append(slow, id)
+		}
+	}
+	// In block order, so that the same events give the same queue.
+	slices.SortFunc(slow, func(a, b string) int { return cmp.Compare(t.jobs[a].block, t.jobs[b].block) })
+	for _, id := range slow {
+		j := t.jobs[id]
+		delete(t.jobs, id)
+		r := t.blocks[j.block]
+		r.aborts++
+		t.busy--
+		t.counts.FastAborts++
+		t.queue = append([]int{j.block}, t.queue...)
+	}
+	return slow
+}
+
+// limit is how many seconds a job of a block aborted `aborts` times may run,
+// by Work Queue's rule (see FastAbort).
+func (t *Tracker) limit(aborts int) float64 {
+	fa := t.cfg.FastAbort
+	mean := t.stats.mean()
+	limit := math.Inf(1)
+	if fa.Multiplier >= 1 {
+		limit = mean * fa.Multiplier
+	}
+	if fa.Sigmas > 0 {
+		limit = math.Min(limit, math.Max(mean+fa.Sigmas*t.stats.stddev(), 2*mean))
+	}
+	return limit + float64(aborts)*mean
+}
+
+// Idle reports whether no block is queued or out.
+func (t *Tracker) Idle() bool { return len(t.queue) == 0 && t.busy == 0 }
+
+// Running returns the IDs of the jobs submitted and not ended.
+func (t *Tracker) Running() []string {
+	ids := make([]string, 0, len(t.jobs))
+	for id := range t.jobs {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Counts returns what has happened so far.
+func (t *Tracker) Counts() TrackerCounts { return t.counts }
+
+// MeanJobTime returns the mean running time of the finished jobs, or 0.
+func (t *Tracker) MeanJobTime() time.Duration {
+	if t.stats.n == 0 {
+		return 0
+	}
+	return time.Duration(t.stats.mean() * float64(time.Second))
+}

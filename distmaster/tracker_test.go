@@ -1,0 +1,247 @@
+package distmaster
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+)
+
+// trackerHarness drives a Tracker with logical time: jobs are named after
+// their block and attempt ("b3.1"), so that scenarios read plainly.
+type trackerHarness struct {
+	t   *testing.T
+	tr  *Tracker
+	now time.Time
+	ids map[string]bool
+}
+
+func newHarness(t *testing.T, cfg TrackerConfig, blocks ...int) *trackerHarness {
+	h := &trackerHarness{t: t, tr: NewTracker(cfg), now: time.Unix(1000, 0), ids: map[string]bool{}}
+	h.tr.Add(blocks...)
+	return h
+}
+
+// submitAll submits what Next hands out and returns the new job IDs.
+func (h *trackerHarness) submitAll() []string {
+	var ids []string
+	for {
+		b, attempt, ok := h.tr.Next()
+		if !ok {
+			return ids
+		}
+		id := "b" + strconv.Itoa(b) + "." + strconv.Itoa(attempt)
+		if h.ids[id] {
+			h.t.Fatalf("job %s handed out twice", id)
+		}
+		h.ids[id] = true
+		h.tr.Submitted(b, id, h.now)
+		h.tr.Started(id, h.now)
+		ids = append(ids, id)
+	}
+}
+
+func (h *trackerHarness) advance(d time.Duration) { h.now = h.now.Add(d) }
+
+func TestTrackerRetriesThenGivesUp(t *testing.T) {
+	tests := []struct {
+		retries  int
+		attempts int // jobs before the block is given up
+	}{
+		{0, 3}, // the default: two retries
+		{-1, 1},
+		{1, 2},
+		{4, 5},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.retries), func(t *testing.T) {
+			h := newHarness(t, TrackerConfig{Retries: tt.retries}, 7)
+			boom := errors.New("boom")
+			for attempt := 1; ; attempt++ {
+				ids := h.submitAll()
+				if len(ids) != 1 || ids[0] != "b7."+strconv.Itoa(attempt-1) {
+					t.Fatalf("attempt %d: submitted %v", attempt, ids)
+				}
+				o := h.tr.Ended(ids[0], h.now, boom)
+				if !o.Known || o.Block != 7 || o.Attempts != attempt || !errors.Is(o.Err, boom) {
+					t.Fatalf("attempt %d: outcome %+v", attempt, o)
+				}
+				if o.GaveUp {
+					if attempt != tt.attempts {
+						t.Fatalf("gave up after %d attempts, want %d", attempt, tt.attempts)
+					}
+					break
+				}
+				if !o.Retry || attempt >= tt.attempts {
+					t.Fatalf("attempt %d: outcome %+v, want a retry", attempt, o)
+				}
+			}
+			if !h.tr.Idle() {
+				t.Error("not idle after giving up the only block")
+			}
+			c := h.tr.Counts()
+			if c.Failed != 1 || c.Done != 0 || c.Jobs != tt.attempts || c.Retries != tt.attempts-1 {
+				t.Errorf("counts %+v", c)
+			}
+		})
+	}
+}
+
+func TestTrackerRetryThenDone(t *testing.T) {
+	h := newHarness(t, TrackerConfig{}, 1, 2, 3)
+	ids := h.submitAll()
+	if !slices.Equal(ids, []string{"b1.0", "b2.0", "b3.0"}) {
+		t.Fatalf("submitted %v", ids)
+	}
+	if o := h.tr.Ended("b2.0", h.now, errors.New("lost")); !o.Retry {
+		t.Fatalf("outcome %+v", o)
+	}
+	// The retry goes ahead of any block added later.
+	h.tr.Add(4)
+	if ids := h.submitAll(); !slices.Equal(ids, []string{"b2.1", "b4.0"}) {
+		t.Fatalf("submitted %v, want the retry first", ids)
+	}
+	for _, id := range []string{"b1.0", "b3.0", "b2.1", "b4.0"} {
+		if o := h.tr.Ended(id, h.now, nil); !o.Done || o.Err != nil {
+			t.Fatalf("%s: %+v", id, o)
+		}
+	}
+	if o := h.tr.Ended("b2.1", h.now, nil); o.Known {
+		t.Errorf("a job that ended twice is known: %+v", o)
+	}
+	if !h.tr.Idle() || h.tr.Counts().Done != 4 || h.tr.Counts().Retries != 1 {
+		t.Errorf("idle %v, counts %+v", h.tr.Idle(), h.tr.Counts())
+	}
+}
+
+func TestTrackerSubmitFailureIsAnAttempt(t *testing.T) {
+	h := newHarness(t, TrackerConfig{Retries: 1}, 5)
+	for i := 0; i < 2; i++ {
+		b, _, ok := h.tr.Next()
+		if !ok || b != 5 {
+			t.Fatalf("Next = %d, %v", b, ok)
+		}
+		o := h.tr.SubmitFailed(b, errors.New("sbatch: socket timed out"))
+		if i == 1 != o.GaveUp {
+			t.Fatalf("attempt %d: %+v", i, o)
+		}
+	}
+	if !h.tr.Idle() {
+		t.Error("not idle")
+	}
+}
+
+func TestTrackerMaxJobs(t *testing.T) {
+	h := newHarness(t, TrackerConfig{MaxJobs: 2}, 1, 2, 3, 4, 5)
+	if ids := h.submitAll(); len(ids) != 2 {
+		t.Fatalf("submitted %v with MaxJobs 2", ids)
+	}
+	h.tr.Ended("b1.0", h.now, nil)
+	if ids := h.submitAll(); !slices.Equal(ids, []string{"b3.0"}) {
+		t.Fatalf("after one ended, submitted %v", ids)
+	}
+	// A failure frees its slot too, and its retry takes it.
+	h.tr.Ended("b2.0", h.now, errors.New("x"))
+	if ids := h.submitAll(); !slices.Equal(ids, []string{"b2.1"}) {
+		t.Fatalf("after a failure, submitted %v", ids)
+	}
+}
+
+func TestTrackerFastAbort(t *testing.T) {
+	cfg := TrackerConfig{FastAbort: FastAbort{Multiplier: 3, MinSamples: 3, MaxAborts: 2}}
+	h := newHarness(t, cfg, 0, 1, 2, 3, 4)
+	h.submitAll()
+	// No abort before MinSamples jobs have finished, however long.
+	h.advance(10 * time.Second)
+	if ids := h.tr.Tick(h.now); ids != nil {
+		t.Fatalf("aborted %v with no samples", ids)
+	}
+	for _, id := range []string{"b0.0", "b1.0", "b2.0"} {
+		h.tr.Ended(id, h.now, nil) // 10 s each
+	}
+	// Block 3 was seen starting late (it queued): its clock starts then.
+	h.tr.Started("b3.0", h.now.Add(-5*time.Second))
+	// A job never seen starting is queued, never a straggler.
+	h.tr.Add(9)
+	b, _, _ := h.tr.Next()
+	h.tr.Submitted(b, "queued", h.now.Add(-time.Hour))
+	h.advance(21 * time.Second) // block 4 at 31 s > 3 × 10 s; block 3 at 26 s
+	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b4.0"}) {
+		t.Fatalf("aborted %v, want b4.0", ids)
+	}
+	if ids := h.submitAll(); !slices.Equal(ids, []string{"b4.1"}) {
+		t.Fatalf("resubmitted %v", ids)
+	}
+	if o := h.tr.Ended("b4.0", h.now, errors.New("removed")); o.Known {
+		t.Fatalf("the aborted job's end is known: %+v", o)
+	}
+	// The second attempt's limit is one mean higher: 40 s.
+	h.advance(35 * time.Second)
+	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b3.0"}) {
+		t.Fatalf("aborted %v, want b3.0 (61 s) but not b4.1 (35 s)", ids)
+	}
+	h.submitAll()
+	h.advance(6 * time.Second)
+	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b4.1"}) {
+		t.Fatalf("aborted %v, want b4.1 at 41 s", ids)
+	}
+	h.submitAll()
+	// MaxAborts reached: block 4 now runs as long as it takes.
+	h.advance(time.Hour)
+	ids := h.tr.Tick(h.now)
+	if !slices.Equal(ids, []string{"b3.1"}) {
+		t.Fatalf("aborted %v, want only b3.1", ids)
+	}
+	if c := h.tr.Counts(); c.FastAborts != 4 || c.Retries != 0 {
+		t.Errorf("counts %+v", c)
+	}
+	for _, id := range h.submitAll() {
+		h.tr.Ended(id, h.now, nil)
+	}
+	h.tr.Ended("b4.2", h.now, nil)
+	h.tr.Ended("queued", h.now, nil)
+	if !h.tr.Idle() {
+		t.Errorf("not idle; running %v", h.tr.Running())
+	}
+}
+
+func TestTrackerFastAbortSigmas(t *testing.T) {
+	// Mean 10 s, deviation 0: the limit is twice the mean, not the mean.
+	h := newHarness(t, TrackerConfig{FastAbort: FastAbort{Sigmas: 3, MinSamples: 2}}, 0, 1, 2)
+	h.submitAll()
+	h.advance(10 * time.Second)
+	h.tr.Ended("b0.0", h.now, nil)
+	h.tr.Ended("b1.0", h.now, nil)
+	h.advance(9 * time.Second)
+	if ids := h.tr.Tick(h.now); ids != nil {
+		t.Fatalf("aborted %v at 19 s", ids)
+	}
+	h.advance(2 * time.Second)
+	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b2.0"}) {
+		t.Fatalf("aborted %v at 21 s", ids)
+	}
+}
+
+func TestTrackerFastAbortOff(t *testing.T) {
+	h := newHarness(t, TrackerConfig{}, 0, 1)
+	h.submitAll()
+	h.advance(time.Second)
+	h.tr.Ended("b0.0", h.now, nil)
+	h.advance(1000 * time.Hour)
+	if ids := h.tr.Tick(h.now); ids != nil {
+		t.Fatalf("aborted %v with fast abort off", ids)
+	}
+}
+
+func TestTrackerAddTwicePanics(t *testing.T) {
+	defer func() {
+		if recover() == nil {
+			t.Error("no panic")
+		}
+	}()
+	tr := NewTracker(TrackerConfig{})
+	tr.Add(1)
+	tr.Add(1)
+}

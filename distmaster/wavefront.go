@@ -1,0 +1,375 @@
+package distmaster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"time"
+
+	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/model"
+	"github.com/rightsize/rightsize/multicore"
+	"github.com/rightsize/rightsize/sparsematrix"
+	"github.com/rightsize/rightsize/wavefront"
+)
+
+// Wavefront is a Wavefront problem to run as blocks on a batch system, in
+// the shape of multicore.Wavefront. Func, Region, Value, Out and
+// Checkpoint are required.
+type Wavefront struct {
+	Func Function
+	// Cell is Func opened on this machine, for the brief benchmark that
+	// sizes the blocks; nil assumes 0.1 s per cell.
+	Cell   funcs.Cell
+	Region wavefront.Rect
+
+	// Value returns a cell the run reads but does not compute: one of the
+	// column left of Region or the row below it, or a cell of Region that
+	// Done reports.
+	Value func(x, y int) (funcs.Input, error)
+	// Done reports the cells of Region that an earlier run computed; nil
+	// means none. A block whose cells are all done is not run.
+	Done func(x, y int) bool
+	// Out receives each cell of each block that comes back, once.
+	Out multicore.CellWriter
+	// Checkpoint is the path of the sparse-matrix file Out writes to; the
+	// plan (the block size, so that a re-run resumes with the same blocks)
+	// is kept beside it, in Checkpoint+PlanSuffix.
+	Checkpoint string
+	// JobSize is the side of each job's square block; zero means the size
+	// of an earlier run on this checkpoint, otherwise what the model
+	// chooses from a benchmark of the function.
+	JobSize int
+
+	// States, if set, follows every cell: running while its block's job is
+	// out, complete, or failed.
+	States *wavefront.StateGrid
+	// Progress, if set, is called with the number of cells computed by
+	// this run so far.
+	Progress func(computed int)
+}
+
+// WavefrontResult reports a run.
+type WavefrontResult struct {
+	Computed int // cells computed by this run
+	Skipped  int // cells of Region that were already done
+	NotRun   int // cells not run because they depend on a failed block
+	JobSize  int
+	Blocks   int // blocks of the region
+	TrackerCounts
+	MeanJob   time.Duration
+	Predicted time.Duration // what the model predicted, if it chose the block size
+	Elapsed   time.Duration
+}
+
+// RunWavefront computes w's region on cfg's batch system: a block is
+// submitted the moment the blocks it reads from are done (wavefront's
+// Scheduler), as a job running this program in sub-problem mode with the
+// block's left column and bottom row shipped to it; each block's cells go
+// to w.Out as it comes back.
+//
+// Failing blocks are retried up to cfg.Retries times and then given up,
+// with every block that depends on them; the run returns a *FailedError
+// once nothing else can run. When ctx ends, running jobs are removed and
+// ctx's error is returned.
+func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResult, error) {
+	start := time.Now()
+	if err := cfg.fill(); err != nil {
+		return WavefrontResult{}, err
+	}
+	if err := w.Region.Validate(); err != nil {
+		return WavefrontResult{}, err
+	}
+	if w.Value == nil || w.Out == nil || w.Checkpoint == "" {
+		return WavefrontResult{}, errors.New("distmaster: a Wavefront problem needs Value, Out and a checkpoint")
+	}
+	files, err := newJobFiles(cfg.Driver, cfg.Program)
+	if err != nil {
+		return WavefrontResult{}, err
+	}
+	rg := w.Region
+	r := &wfRun{w: w, cfg: &cfg, files: files, have: newBitset(rg.Cells()), edges: map[sparsematrix.Key][]byte{}}
+	var res WavefrontResult
+	if w.Done != nil {
+		for y := rg.Y; y < rg.Y+rg.H; y++ {
+			for x := rg.X; x < rg.X+rg.W; x++ {
+				if w.Done(x, y) {
+					r.have.set(r.index(x, y))
+					res.Skipped++
+				}
+			}
+		}
+	}
+
+	problem := "wavefront " + w.Func.identity()
+	old, err := readPlan(w.Checkpoint, problem)
+	if err != nil {
+		return res, err
+	}
+	switch {
+	case w.JobSize > 0:
+		r.b = w.JobSize
+	case old != nil:
+		r.b = old.JobW
+		fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells, as in the run that started %s\n", r.b, r.b, w.Checkpoint)
+	default:
+		res.Predicted = r.chooseBlock(ctx)
+	}
+	res.JobSize = r.b
+	if err := writePlan(w.Checkpoint, plan{Problem: problem, JobW: r.b, JobH: r.b}); err != nil {
+		return res, fmt.Errorf("checkpoint plan: %w", err)
+	}
+
+	r.sched, err = wavefront.NewScheduler(rg, r.b, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
+	if err != nil {
+		return res, err
+	}
+	r.nx = (rg.W + r.b - 1) / r.b
+	res.Blocks = r.sched.Blocks()
+	ready := r.released()
+	if err := startWork(&cfg, res.Blocks-r.sched.Counts().Done, res.Blocks); err != nil {
+		return res, err
+	}
+	defer os.RemoveAll(cfg.WorkDir)
+	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
+	res.TrackerCounts, res.MeanJob = st.TrackerCounts, st.MeanJob
+	res.Computed = r.computed
+	var fe *FailedError
+	if errors.As(runErr, &fe) {
+		res.NotRun = rg.Cells() - res.Skipped - r.computed - r.failedCells
+	}
+	res.Elapsed = time.Since(start)
+	return res, runErr
+}
+
+// wfRun is one distributed Wavefront run: the blockSource of runLoop.
+type wfRun struct {
+	w     *Wavefront
+	cfg   *Config
+	files jobFiles
+	b     int // block side
+	nx    int // blocks per row
+	sched *wavefront.Scheduler
+	// have marks the cells of the region that are done.
+	have bitset
+	// edges holds the top row and right column of each block computed by
+	// this run: the only cells later blocks read.
+	edges       map[sparsematrix.Key][]byte
+	computed    int
+	failedCells int
+}
+
+func (r *wfRun) index(x, y int) int {
+	rg := r.w.Region
+	return (y-rg.Y)*rg.W + (x - rg.X)
+}
+
+// block returns the rectangle of block number b.
+func (r *wfRun) block(b int) wavefront.Rect {
+	rg := r.w.Region
+	x, y := rg.X+(b%r.nx)*r.b, rg.Y+(b/r.nx)*r.b
+	return wavefront.Rect{X: x, Y: y, W: min(r.b, rg.X+rg.W-x), H: min(r.b, rg.Y+rg.H-y)}
+}
+
+// released takes the blocks the scheduler has made ready.
+func (r *wfRun) released() []int {
+	var ready []int
+	rg := r.w.Region
+	for {
+		rect, ok := r.sched.Next()
+		if !ok {
+			return ready
+		}
+		ready = append(ready, (rect.Y-rg.Y)/r.b*r.nx+(rect.X-rg.X)/r.b)
+	}
+}
+
+func (r *wfRun) name(b int) string {
+	rect := r.block(b)
+	return fmt.Sprintf("x%d-y%d", rect.X, rect.Y)
+}
+
+// value returns the bytes of a cell that a block reads.
+func (r *wfRun) value(x, y int) ([]byte, error) {
+	if v, ok := r.edges[sparsematrix.Key{X: x, Y: y}]; ok {
+		return v, nil
+	}
+	in, err := r.w.Value(x, y)
+	if err != nil {
+		return nil, err
+	}
+	if in.Data != nil || in.Path == "" {
+		return in.Data, nil
+	}
+	return os.ReadFile(in.Path)
+}
+
+// job writes the block's inputs — the column left of it and the row below
+// it, corner included — as the sparse matrix R/R.matrix in dir, and
+// returns its job: this program in sub-problem mode on that R directory.
+func (r *wfRun) job(b int, dir string) (*batch.Job, error) {
+	rect := r.block(b)
+	if err := os.MkdirAll(filepath.Join(dir, "R"), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(dir, "R", wavefront.MatrixFile))
+	if err != nil {
+		return nil, err
+	}
+	m := sparsematrix.NewWriter(f)
+	write := func(x, y int) error {
+		v, err := r.value(x, y)
+		if err != nil {
+			return fmt.Errorf("input cell (%d,%d): %w", x, y, err)
+		}
+		return m.Append(x, y, v)
+	}
+	for y := rect.Y - 1; y < rect.Y+rect.H && err == nil; y++ {
+		err = write(rect.X-1, y)
+	}
+	for x := rect.X; x < rect.X+rect.W && err == nil; x++ {
+		err = write(x, rect.Y-1)
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	inputs, words, fn, err := r.files.base(r.w.Func)
+	if err != nil {
+		return nil, err
+	}
+	inputs = append(inputs, batch.File{Path: filepath.Join("R", wavefront.MatrixFile)})
+	words = append(words, "-M",
+		"-X", strconv.Itoa(rect.X), "-Y", strconv.Itoa(rect.Y), "-W", strconv.Itoa(rect.W), "-H", strconv.Itoa(rect.H),
+		"-c", "1", "-o", "cells.matrix", fn, "R")
+	r.setStates(rect, wavefront.Running)
+	return &batch.Job{
+		Name:      "wavefront-" + r.name(b),
+		Command:   commandLine(words...),
+		Dir:       dir,
+		Inputs:    inputs,
+		Outputs:   []batch.File{{Path: "cells.matrix"}},
+		Resources: batch.Resources{Cores: 1},
+		Category:  "wavefront",
+	}, nil
+}
+
+// setStates marks the cells of rect that are not done yet.
+func (r *wfRun) setStates(rect wavefront.Rect, s wavefront.CellState) {
+	if r.w.States == nil {
+		return
+	}
+	for y := rect.Y; y < rect.Y+rect.H; y++ {
+		for x := rect.X; x < rect.X+rect.W; x++ {
+			if !r.have.has(r.index(x, y)) {
+				r.w.States.Set(x, y, s)
+			}
+		}
+	}
+}
+
+// absorb passes the cells the block's job returned to Out, keeping the
+// block's top row and right column for the blocks that read them.
+func (r *wfRun) absorb(b int, dir string) (bool, error) {
+	rect := r.block(b)
+	lastX, lastY := rect.Last()
+	err := scanCells(dir, func(rec sparsematrix.Record) error {
+		if !rect.Contains(rec.X, rec.Y) {
+			return fmt.Errorf("cell (%d,%d) is outside the block %v", rec.X, rec.Y, rect)
+		}
+		if rec.X == lastX || rec.Y == lastY {
+			r.edges[sparsematrix.Key{X: rec.X, Y: rec.Y}] = rec.Value
+		}
+		i := r.index(rec.X, rec.Y)
+		if r.have.has(i) {
+			return nil // kept by an earlier run or attempt
+		}
+		if err := r.w.Out.Append(rec.X, rec.Y, rec.Value); err != nil {
+			return err
+		}
+		r.have.set(i)
+		r.computed++
+		if r.w.States != nil {
+			r.w.States.Set(rec.X, rec.Y, wavefront.Complete)
+		}
+		return nil
+	})
+	if r.w.Progress != nil {
+		r.w.Progress(r.computed)
+	}
+	return err == nil && r.missing(rect) == 0, err
+}
+
+func (r *wfRun) done(b int) []int {
+	r.sched.Done(r.block(b))
+	return r.released()
+}
+
+func (r *wfRun) failed(b int, _ *BlockError) {
+	rect := r.block(b)
+	r.sched.Failed(rect)
+	r.setStates(rect, wavefront.Failed)
+	r.failedCells += r.missing(rect)
+}
+
+// missing counts the cells of rect that are not done.
+func (r *wfRun) missing(rect wavefront.Rect) int {
+	n := 0
+	for y := rect.Y; y < rect.Y+rect.H; y++ {
+		for x := rect.X; x < rect.X+rect.W; x++ {
+			if !r.have.has(r.index(x, y)) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// chooseBlock benchmarks the function on the region's first cell and picks
+// the block side with the Wavefront model, explaining the choice. It
+// returns the model's prediction.
+func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
+	w, cfg := r.w, r.cfg
+	rg := w.Region
+	tau := 100 * time.Millisecond
+	if w.Cell != nil {
+		var in [3]funcs.Input
+		var err error
+		for i, c := range [][2]int{{rg.X - 1, rg.Y}, {rg.X, rg.Y - 1}, {rg.X - 1, rg.Y - 1}} {
+			if in[i], err = w.Value(c[0], c[1]); err != nil {
+				break
+			}
+		}
+		if err == nil {
+			call := func(ctx context.Context, _ int) error {
+				_, err := w.Cell.Call(ctx, in[0], in[1], in[2])
+				return err
+			}
+			tau = measure(ctx, cfg.Explain, call)
+		}
+	}
+	d := dispatchLatency(cfg.Kind)
+	nodes := hostBound(cfg)
+	n := max(rg.W, rg.H)
+	choice := model.ChooseWavefront(n, runtime.NumCPU(), nodes, 1, tau.Seconds(), d.Seconds())
+	fmt.Fprintf(cfg.Explain, "models (%d×%d cells, dispatch %v assumed for %s, up to %d jobs at once, one core each): %v\n",
+		rg.W, rg.H, d, cfg.Kind, nodes, choice)
+	if !choice.Distribute {
+		fmt.Fprintf(cfg.Explain, "  (running distributed all the same, as -T asks)\n")
+	}
+	r.b = choice.Block
+	if limit := int(math.Sqrt(maxJobTime.Seconds() / tau.Seconds())); r.b > limit {
+		r.b = max(limit, 1)
+	}
+	fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells (about %v per job, none longer than %v)\n",
+		r.b, r.b, (time.Duration(r.b*r.b) * tau).Round(time.Millisecond), maxJobTime)
+	return time.Duration(choice.Cluster * float64(time.Second))
+}

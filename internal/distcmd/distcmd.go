@@ -1,0 +1,248 @@
+// Package distcmd holds what the allpairs and wavefront commands share for
+// their distributed mode (-T): the batch-system and Work Queue flags, their
+// checks, opening the driver, and the report of failed blocks.
+//
+// It does not run anything itself; package distmaster does.
+package distcmd
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rightsize/rightsize/distmaster"
+	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/workqueue"
+)
+
+// maxShownBlocks is how many failed blocks are described in full.
+const maxShownBlocks = 10
+
+// Flags are the flags of a distributed run.
+type Flags struct {
+	BatchType string
+	Port      int
+	Project   string
+	Password  string
+	PortFile  string
+	MaxJobs   int
+	Retries   int
+	FastAbort float64
+}
+
+// Add registers the flags on fs.
+func (f *Flags) Add(fs *pflag.FlagSet) {
+	fs.StringVarP(&f.BatchType, "batch-type", "T", "", "run as blocks on a batch system: `TYPE` is wq (Work Queue workers), local, slurm, sge or condor")
+	fs.IntVarP(&f.Port, "port", "p", 9123, "-T wq: the port workers connect to (0: any free port; see -Z)")
+	fs.StringVarP(&f.Project, "project-name", "N", "", "-T wq: advertise the master to the catalog under this `NAME` (workers find it with -M NAME)")
+	fs.StringVar(&f.Password, "password", "", "-T wq: workers must prove they know the password in `FILE`")
+	fs.StringVarP(&f.PortFile, "port-file", "Z", "", "-T wq: write the port the master listens on to `FILE`")
+	fs.IntVarP(&f.MaxJobs, "max-jobs", "J", 0, "-T: at most `N` jobs submitted at once (default 1000; local: the cores)")
+	fs.IntVar(&f.Retries, "retries", 2, "-T: submit a failing block again up to `N` times before giving it up")
+	fs.Float64Var(&f.FastAbort, "fast-abort", 3, "-T: remove and resubmit a job running longer than `M` times the mean of finished ones (0: never)")
+}
+
+// distributedOnly lists the flags that mean nothing without -T; wqOnly
+// those that mean nothing without -T wq.
+var (
+	distributedOnly = []string{"max-jobs", "retries", "fast-abort"}
+	wqOnly          = []string{"port", "project-name", "password", "port-file"}
+)
+
+// Check reports flags that do not fit together, as usage errors. extra
+// lists the command's own flags that need -T.
+func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
+	if f.BatchType == "" {
+		for _, name := range slices.Concat(distributedOnly, wqOnly, extra) {
+			if fs.Changed(name) {
+				return cmdutil.Usagef("--%s applies to distributed runs: give -T TYPE too", name)
+			}
+		}
+		return nil
+	}
+	if !slices.Contains(batch.Kinds(), f.BatchType) {
+		return cmdutil.Usagef("-T %s: unknown batch type (known: %s)", f.BatchType, strings.Join(batch.Kinds(), ", "))
+	}
+	if f.BatchType != "wq" {
+		for _, name := range wqOnly {
+			if fs.Changed(name) {
+				return cmdutil.Usagef("--%s applies to -T wq only", name)
+			}
+		}
+	}
+	switch {
+	case f.Port < 0 || f.Port > 65535:
+		return cmdutil.Usagef("--port %d: not a port", f.Port)
+	case f.MaxJobs < 0:
+		return cmdutil.Usagef("--max-jobs must be at least 1")
+	case f.Retries < 0:
+		return cmdutil.Usagef("--retries must not be negative")
+	case f.FastAbort != 0 && f.FastAbort < 1:
+		return cmdutil.Usagef("--fast-abort %g: the multiplier must be at least 1 (or 0 for off)", f.FastAbort)
+	}
+	return nil
+}
+
+// Distributed reports whether -T was given.
+func (f *Flags) Distributed() bool { return f.BatchType != "" }
+
+// fastAbort is the fast-abort setting the flags ask for.
+func (f *Flags) fastAbort() distmaster.FastAbort {
+	if f.FastAbort == 0 {
+		return distmaster.FastAbort{}
+	}
+	return distmaster.FastAbort{Multiplier: f.FastAbort}
+}
+
+// Open opens the batch driver for jobs of category, with the batch
+// systems' spool directory in spool. For Work Queue it says on msgs where
+// workers should connect, and writes the port file. The returned function
+// closes the driver.
+func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver, func(), error) {
+	opts := batch.Options{Spool: spool}
+	if f.BatchType == "wq" {
+		wq := &workqueue.Config{Addr: ":" + strconv.Itoa(f.Port), Project: f.Project}
+		if f.Password != "" {
+			pw, err := os.ReadFile(f.Password)
+			if err != nil {
+				return nil, nil, fmt.Errorf("password: %w", err)
+			}
+			wq.Password = pw // as the workers read it: the whole file
+		}
+		opts.WorkQueue = wq
+	}
+	d, err := distmaster.OpenDriver(f.BatchType, opts, category, f.fastAbort())
+	if err != nil {
+		return nil, nil, err
+	}
+	closer := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d.Close(ctx)
+	}
+	if wq, ok := d.(*batch.WorkQueue); ok {
+		port := wq.Master().Port()
+		where := fmt.Sprintf("port %d", port)
+		if f.Project != "" {
+			where += fmt.Sprintf(" as project %q", f.Project)
+		}
+		fmt.Fprintf(msgs, "%s: listening for workers on %s (workqueue worker HOST %d)\n", tool, where, port)
+		if f.PortFile != "" {
+			if err := os.WriteFile(f.PortFile, []byte(strconv.Itoa(port)+"\n"), 0o644); err != nil {
+				closer()
+				return nil, nil, fmt.Errorf("port file: %w", err)
+			}
+		}
+	}
+	return d, closer, nil
+}
+
+// Config returns the distributed master's configuration for driver d.
+func (f *Flags) Config(d batch.Driver, workDir string, explain io.Writer) distmaster.Config {
+	return distmaster.Config{
+		Driver:    d,
+		Kind:      f.BatchType,
+		WorkDir:   workDir,
+		Retries:   retries(f.Retries),
+		MaxJobs:   f.MaxJobs,
+		FastAbort: f.fastAbort(),
+		Explain:   explain,
+	}
+}
+
+// Retries passes the flag on as distmaster's setting, where 0 means the
+// default and a negative number none.
+func retries(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
+
+// FastAborts returns how many stragglers the run aborted: the tracker's
+// count on batch systems, Work Queue's own with wq.
+func FastAborts(d batch.Driver, counts distmaster.TrackerCounts) int {
+	if wq, ok := d.(*batch.WorkQueue); ok {
+		return wq.Master().Stats().FastAborts
+	}
+	return counts.FastAborts
+}
+
+// Summary describes the jobs of a run in one line.
+func Summary(d batch.Driver, counts distmaster.TrackerCounts, meanJob time.Duration) string {
+	s := fmt.Sprintf("%d jobs (mean %v)", counts.Jobs, meanJob.Round(time.Millisecond))
+	if counts.Retries > 0 {
+		s += fmt.Sprintf(", %d retried after a failure", counts.Retries)
+	}
+	if n := FastAborts(d, counts); n > 0 {
+		s += fmt.Sprintf(", %d stragglers aborted and resubmitted", n)
+	}
+	return s
+}
+
+// ReportFailures prints the blocks that were given up, with the end of
+// their standard error, and returns the error that ends the command.
+func ReportFailures(w io.Writer, tool string, fe *distmaster.FailedError, kept string) error {
+	for i, be := range fe.Blocks {
+		if i == maxShownBlocks {
+			fmt.Fprintf(w, "%s: … and %d more failed blocks\n", tool, len(fe.Blocks)-maxShownBlocks)
+			break
+		}
+		fmt.Fprintf(w, "%s: %v\n", tool, be)
+		if tail := be.StderrTail(); tail != "" {
+			fmt.Fprintf(w, "%s:   its last job said:\n%s", tool, tail)
+		}
+	}
+	return fmt.Errorf("%d of %d blocks failed; %s; run the same command again to retry them", len(fe.Blocks), fe.Total, kept)
+}
+
+// Prefixed returns a writer that starts every line written to w with
+// prefix.
+func Prefixed(w io.Writer, prefix string) io.Writer {
+	return &prefixWriter{w: w, prefix: prefix, start: true}
+}
+
+type prefixWriter struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	start  bool
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var buf bytes.Buffer
+	for _, line := range bytes.SplitAfter(b, []byte("\n")) {
+		if len(line) == 0 {
+			continue
+		}
+		if p.start {
+			buf.WriteString(p.prefix)
+		}
+		buf.Write(line)
+		p.start = line[len(line)-1] == '\n'
+	}
+	if _, err := p.w.Write(buf.Bytes()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// IsFailed reports whether err says blocks were given up, and returns it.
+func IsFailed(err error) (*distmaster.FailedError, bool) {
+	var fe *distmaster.FailedError
+	ok := errors.As(err, &fe)
+	return fe, ok
+}
