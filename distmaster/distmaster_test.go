@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -468,19 +467,6 @@ func TestJobSizeFromModel(t *testing.T) {
 	}
 }
 
-// needBatchSystem skips the test when the batch system kind is not up
-// here, and fails it under CI=true, where .ci/run starts it.
-func needBatchSystem(t *testing.T, kind string) {
-	t.Helper()
-	script := filepath.Join(testutil.ModuleRoot(), "scripts", kind+".sh")
-	if out, err := exec.Command(script, "status").CombinedOutput(); err != nil {
-		if testutil.InCI() {
-			t.Fatalf("%s is not up under CI=true (.ci/run starts it): %v\n%s", kind, err, out)
-		}
-		t.Skipf("skipping: %s is not up here (%s start): %v", kind, script, err)
-	}
-}
-
 // TestBatchSystems runs both abstractions as jobs of the real single-node
 // SLURM and Grid Engine, on the shared filesystem they see.
 func TestBatchSystems(t *testing.T) {
@@ -490,7 +476,7 @@ func TestBatchSystems(t *testing.T) {
 	cell := openCell(t, "builtin:sum")
 	for _, kind := range []string{"slurm", "sge"} {
 		t.Run(kind, func(t *testing.T) {
-			needBatchSystem(t, kind)
+			testutil.NeedBatchSystem(t, kind)
 			d, err := OpenDriver(kind, batch.Options{Spool: t.TempDir(), PollInterval: 250 * time.Millisecond}, "", FastAbort{})
 			if err != nil {
 				t.Fatal(err)

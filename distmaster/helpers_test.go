@@ -32,18 +32,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "distmaster-bin-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	if err := testutil.BuildCommands(dir, "allpairs", "wavefront", "workqueue"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithCommands(m, func(dir string) {
+		binDir = dir
+	}, "allpairs", "wavefront", "workqueue"))
 }
 
 func program(name string) string { return filepath.Join(binDir, name) }

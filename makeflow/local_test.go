@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
 )
 
 func TestDirectCommand(t *testing.T) {
@@ -112,7 +114,7 @@ func TestDirectCommandMatchesShell(t *testing.T) {
 			sh.Run()
 			shCode := sh.ProcessState.ExitCode()
 
-			var out syncBuffer
+			var out testutil.SyncBuffer
 			l, err := NewLocal(LocalOptions{Stdout: &out, Stderr: &out, Environ: tt.env})
 			if err != nil {
 				t.Fatal(err)

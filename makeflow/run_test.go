@@ -9,36 +9,19 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
 )
-
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of commands.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // testRun is one workflow in a temporary directory.
 type testRun struct {
 	t      *testing.T
 	dir    string
 	path   string
-	out    syncBuffer // Run's messages
-	jobOut syncBuffer // the commands' stdout and stderr
+	out    testutil.SyncBuffer // Run's messages
+	jobOut testutil.SyncBuffer // the commands' stdout and stderr
 }
 
 func newTestRun(t *testing.T, src string) *testRun {
@@ -408,7 +391,7 @@ func TestRunRecoveryMessages(t *testing.T) {
 	tr.mustRun(Options{})
 	time.Sleep(20 * time.Millisecond)
 	tr.write("in", "2\n")
-	tr.out = syncBuffer{}
+	tr.out = testutil.SyncBuffer{}
 	tr.mustRun(Options{})
 	msgs := tr.out.String()
 	for _, want := range []string{

@@ -20,20 +20,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "workqueue-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := testutil.BuildCommands(dir, "workqueue"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithCommands(m, func(dir string) {
+		binDir = dir
+	}, "workqueue"))
 }
 
 // startWorkerProcess runs `workqueue worker` as a process, for tests that

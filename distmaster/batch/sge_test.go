@@ -3,56 +3,30 @@ package batch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
 )
-
-// needSGE skips or fails the test unless Grid Engine's queue all.q is up
-// here, as scripts/sge.sh leaves it.
-func needSGE(t *testing.T) {
-	t.Helper()
-	needService(t, "Grid Engine", "scripts/sge.sh start", sgeUp)
-}
-
-// sgeUp asks qstat once per test binary.
-var sgeUp = sync.OnceValue(func() error {
-	out, err := exec.Command("qstat", "-f", "-q", "all.q").CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("qstat: %v: %s", err, strings.TrimSpace(string(out)))
-	}
-	// The queue instance line has an empty states column when it takes
-	// jobs.
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "all.q@") {
-			if f := strings.Fields(line); len(f) != 5 {
-				return errors.New("queue state: " + line)
-			}
-			return nil
-		}
-	}
-	return errors.New("no queue instance of all.q")
-})
 
 func newTestSGE(t *testing.T) Driver { return newTestDriver(t, "sge", Options{}) }
 
 func TestSGEContract(t *testing.T) {
-	needSGE(t)
+	testutil.NeedBatchSystem(t, "sge")
 	testContract(t, newTestSGE)
 }
 
 func TestSGEClose(t *testing.T) {
-	needSGE(t)
+	testutil.NeedBatchSystem(t, "sge")
 	testClose(t, newTestSGE(t))
 }
 
 func TestSGEResources(t *testing.T) {
-	needSGE(t)
+	testutil.NeedBatchSystem(t, "sge")
 	d := newTestSGE(t)
 	defer closeDriver(t, d)
 	rec := record(t, d)
@@ -81,7 +55,7 @@ func TestSGEResources(t *testing.T) {
 }
 
 func TestSGERejected(t *testing.T) {
-	needSGE(t)
+	testutil.NeedBatchSystem(t, "sge")
 	d := newTestSGE(t)
 	defer closeDriver(t, d)
 	dir := t.TempDir()
@@ -111,7 +85,7 @@ func TestSGERejected(t *testing.T) {
 }
 
 func TestSGEDeletedOutside(t *testing.T) {
-	needSGE(t)
+	testutil.NeedBatchSystem(t, "sge")
 	d := newTestSGE(t)
 	defer closeDriver(t, d)
 	rec := record(t, d)

@@ -3,67 +3,28 @@ package batch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/rightsize/rightsize/internal/testutil"
 )
 
-// needService skips the test when a batch system is not up here (outside
-// CI), and fails it under CI=true, where .ci/run starts it. up runs the
-// check and says what is wrong.
-func needService(t *testing.T, name, start string, up func() error) {
-	t.Helper()
-	if err := up(); err != nil {
-		if testutil.InCI() {
-			t.Fatalf("%s is not running under CI=true (.ci/run starts it with %s): %v", name, start, err)
-		}
-		t.Skipf("skipping: %s is not running here (start it with %s): %v", name, start, err)
-	}
-}
-
-// needSlurm skips or fails the test unless SLURM answers and its node is up.
-func needSlurm(t *testing.T) {
-	t.Helper()
-	needService(t, "SLURM", "scripts/slurm.sh start", slurmUp)
-}
-
-// slurmUp asks sinfo once per test binary: a SLURM that is down makes sinfo
-// retry for seconds.
-var slurmUp = sync.OnceValue(func() error {
-	out, err := exec.Command("sinfo", "--noheader", "--Node", "--format=%T").CombinedOutput()
-	state := strings.TrimSpace(string(out))
-	if err != nil {
-		return fmt.Errorf("sinfo: %v: %s", err, state)
-	}
-	// idle, mixed, allocated and completing all take jobs; a "*" marks a
-	// node that does not answer.
-	for _, bad := range []string{"down", "drain", "fail", "unknown", "*"} {
-		if state == "" || strings.Contains(state, bad) {
-			return errors.New("node state " + state)
-		}
-	}
-	return nil
-})
-
 func newTestSlurm(t *testing.T) Driver { return newTestDriver(t, "slurm", Options{}) }
 
 func TestSlurmContract(t *testing.T) {
-	needSlurm(t)
+	testutil.NeedBatchSystem(t, "slurm")
 	testContract(t, newTestSlurm)
 }
 
 func TestSlurmClose(t *testing.T) {
-	needSlurm(t)
+	testutil.NeedBatchSystem(t, "slurm")
 	testClose(t, newTestSlurm(t))
 }
 
 func TestSlurmResources(t *testing.T) {
-	needSlurm(t)
+	testutil.NeedBatchSystem(t, "slurm")
 	d := newTestSlurm(t)
 	defer closeDriver(t, d)
 	rec := record(t, d)
@@ -86,7 +47,7 @@ func TestSlurmResources(t *testing.T) {
 }
 
 func TestSlurmRejected(t *testing.T) {
-	needSlurm(t)
+	testutil.NeedBatchSystem(t, "slurm")
 	d := newTestSlurm(t)
 	defer closeDriver(t, d)
 	rec := record(t, d)
@@ -112,7 +73,7 @@ func TestSlurmRejected(t *testing.T) {
 }
 
 func TestSlurmCancelledOutside(t *testing.T) {
-	needSlurm(t)
+	testutil.NeedBatchSystem(t, "slurm")
 	d := newTestSlurm(t)
 	defer closeDriver(t, d)
 	rec := record(t, d)

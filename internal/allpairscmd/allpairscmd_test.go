@@ -21,18 +21,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "allpairscmd-bin-")
-	if err != nil {
-		panic(err)
-	}
-	binDir = dir
-	if err := testutil.BuildCommands(dir, "allpairs", "workqueue"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithCommands(m, func(dir string) {
+		binDir = dir
+	}, "allpairs", "workqueue"))
 }
 
 // runMain runs the command in-process and returns its exit code, stdout and

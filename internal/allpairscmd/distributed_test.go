@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -359,5 +360,69 @@ func TestDistributedProjectAndPassword(t *testing.T) {
 	got, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
 	if lines := sorted(string(got)); !slices.Equal(lines, naive(t, a, a, false)) {
 		t.Errorf("output:\n%s", got)
+	}
+}
+
+// TestDistributedOnSlurmWorkers is seed 000's Fig. 3.2 on a real batch
+// system: a distributed All-Pairs served by Work Queue workers that
+// `workqueue factory -T slurm` submitted as SLURM jobs. Every cell is
+// computed inside a SLURM job, the result is the multicore run's, and
+// stopping the factory leaves none of its jobs in the queue.
+func TestDistributedOnSlurmWorkers(t *testing.T) {
+	testutil.NeedBatchSystem(t, "slurm")
+	rng := rand.New(rand.NewPCG(13, 14))
+	a, b := dataDir(t, rng, 6), dataDir(t, rng, 5)
+	fn := testutil.WriteScript(t, t.TempDir(), "f", `echo "$(cmp -l "$1" "$2" 2>/dev/null | wc -l) ${SLURM_JOB_ID:-none}"`)
+	dir := t.TempDir()
+	_, multicore, _ := runBinary(t, dir, fn, a, b)
+
+	wait := startBinary(t, dir, "-T", "wq", "-p", "0", "-Z", "port", "--job-size", "2x3", "-o", "out.txt", fn, a, b)
+	port := waitFile(t, filepath.Join(dir, "port"))
+	factory := exec.Command(filepath.Join(binDir, "workqueue"), "factory", "-T", "slurm", "-q",
+		"--min", "1", "--max", "2", "--cores", "1", "--memory", "1000", "-t", "60", "--interval", "0.5",
+		"-S", t.TempDir(), "127.0.0.1", port)
+	var factoryErr bytes.Buffer
+	factory.Stderr = &factoryErr
+	if err := factory.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { factory.Process.Kill() }) // if the test failed before stopping it
+
+	code, out, errs := wait()
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s\nfactory:\n%s", code, out, errs, &factoryErr)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+	jobs := map[string]bool{}
+	var withoutJobs []string
+	for _, line := range sorted(string(got)) {
+		count, job, _ := strings.Cut(line, " ")
+		withoutJobs = append(withoutJobs, count+" none")
+		if _, err := strconv.Atoi(job); err != nil {
+			t.Errorf("cell %q was not computed in a SLURM job", line)
+		}
+		jobs[job] = true
+	}
+	if want := sorted(multicore); !slices.Equal(withoutJobs, want) {
+		t.Errorf("distributed on SLURM:\n%s\nmulticore:\n%s", got, multicore)
+	}
+	if len(jobs) > 2 {
+		t.Errorf("cells computed in %d SLURM jobs %v, more than the factory's maximum of 2", len(jobs), jobs)
+	}
+
+	factory.Process.Signal(syscall.SIGTERM)
+	factory.Wait()
+	for id := range jobs {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			state, err := exec.Command("squeue", "--noheader", "--jobs", id, "--format=%T",
+				"--states=PENDING,RUNNING,CONFIGURING,SUSPENDED").CombinedOutput()
+			if err != nil || len(bytes.TrimSpace(state)) == 0 {
+				break // squeue no longer knows the job, or it has ended
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("SLURM job %s is still %s after the factory stopped", id, bytes.TrimSpace(state))
+				break
+			}
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,21 +24,10 @@ import (
 var binary, workqueueBinary string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "makeflowcmd-test")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := testutil.BuildCommands(dir, "makeflow", "workqueue"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	binary = filepath.Join(dir, "makeflow")
-	workqueueBinary = filepath.Join(dir, "workqueue")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithCommands(m, func(dir string) {
+		binary = filepath.Join(dir, "makeflow")
+		workqueueBinary = filepath.Join(dir, "workqueue")
+	}, "makeflow", "workqueue"))
 }
 
 // result is what one run of a command printed and returned.
@@ -289,39 +279,14 @@ func TestFailure(t *testing.T) {
 // interrupted ones are, and everything ends up made once.
 func TestKill9Recovery(t *testing.T) {
 	dir := t.TempDir()
-	var src strings.Builder
-	const chains, length = 3, 5
-	for c := range chains {
-		for i := range length {
-			name := fmt.Sprintf("c%d_%d", c, i)
-			if i == 0 {
-				fmt.Fprintf(&src, "%s:\n", name)
-			} else {
-				fmt.Fprintf(&src, "%s: c%d_%d\n", name, c, i-1)
-			}
-			fmt.Fprintf(&src, "\techo %s >> runs; sleep 0.3; echo %s > %s\n", name, name, name)
-		}
-	}
-	writeFiles(t, dir, map[string]string{"Makeflow": src.String()})
-	logPath := filepath.Join(dir, "Makeflow.makeflowlog")
-
+	c := writeChains(t, dir, "runs")
 	cmd := exec.Command(binary, "-j", "2")
 	cmd.Dir = dir
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	complete := func() []string {
-		data, _ := os.ReadFile(logPath)
-		var ids []string
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) == 10 && f[2] == "2" {
-				ids = append(ids, f[1])
-			}
-		}
-		return ids
-	}
 	deadline := time.Now().Add(time.Minute)
-	for len(complete()) < 4 {
+	for len(c.complete()) < 4 {
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
 			t.Fatal("the run did not progress")
@@ -332,7 +297,7 @@ func TestKill9Recovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	doneBefore := complete()
+	doneBefore := c.killed(t)
 	made := func() []string {
 		matches, _ := filepath.Glob(filepath.Join(dir, "c*_*"))
 		return matches
@@ -343,29 +308,86 @@ func TestKill9Recovery(t *testing.T) {
 	if after := made(); len(after) != len(madeAtKill) {
 		t.Errorf("outputs appeared after makeflow was killed: %v -> %v", madeAtKill, after)
 	}
-	if len(doneBefore) >= chains*length {
+	c.checkRecovered(t, mf(t, dir, "-j", "2"), doneBefore)
+}
+
+// chains is a workflow of independent chains of slow rules, each noting in
+// a file when it runs, for the kill-and-recover tests.
+type chains struct {
+	dir, runs     string
+	count, length int
+}
+
+// writeChains writes the workflow as dir/Makeflow; its rules append their
+// names to runs (relative to dir, or absolute).
+func writeChains(t *testing.T, dir, runs string) chains {
+	t.Helper()
+	c := chains{dir: dir, runs: runs, count: 3, length: 5}
+	var src strings.Builder
+	for i := range c.count {
+		for j := range c.length {
+			name := fmt.Sprintf("c%d_%d", i, j)
+			if j == 0 {
+				fmt.Fprintf(&src, "%s:\n", name)
+			} else {
+				fmt.Fprintf(&src, "%s: c%d_%d\n", name, i, j-1)
+			}
+			fmt.Fprintf(&src, "\techo %s >> %s; sleep 0.3; echo %s > %s\n", name, runs, name, name)
+		}
+	}
+	writeFiles(t, dir, map[string]string{"Makeflow": src.String()})
+	return c
+}
+
+// complete returns the ids of the rules the log shows complete.
+func (c chains) complete() []string {
+	data, _ := os.ReadFile(filepath.Join(c.dir, "Makeflow.makeflowlog"))
+	var ids []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) == 10 && f[2] == "2" {
+			ids = append(ids, f[1])
+		}
+	}
+	return ids
+}
+
+// killed returns the rules complete when the run was killed, and fails the
+// test if that was all of them.
+func (c chains) killed(t *testing.T) []string {
+	t.Helper()
+	done := c.complete()
+	if len(done) >= c.count*c.length {
 		t.Fatal("the run finished before it was killed; nothing was tested")
 	}
+	return done
+}
 
-	r := mf(t, dir, "-j", "2")
+// checkRecovered checks the re-run r after a kill: it recovered the rules
+// complete before (doneBefore) and ran none of them again, and every
+// output is made.
+func (c chains) checkRecovered(t *testing.T, r result, doneBefore []string) {
+	t.Helper()
 	if r.code != 0 {
-		t.Fatalf("rerun: %v", r)
+		t.Fatalf("re-run: %v", r)
 	}
-	if !strings.Contains(r.out, fmt.Sprintf("%d of %d rules already done", len(doneBefore), chains*length)) {
-		t.Errorf("rerun did not recover %d rules:\n%s", len(doneBefore), r.out)
+	if !strings.Contains(r.out, fmt.Sprintf("%d of %d rules already done", len(doneBefore), c.count*c.length)) {
+		t.Errorf("re-run did not recover %d rules:\n%s", len(doneBefore), r.out)
 	}
-	runs := strings.Fields(readFile(t, filepath.Join(dir, "runs")))
+	runs := c.runs
+	if !filepath.IsAbs(runs) {
+		runs = filepath.Join(c.dir, runs)
+	}
 	count := map[string]int{}
-	for _, name := range runs {
+	for _, name := range strings.Fields(readFile(t, runs)) {
 		count[name]++
 	}
-	for c := range chains {
-		for i := range length {
-			name := fmt.Sprintf("c%d_%d", c, i)
-			if got := readFile(t, filepath.Join(dir, name)); got != name+"\n" {
+	for i := range c.count {
+		for j := range c.length {
+			name := fmt.Sprintf("c%d_%d", i, j)
+			if got := readFile(t, filepath.Join(c.dir, name)); got != name+"\n" {
 				t.Errorf("%s = %q", name, got)
 			}
-			id := fmt.Sprint(c*length + i)
+			id := strconv.Itoa(i*c.length + j)
 			switch {
 			case slices.Contains(doneBefore, id) && count[name] != 1:
 				t.Errorf("%s was complete before the kill but ran %d times", name, count[name])

@@ -10,10 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,26 +32,9 @@ const waitTimeout = 2 * time.Minute
 // running is a makeflow started in the background.
 type running struct {
 	cmd      *exec.Cmd
-	out, err syncBuffer
+	out, err testutil.SyncBuffer
 	done     chan struct{}
 	result   result
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // start runs the makeflow binary in dir in the background, with env added
@@ -136,7 +117,7 @@ func startWorkers(t *testing.T, n int, argv func(workdir string) []string) {
 	for range n {
 		args := argv(t.TempDir())
 		cmd := exec.Command(args[0], args[1:]...)
-		var out syncBuffer
+		var out testutil.SyncBuffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -304,73 +285,19 @@ func runMakeflow(t *testing.T, dir string, args ...string) result {
 // without redoing what the log shows complete.
 func TestWorkQueueKill9(t *testing.T) {
 	dir := t.TempDir()
-	runs := filepath.Join(dir, "runs")
-	var src strings.Builder
-	const chains, length = 3, 5
-	for c := range chains {
-		for i := range length {
-			name := fmt.Sprintf("c%d_%d", c, i)
-			if i == 0 {
-				fmt.Fprintf(&src, "%s:\n", name)
-			} else {
-				fmt.Fprintf(&src, "%s: c%d_%d\n", name, c, i-1)
-			}
-			// The workers run on this machine, so the commands can note
-			// in the workflow directory that they ran.
-			fmt.Fprintf(&src, "\techo %s >> %s; sleep 0.3; echo %s > %s\n", name, runs, name, name)
-		}
-	}
-	writeFiles(t, dir, map[string]string{"Makeflow": src.String()})
+	// The workers run on this machine, so the commands can note in the
+	// workflow directory that they ran.
+	c := writeChains(t, dir, filepath.Join(dir, "runs"))
 	port := freePort(t)
 	ourWorkers(t, 2, port)
 	m := start(t, dir, nil, "-T", "wq", "-p", port)
-	logPath := filepath.Join(dir, "Makeflow.makeflowlog")
-	complete := func() []string {
-		data, _ := os.ReadFile(logPath)
-		var ids []string
-		for _, line := range strings.Split(string(data), "\n") {
-			if f := strings.Fields(line); len(f) == 10 && f[2] == "2" {
-				ids = append(ids, f[1])
-			}
-		}
-		return ids
-	}
-	m.until(t, "four rules complete", func() bool { return len(complete()) >= 4 })
+	m.until(t, "four rules complete", func() bool { return len(c.complete()) >= 4 })
 	if err := m.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	<-m.done
-	doneBefore := complete()
-	if len(doneBefore) >= chains*length {
-		t.Fatal("the run finished before it was killed; nothing was tested")
-	}
-
-	r := runMakeflow(t, dir, "-T", "wq", "-p", port)
-	if r.code != 0 {
-		t.Fatalf("re-run: %v", r)
-	}
-	if !strings.Contains(r.out, fmt.Sprintf("%d of %d rules already done", len(doneBefore), chains*length)) {
-		t.Errorf("re-run did not recover %d rules:\n%s", len(doneBefore), r.out)
-	}
-	count := map[string]int{}
-	for _, name := range strings.Fields(readFile(t, runs)) {
-		count[name]++
-	}
-	for c := range chains {
-		for i := range length {
-			name := fmt.Sprintf("c%d_%d", c, i)
-			if got := readFile(t, filepath.Join(dir, name)); got != name+"\n" {
-				t.Errorf("%s = %q", name, got)
-			}
-			id := strconv.Itoa(c*length + i)
-			switch {
-			case slices.Contains(doneBefore, id) && count[name] != 1:
-				t.Errorf("%s was complete before the kill but ran %d times", name, count[name])
-			case count[name] < 1 || count[name] > 2:
-				t.Errorf("%s ran %d times", name, count[name])
-			}
-		}
-	}
+	doneBefore := c.killed(t)
+	c.checkRecovered(t, runMakeflow(t, dir, "-T", "wq", "-p", port), doneBefore)
 }
 
 // TestWorkQueueCCToolsWorkers runs the workflow on two of Debian's CCTools
@@ -469,53 +396,10 @@ func TestWorkQueueRefusesAbsolutePaths(t *testing.T) {
 	}
 }
 
-// needBatchSystem skips the test when a batch system is not up here
-// (outside CI), and fails it under CI=true, where .ci/run starts it. up
-// says what is wrong.
-func needBatchSystem(t *testing.T, name, script string, up func() error) {
-	t.Helper()
-	if err := up(); err != nil {
-		if testutil.InCI() {
-			t.Fatalf("%s is not running under CI=true (.ci/run starts it with %s start): %v", name, script, err)
-		}
-		t.Skipf("skipping: %s is not running here (start it with %s start): %v", name, script, err)
-	}
-}
-
-// slurmUp and sgeUp ask once per test binary: a batch system that is down
-// makes its commands retry for seconds.
-var (
-	slurmUp = sync.OnceValue(func() error {
-		out, err := exec.Command("sinfo", "--noheader", "--Node", "--format=%T").CombinedOutput()
-		state := strings.TrimSpace(string(out))
-		switch {
-		case err != nil:
-			return fmt.Errorf("sinfo: %v: %s", err, state)
-		case state == "" || strings.ContainsAny(state, "*") || strings.Contains(state, "down") || strings.Contains(state, "drain"):
-			return errors.New("node state " + state)
-		}
-		return nil
-	})
-	sgeUp = sync.OnceValue(func() error {
-		out, err := exec.Command("qstat", "-f", "-q", "all.q").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("qstat: %v: %s", err, strings.TrimSpace(string(out)))
-		}
-		for _, line := range strings.Split(string(out), "\n") {
-			// The queue instance line has an empty states column when it
-			// takes jobs.
-			if strings.HasPrefix(line, "all.q@") && len(strings.Fields(line)) == 5 {
-				return nil
-			}
-		}
-		return fmt.Errorf("all.q takes no jobs:\n%s", out)
-	})
-)
-
 // TestSlurm runs the workflow on the local SLURM, one batch job per rule,
 // and checks that SLURM gave the jobs the declared cores and memory.
 func TestSlurm(t *testing.T) {
-	needBatchSystem(t, "SLURM", "scripts/slurm.sh", slurmUp)
+	testutil.NeedBatchSystem(t, "slurm")
 	dir := t.TempDir()
 	writeRemoteWorkflow(t, dir, "")
 	appendRule(t, dir, ".MAKEFLOW CATEGORY align\nres:\n\techo $$SLURM_CPUS_PER_TASK $$SLURM_MEM_PER_NODE $$SLURM_JOB_NAME > res\n")
@@ -529,7 +413,7 @@ func TestSlurm(t *testing.T) {
 // TestSGE runs the workflow on the local Grid Engine and checks the
 // declared memory and wall time reached the job's limits.
 func TestSGE(t *testing.T) {
-	needBatchSystem(t, "Grid Engine", "scripts/sge.sh", sgeUp)
+	testutil.NeedBatchSystem(t, "sge")
 	dir := t.TempDir()
 	writeRemoteWorkflow(t, dir, "")
 	appendRule(t, dir, ".MAKEFLOW CATEGORY align\nres:\nWALL_TIME=120\n\tulimit -v > res; qstat -j $$JOB_ID | grep -o 'h_rt=[0-9]*' >> res\n")
@@ -591,7 +475,7 @@ func checkNoSpool(t *testing.T, dir string) {
 // TestSlurmInterrupt interrupts makeflow -T slurm while a rule runs: the
 // job is removed from SLURM, and the run ends as interrupted.
 func TestSlurmInterrupt(t *testing.T) {
-	needBatchSystem(t, "SLURM", "scripts/slurm.sh", slurmUp)
+	testutil.NeedBatchSystem(t, "slurm")
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"Makeflow": "a:\n\ttouch a\nb: a\n\tsleep 300; touch b\n"})
 	m := start(t, dir, nil, "-T", "slurm")

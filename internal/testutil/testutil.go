@@ -8,12 +8,14 @@
 package testutil
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -34,6 +36,39 @@ func NeedCommand(t testing.TB, name, hint string) string {
 	}
 	t.Skipf("skipping: %s not found (%s)", name, hint)
 	return ""
+}
+
+// batchSystemUp asks scripts/KIND.sh status once per test binary whether
+// that batch system takes jobs here: one that is down makes its commands
+// retry for seconds.
+var batchSystemUp = map[string]func() error{
+	"slurm": sync.OnceValue(func() error { return scriptStatus("slurm") }),
+	"sge":   sync.OnceValue(func() error { return scriptStatus("sge") }),
+}
+
+func scriptStatus(kind string) error {
+	out, err := exec.Command(filepath.Join(ModuleRoot(), "scripts", kind+".sh"), "status").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%v\n%s", err, out)
+	}
+	return nil
+}
+
+// NeedBatchSystem skips the test unless the single-node batch system kind
+// ("slurm" or "sge", as scripts/KIND.sh starts it) takes jobs here, and
+// fails it under CI=true, where .ci/run starts both.
+func NeedBatchSystem(t testing.TB, kind string) {
+	t.Helper()
+	up, ok := batchSystemUp[kind]
+	if !ok {
+		t.Fatalf("NeedBatchSystem: no batch system %q", kind)
+	}
+	if err := up(); err != nil {
+		if InCI() {
+			t.Fatalf("%s is not up under CI=true (.ci/run starts it with scripts/%s.sh start): %v", kind, kind, err)
+		}
+		t.Skipf("skipping: %s is not up here (start it with scripts/%s.sh start): %v", kind, kind, err)
+	}
 }
 
 // NeedCCTools is NeedCommand for a program of Debian's CCTools
@@ -75,6 +110,44 @@ func BuildCommands(dir string, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// SyncBuffer is a bytes.Buffer that is safe for concurrent writers, such
+// as a command's stdout and stderr or several workers' logs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// RunWithCommands is the body of a TestMain for tests that run the real
+// commands: it builds the named commands of cmd/ into a temporary
+// directory, passes that directory to setup, runs the tests, removes the
+// directory and returns the exit code for os.Exit.
+func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int {
+	dir, err := os.MkdirTemp("", "rightsize-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := BuildCommands(dir, names...); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	setup(dir)
+	return m.Run()
 }
 
 // BuildSharedLib compiles the C source file src into a shared library in a

@@ -149,16 +149,7 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	if err != nil {
 		t.Fatalf("re-run: %v\n%s", err, out)
 	}
-	if want := "resuming: " + strconv.Itoa(len(kept)); !strings.Contains(string(out), want) {
-		t.Errorf("re-run said:\n%s\nwant %q", out, want)
-	}
-	calls, _ := os.ReadFile(log)
-	if got := strings.Count(string(calls), "call"); got != n*n-len(kept) {
-		t.Errorf("the re-run called the function %d times, want %d (%d cells were kept)", got, n*n-len(kept), len(kept))
-	}
-	if got := load(t, matrix); !maps.EqualFunc(got, want, bytes.Equal) {
-		t.Errorf("after kill and re-run: %d cells, want %d, or values differ", len(got), len(want))
-	}
+	checkResumed(t, out, "resuming: "+strconv.Itoa(len(kept)), log, len(kept), matrix, want)
 }
 
 // TestDistributedFailure: a block whose function keeps failing is given up

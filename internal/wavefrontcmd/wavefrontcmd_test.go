@@ -26,19 +26,9 @@ import (
 var binDir string // holds the real wavefront binary
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "wavefront-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := testutil.BuildCommands(dir, "wavefront", "workqueue"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	binDir = dir
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithCommands(m, func(dir string) {
+		binDir = dir
+	}, "wavefront", "workqueue"))
 }
 
 // runWF runs the command in-process.
@@ -428,15 +418,23 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	if err != nil {
 		t.Fatalf("re-run: %v\n%s", err, out)
 	}
-	if want := fmt.Sprintf("resuming: %d of %d cells", len(kept), n*n); !strings.Contains(string(out), want) {
-		t.Errorf("re-run said:\n%s\nwant %q", out, want)
+	checkResumed(t, out, fmt.Sprintf("resuming: %d of %d cells", len(kept), n*n), log, len(kept), matrix, want)
+}
+
+// checkResumed checks the output of a re-run after a kill: it said
+// wantSaid, called the function (which appends a "call" line to log) only
+// for the cells not kept, and left the result want in matrix.
+func checkResumed(t *testing.T, out []byte, wantSaid, log string, kept int, matrix string, want map[sparsematrix.Key][]byte) {
+	t.Helper()
+	if !strings.Contains(string(out), wantSaid) {
+		t.Errorf("re-run said:\n%s\nwant %q", out, wantSaid)
 	}
 	calls, _ := os.ReadFile(log)
-	if got := strings.Count(string(calls), "call"); got != n*n-len(kept) {
-		t.Errorf("re-run called the function %d times, want %d (%d cells were kept)", got, n*n-len(kept), len(kept))
+	if got := strings.Count(string(calls), "call"); got != len(want)-kept {
+		t.Errorf("re-run called the function %d times, want %d (%d cells were kept)", got, len(want)-kept, kept)
 	}
 	if got := load(t, matrix); !maps.EqualFunc(got, want, bytes.Equal) {
-		t.Errorf("after kill and resume: %d cells, want %d, or values differ", len(got), len(want))
+		t.Errorf("after kill and re-run: %d cells, want %d, or values differ", len(got), len(want))
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,7 +19,7 @@ import (
 // The real batch systems the tests run workers on: SLURM and Grid Engine,
 // single-node, started by scripts/slurm.sh and scripts/sge.sh.
 var batchSystems = []batchSystem{
-	{"slurm", "scripts/slurm.sh start", slurmUp, func(t *testing.T, name string) bool {
+	{"slurm", func(t *testing.T, name string) bool {
 		out, err := exec.Command("squeue", "--noheader", "--name="+name, "--format=%i",
 			"--states=PENDING,RUNNING,CONFIGURING,COMPLETING,SUSPENDED").CombinedOutput()
 		if err != nil {
@@ -28,7 +27,7 @@ var batchSystems = []batchSystem{
 		}
 		return len(strings.TrimSpace(string(out))) > 0
 	}},
-	{"sge", "scripts/sge.sh start", sgeUp, func(t *testing.T, name string) bool {
+	{"sge", func(t *testing.T, name string) bool {
 		// qstat -j takes a job name and says when there is none.
 		out, _ := exec.Command("qstat", "-j", name).CombinedOutput()
 		return !strings.Contains(string(out), "do not exist")
@@ -36,56 +35,9 @@ var batchSystems = []batchSystem{
 }
 
 type batchSystem struct {
-	kind  string
-	start string
-	up    func() error
+	kind string
 	// queued reports whether a job named name is pending or running.
 	queued func(t *testing.T, name string) bool
-}
-
-// slurmUp asks sinfo, once per test binary, whether SLURM's node takes
-// jobs.
-var slurmUp = sync.OnceValue(func() error {
-	out, err := exec.Command("sinfo", "--noheader", "--Node", "--format=%T").CombinedOutput()
-	state := strings.TrimSpace(string(out))
-	if err != nil {
-		return errors.New("sinfo: " + err.Error() + ": " + state)
-	}
-	switch state {
-	case "idle", "mixed", "allocated", "completing":
-		return nil
-	}
-	return errors.New("node state " + strconv.Quote(state))
-})
-
-// sgeUp asks qstat, once per test binary, whether Grid Engine's all.q takes
-// jobs: its queue instance line has an empty states column.
-var sgeUp = sync.OnceValue(func() error {
-	out, err := exec.Command("qstat", "-f", "-q", "all.q").CombinedOutput()
-	if err != nil {
-		return errors.New("qstat: " + err.Error() + ": " + strings.TrimSpace(string(out)))
-	}
-	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "all.q@") {
-			if len(strings.Fields(line)) == 5 {
-				return nil
-			}
-			return errors.New("queue state: " + line)
-		}
-	}
-	return errors.New("no queue instance of all.q")
-})
-
-// needBatch skips the test when the batch system is not up here, and fails
-// it under CI=true, where .ci/run starts it.
-func needBatch(t testing.TB, kind, start string, up func() error) {
-	t.Helper()
-	if err := up(); err != nil {
-		if testutil.InCI() {
-			t.Fatalf("%s is not running under CI=true (.ci/run starts it with %s): %v", kind, start, err)
-		}
-		t.Skipf("skipping: %s is not running here (start it with %s): %v", kind, start, err)
-	}
 }
 
 func batchDriver(t testing.TB, kind string, submitArgs ...string) batch.Driver {
@@ -112,7 +64,7 @@ func uniqueName(prefix string) string {
 func TestBatchWorkers(t *testing.T) {
 	for _, sys := range batchSystems {
 		t.Run(sys.kind, func(t *testing.T) {
-			needBatch(t, sys.kind, sys.start, sys.up)
+			testutil.NeedBatchSystem(t, sys.kind)
 			m := startMaster(t, workqueue.Config{})
 			name := uniqueName("wqf-")
 			r := startFactory(t, Config{
@@ -183,7 +135,7 @@ func TestBatchRejected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.kind+" "+tt.name, func(t *testing.T) {
 			sys := batchSystems[slices.IndexFunc(batchSystems, func(s batchSystem) bool { return s.kind == tt.kind })]
-			needBatch(t, sys.kind, sys.start, sys.up)
+			testutil.NeedBatchSystem(t, sys.kind)
 			var args []string
 			if tt.submitArgs != nil {
 				args = tt.submitArgs(t)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
@@ -20,7 +21,7 @@ const benchTasks = 100
 // through the batch driver (the anchor). Both use the node's two cores.
 // Run it with -benchtime=1x (bench/factory_bench.sh does).
 func BenchmarkSlurmTasks(b *testing.B) {
-	needBatch(b, "slurm", "scripts/slurm.sh start", slurmUp)
+	testutil.NeedBatchSystem(b, "slurm")
 	b.Run("factory-workers", func(b *testing.B) {
 		var first, total time.Duration
 		for range b.N {

@@ -1,10 +1,8 @@
 package factory
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -26,20 +24,9 @@ import (
 var workqueueBin string
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "factory-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err := testutil.BuildCommands(dir, "workqueue"); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
-		os.Exit(1)
-	}
-	workqueueBin = filepath.Join(dir, "workqueue")
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(testutil.RunWithCommands(m, func(dir string) {
+		workqueueBin = filepath.Join(dir, "workqueue")
+	}, "workqueue"))
 }
 
 // waitTimeout bounds every wait for workers or tasks; they arrive within
@@ -51,7 +38,7 @@ type run struct {
 	t      testing.TB
 	cancel context.CancelFunc
 	done   chan error
-	log    *syncBuffer
+	log    *testutil.SyncBuffer
 
 	mu        sync.Mutex
 	counts    Counts
@@ -73,7 +60,7 @@ func startFactory(t testing.TB, cfg Config, marker string) *run {
 	if cfg.Worker.Dir == "" {
 		cfg.Worker.Dir = t.TempDir()
 	}
-	r := &run{t: t, done: make(chan error, 1), log: &syncBuffer{}}
+	r := &run{t: t, done: make(chan error, 1), log: &testutil.SyncBuffer{}}
 	cfg.Logger = slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg.Report = func(c Counts) {
 		r.mu.Lock()
@@ -133,23 +120,6 @@ func waitFor(t testing.TB, what string, cond func() bool) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func startMaster(t testing.TB, cfg workqueue.Config) *workqueue.Master {
