@@ -33,9 +33,7 @@ n=${MAKEFLOW_REMOTE_RULES:-2000}
 parts=${MAKEFLOW_REMOTE_PARTS:-wq slurm}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 
-for b in "$ours" "$wqbin"; do
-  [ -x "$b" ] || { echo "makeflow_remote_bench: $b missing; run make build" >&2; exit 1; }
-done
+go build -o bin/ ./cmd/makeflow ./cmd/workqueue # what is benchmarked is always this tree
 
 work=$(mktemp -d)
 pids=()
