@@ -51,6 +51,9 @@ const copyGrace = 2 * time.Second
 // outputs are moved back under their local names afterwards, as on a
 // remote worker. Such a command sees only the files its rule names.
 //
+// A rule with a WALL_TIME is stopped like a cancelled one (SIGTERM, then
+// SIGKILL) when it runs longer, and fails with a message that says so.
+//
 // Commands die with the process that started them (Linux's parent-death
 // signal), so that a killed makeflow leaves no job behind to race its
 // re-run; processes the commands start in the background are not tracked.
@@ -75,7 +78,9 @@ type localProc struct {
 	started  time.Time
 	sandbox  string
 	canceled atomic.Bool
-	kill     *time.Timer
+	overtime atomic.Bool // stopped for running past its WALL_TIME
+	kill     *time.Timer // SIGKILL after SIGTERM
+	wall     *time.Timer // the WALL_TIME limit
 
 	tail     tailBuffer
 	copiers  []chan struct{} // closed when each output copier ends
@@ -210,6 +215,16 @@ func (l *Local) Submit(job *Job) (int64, error) {
 	}
 	l.mu.Lock()
 	l.procs[job] = lp
+	if wall := wallTime(job); wall > 0 {
+		lp.wall = time.AfterFunc(wall, func() {
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if l.procs[job] == lp {
+				lp.overtime.Store(true)
+				l.terminate(lp)
+			}
+		})
+	}
 	l.mu.Unlock()
 	go l.wait(lp)
 	return int64(proc.Pid), nil
@@ -224,9 +239,23 @@ func (l *Local) Cancel(job *Job) {
 	if lp == nil || lp.canceled.Swap(true) {
 		return
 	}
+	l.terminate(lp)
+}
+
+// terminate sends SIGTERM to lp's process group, and SIGKILL after
+// KillDelay, once. l.mu must be held.
+func (l *Local) terminate(lp *localProc) {
+	if lp.kill != nil {
+		return
+	}
 	pgid := lp.proc.Pid
 	syscall.Kill(-pgid, syscall.SIGTERM)
 	lp.kill = time.AfterFunc(l.opts.KillDelay, func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+}
+
+// wallTime is the job's WALL_TIME limit, or 0 for none.
+func wallTime(job *Job) time.Duration {
+	return time.Duration(job.Rule.Resources.WallTimeS) * time.Second
 }
 
 func (l *Local) wait(lp *localProc) {
@@ -252,6 +281,9 @@ func (l *Local) wait(lp *localProc) {
 	if lp.kill != nil {
 		lp.kill.Stop()
 	}
+	if lp.wall != nil {
+		lp.wall.Stop()
+	}
 	l.mu.Unlock()
 
 	switch {
@@ -265,7 +297,11 @@ func (l *Local) wait(lp *localProc) {
 	}
 	// A job that finished its work before the signal reached it is done,
 	// not cancelled.
-	res.Canceled = lp.canceled.Load() && !(res.Err == nil && res.ExitCode == 0)
+	finished := res.Err == nil && res.ExitCode == 0
+	res.Canceled = lp.canceled.Load() && !finished
+	if lp.overtime.Load() && !finished && !res.Canceled {
+		res.Err = fmt.Errorf("stopped after running past its WALL_TIME of %v", wallTime(lp.job))
+	}
 	res.Stderr = lp.tail.bytes()
 	if lp.sandbox != "" {
 		if err := collectSandbox(lp.job, lp.sandbox, res.OK()); err != nil && res.OK() {

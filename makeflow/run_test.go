@@ -220,6 +220,41 @@ after-slow.txt: slow.txt
 	}
 }
 
+// TestRunWallTime: a rule that runs past its category's WALL_TIME is
+// stopped and reported as such; one within it, and rules without a
+// limit, are not touched.
+func TestRunWallTime(t *testing.T) {
+	tr := newTestRun(t, `
+.MAKEFLOW CATEGORY slow
+.MAKEFLOW WALL_TIME 1
+hangs.txt:
+	echo started > hangs.txt; sleep 60
+quick.txt:
+	echo ok > quick.txt
+.MAKEFLOW CATEGORY default
+unlimited.txt:
+	sleep 1.5; echo ok > unlimited.txt
+`)
+	start := time.Now()
+	rep, err := tr.run(context.Background(), Options{})
+	var runErr *RunError
+	if !errors.As(err, &runErr) {
+		t.Fatalf("Run error = %v, want a *RunError", err)
+	}
+	if elapsed := time.Since(start); elapsed > 30*time.Second {
+		t.Errorf("the run took %v: the hanging rule was not stopped at its WALL_TIME", elapsed)
+	}
+	if len(rep.Failures) != 1 || rep.Failures[0].Rule.ID != 0 {
+		t.Fatalf("failures = %+v, want rule 0 only", rep.Failures)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "stopped after running past its WALL_TIME of 1s") {
+		t.Errorf("error %q does not say the rule ran past its WALL_TIME", msg)
+	}
+	if tr.read("quick.txt") != "ok\n" || tr.read("unlimited.txt") != "ok\n" {
+		t.Error("the rules within their limits did not finish")
+	}
+}
+
 func TestRunRetries(t *testing.T) {
 	// The command succeeds on its third attempt.
 	const src = `

@@ -102,8 +102,8 @@ type Resources struct {
 	MemoryMB int64
 	DiskMB   int64
 	GPUs     int64
-	// WallTimeS is the declared run time limit in seconds. It is passed to
-	// batch systems; local runs do not enforce it.
+	// WallTimeS is the declared run time limit in seconds: passed to batch
+	// systems, and enforced by the Local executor.
 	WallTimeS int64
 }
 

@@ -15,6 +15,7 @@ THE LANGUAGE
   .MAKEFLOW CATEGORY search     later rules belong to the category "search"
   .MAKEFLOW CORES 2             resources for that category's rules
   .MAKEFLOW MEMORY 4G           (MB by default; also DISK, GPUS, WALL_TIME)
+  .MAKEFLOW WALL_TIME 3600      seconds; a rule running longer is stopped and fails
   .SIZE genome.fa 3G            expected size of a file
 
   out.txt err.txt: in.txt $(REF)        a rule: targets, then sources
