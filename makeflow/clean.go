@@ -111,23 +111,12 @@ func (c *cleaner) clean(w *Workflow, dir, logPath string) error {
 }
 
 func (c *cleaner) cleanNested(n *Nested, dir string) {
-	file := inDir(dir, n.File)
-	var sub *Workflow
-	var err error
-	if n.JSON {
-		sub, err = ParseJSONFile(file)
-	} else {
-		sub, err = ParseFile(file, c.opts.Environ)
-	}
+	sub, subDir, err := n.Open(dir, c.opts.Environ)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
 			fmt.Fprintf(c.out, "warning: cannot clean nested workflow %s: %v\n", n.File, err)
 		}
 		return
-	}
-	subDir := dir
-	if n.Dir != "" {
-		subDir = inDir(dir, n.Dir)
 	}
 	if err := c.clean(sub, subDir, ""); err != nil {
 		c.errs = append(c.errs, err.Error())

@@ -6,6 +6,7 @@
 package makeflowcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -325,28 +326,36 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 
 // checkWorkflow reports, as a makeflow.ErrorList, what would stop the
 // workflow from running on the batch type bt: what Workflow.Check finds,
-// and the files a remote back end could not place.
+// the files a remote back end could not place, and then what Check finds
+// in the nested workflows that exist.
 func checkWorkflow(wf *makeflow.Workflow, dir string, bt batchType, o *options) error {
-	exists := func(name string) bool {
-		_, err := os.Stat(inDir(dir, name))
+	pathExists := func(path string) bool {
+		_, err := os.Stat(path)
 		return err == nil
 	}
+	exists := func(name string) bool { return pathExists(inDir(dir, name)) }
 	if o.skipFileCheck {
-		exists = nil
+		exists, pathExists = nil, nil
 	}
 	var list makeflow.ErrorList
-	for _, err := range []error{wf.Check(exists), batchOptions(bt, o, nil).Check(wf)} {
+	collect := func(err error) error {
 		var l makeflow.ErrorList
 		if errors.As(err, &l) {
 			list = append(list, l...)
-		} else if err != nil {
-			return err
+			return nil
 		}
+		return err
+	}
+	if err := cmp.Or(collect(wf.Check(exists)), collect(batchOptions(bt, o, nil).Check(wf))); err != nil {
+		return err
+	}
+	list.Sort() // the workflow's own errors come first
+	if err := collect(makeflow.CheckNested(wf, dir, nil, pathExists)); err != nil {
+		return err
 	}
 	if len(list) == 0 {
 		return nil
 	}
-	list.Sort()
 	return list
 }
 

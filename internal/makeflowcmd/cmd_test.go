@@ -165,6 +165,39 @@ func TestCheck(t *testing.T) {
 	}
 }
 
+// TestCheckNested: --check also checks the nested workflows that exist,
+// each against the directory it runs in; it skips one that a rule makes
+// and does not loop on a workflow that nests itself.
+func TestCheckNested(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"top.mf": "made.mf:\n\tprintf 'x:\\n\\ttrue\\n' > made.mf\n" +
+			"done: sub.mf\n\tMAKEFLOW sub.mf work\n" +
+			"also: made.mf\n\tMAKEFLOW made.mf\n" +
+			"again: top.mf\n\tMAKEFLOW top.mf\n",
+		"work/.keep": "",
+		"data.txt":   "not the one the nested workflow reads",
+	})
+	for _, step := range []struct{ sub, want string }{
+		// A nested workflow that does not parse: what ParseFile says.
+		{"r: data.txt\n\tcat data.txt > r\ns: r\n\techo $NOPE > s\n",
+			"sub.mf:4:7: variable NOPE is not defined (write \\$NOPE or $$NOPE to leave it to the shell)\n"},
+		// One that does: what Check says, in the directory it runs in,
+		// which has no data.txt.
+		{"r: data.txt\n\tcat data.txt > r\n", "sub.mf:1:4: input data.txt does not exist and no rule makes it\n"},
+	} {
+		writeFiles(t, dir, map[string]string{"sub.mf": step.sub})
+		want := step.want + "1 error in top.mf; nothing was run\n"
+		if r := mf(t, dir, "--check", "top.mf"); r.code != 1 || r.err != want {
+			t.Errorf("got %v\nwant stderr:\n%s", r, want)
+		}
+	}
+	writeFiles(t, dir, map[string]string{"work/data.txt": "x"})
+	if r := mf(t, dir, "--check", "top.mf"); r.code != 0 || r.out != "top.mf: 4 rules, no problems found\n" {
+		t.Errorf("after the fix: %v", r)
+	}
+}
+
 func TestDot(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"w.mf": "a: in\n\tcp in a\n"})

@@ -43,7 +43,8 @@ BEFORE ANYTHING RUNS
   makeflow checks the file and reports every problem as file:line:column:
   syntax errors, unknown directives, bad resource values, dependency cycles,
   files made by two rules, and inputs that neither exist nor are made by a
-  rule. --check does only this.
+  rule. --check does only this, for the nested workflows that exist too
+  (each is also checked when its rule runs it).
 
 THE LOG, RECOVERY AND FAILURES
   Every step is appended to WORKFLOW.makeflowlog (CCTools' format). Run the

@@ -1,0 +1,73 @@
+package makeflow
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path/filepath"
+)
+
+// Open parses the nested workflow of a rule whose workflow runs in dir, and
+// returns it with the directory it runs in. environ is as for ParseFile.
+func (n *Nested) Open(dir string, environ []string) (w *Workflow, subDir string, err error) {
+	file := inDir(dir, n.File)
+	if n.JSON {
+		w, err = ParseJSONFile(file)
+	} else {
+		w, err = ParseFile(file, environ)
+	}
+	subDir = dir
+	if n.Dir != "" {
+		subDir = inDir(dir, n.Dir)
+	}
+	return w, subDir, err
+}
+
+// CheckNested checks, as Check checks w, the workflows that w's nested
+// rules (MAKEFLOW file [dir]) run, and theirs in turn. w runs in dir;
+// exists, if not nil, is asked about paths joined to the directory each
+// nested workflow runs in. A nested workflow whose file does not exist yet
+// is skipped: a rule of w makes it (Check reports it otherwise), and it is
+// checked when it runs.
+func CheckNested(w *Workflow, dir string, environ []string, exists func(path string) bool) error {
+	var list ErrorList
+	seen := map[string]bool{}
+	var walk func(w *Workflow, dir string)
+	walk = func(w *Workflow, dir string) {
+		for _, r := range w.Rules {
+			if r.Nested == nil {
+				continue
+			}
+			abs, err := filepath.Abs(inDir(dir, r.Nested.File))
+			if err != nil || seen[abs] {
+				continue
+			}
+			seen[abs] = true
+			sub, subDir, err := r.Nested.Open(dir, environ)
+			var parseErrs ErrorList
+			switch {
+			case errors.Is(err, fs.ErrNotExist):
+				continue
+			case errors.As(err, &parseErrs):
+				list = append(list, parseErrs...)
+				continue
+			case err != nil:
+				list = append(list, &Error{Pos: r.Pos, Msg: fmt.Sprintf("nested workflow %s: %v", r.Nested.File, err)})
+				continue
+			}
+			var subExists func(string) bool
+			if exists != nil {
+				subExists = func(name string) bool { return exists(inDir(subDir, name)) }
+			}
+			if errors.As(sub.Check(subExists), &parseErrs) {
+				list = append(list, parseErrs...)
+			}
+			walk(sub, subDir)
+		}
+	}
+	walk(w, dir)
+	if len(list) == 0 {
+		return nil
+	}
+	return list
+}
