@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"path/filepath"
 )
 
@@ -26,14 +27,23 @@ func (n *Nested) Open(dir string, environ []string) (w *Workflow, subDir string,
 // CheckNested checks, as Check checks w, the workflows that w's nested
 // rules (MAKEFLOW file [dir]) run, and theirs in turn. w runs in dir;
 // exists, if not nil, is asked about paths joined to the directory each
-// nested workflow runs in. A nested workflow whose file does not exist yet
-// is skipped: a rule of w makes it (Check reports it otherwise), and it is
-// checked when it runs.
+// nested workflow runs in; a file that a rule of an enclosing workflow
+// makes counts as existing. A nested workflow whose file does not exist
+// yet is skipped: a rule of w makes it (Check reports it otherwise), and
+// it is checked when it runs.
 func CheckNested(w *Workflow, dir string, environ []string, exists func(path string) bool) error {
 	var list ErrorList
 	seen := map[string]bool{}
-	var walk func(w *Workflow, dir string)
-	walk = func(w *Workflow, dir string) {
+	var walk func(w *Workflow, dir string, enclosingMade map[string]bool)
+	walk = func(w *Workflow, dir string, enclosingMade map[string]bool) {
+		made := maps.Clone(enclosingMade)
+		for _, r := range w.Rules {
+			for _, f := range r.Targets {
+				if abs, err := filepath.Abs(inDir(dir, f.Name)); err == nil {
+					made[abs] = true
+				}
+			}
+		}
 		for _, r := range w.Rules {
 			if r.Nested == nil {
 				continue
@@ -44,12 +54,12 @@ func CheckNested(w *Workflow, dir string, environ []string, exists func(path str
 			}
 			seen[abs] = true
 			sub, subDir, err := r.Nested.Open(dir, environ)
-			var parseErrs ErrorList
+			var errs ErrorList
 			switch {
 			case errors.Is(err, fs.ErrNotExist):
 				continue
-			case errors.As(err, &parseErrs):
-				list = append(list, parseErrs...)
+			case errors.As(err, &errs):
+				list = append(list, errs...)
 				continue
 			case err != nil:
 				list = append(list, &Error{Pos: r.Pos, Msg: fmt.Sprintf("nested workflow %s: %v", r.Nested.File, err)})
@@ -57,15 +67,19 @@ func CheckNested(w *Workflow, dir string, environ []string, exists func(path str
 			}
 			var subExists func(string) bool
 			if exists != nil {
-				subExists = func(name string) bool { return exists(inDir(subDir, name)) }
+				subExists = func(name string) bool {
+					path := inDir(subDir, name)
+					abs, err := filepath.Abs(path)
+					return err == nil && made[abs] || exists(path)
+				}
 			}
-			if errors.As(sub.Check(subExists), &parseErrs) {
-				list = append(list, parseErrs...)
+			if errors.As(sub.Check(subExists), &errs) {
+				list = append(list, errs...)
 			}
-			walk(sub, subDir)
+			walk(sub, subDir, made)
 		}
 	}
-	walk(w, dir)
+	walk(w, dir, map[string]bool{})
 	if len(list) == 0 {
 		return nil
 	}
