@@ -431,22 +431,7 @@ func TestSGE(t *testing.T) {
 // when run under their names, keeping their queue in ./state. So makeflow
 // runs where the fakes are, on the workflow in another directory (-X).
 func TestCondor(t *testing.T) {
-	bin := t.TempDir()
-	build := exec.Command("go", "test", "-c", "-o", filepath.Join(bin, "batch.test"), "./distmaster/batch")
-	build.Dir = testutil.ModuleRoot()
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the fake HTCondor: %v\n%s", err, out)
-	}
-	for _, name := range []string{"condor_submit", "condor_q", "condor_rm", "condor_history", "condor_hold", "condor_starter"} {
-		if err := os.Symlink("batch.test", filepath.Join(bin, name)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, sub := range []string{"state/queue", "state/history"} {
-		if err := os.MkdirAll(filepath.Join(bin, sub), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
+	bin := testutil.FakeCondor(t)
 	dir := t.TempDir()
 	writeRemoteWorkflow(t, dir, "")
 	r := start(t, bin, []string{"PATH=" + bin + string(os.PathListSeparator) + os.Getenv("PATH")}, "-T", "condor", "-X", dir).wait(t)

@@ -150,6 +150,33 @@ func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int 
 	return m.Run()
 }
 
+// FakeCondor installs the fake HTCondor of distmaster/batch's tests in a
+// new directory and returns it: that package's test binary, linked under
+// the names condor_submit, condor_q, condor_rm, condor_history,
+// condor_hold and condor_starter, plays each (see fakecondor_test.go
+// there), keeping its queue in the directory's state/. Give the directory
+// to batch.Options.Bin, or put it first in a command's PATH.
+func FakeCondor(t testing.TB) string {
+	t.Helper()
+	bin := t.TempDir()
+	build := exec.Command("go", "test", "-c", "-o", filepath.Join(bin, "batch.test"), "./distmaster/batch")
+	build.Dir = ModuleRoot()
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the fake HTCondor: %v\n%s", err, out)
+	}
+	for _, name := range []string{"condor_submit", "condor_q", "condor_rm", "condor_history", "condor_hold", "condor_starter"} {
+		if err := os.Symlink("batch.test", filepath.Join(bin, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, sub := range []string{"state/queue", "state/history"} {
+		if err := os.MkdirAll(filepath.Join(bin, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return bin
+}
+
 // BuildSharedLib compiles the C source file src into a shared library in a
 // temporary directory with the system's gcc and returns its path.
 func BuildSharedLib(t testing.TB, src string) string {

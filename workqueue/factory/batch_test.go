@@ -3,6 +3,7 @@ package factory
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -156,5 +157,49 @@ func TestBatchRejected(t *testing.T) {
 				t.Errorf("rejected jobs named %s left in the queue", tt.worker.Name)
 			}
 		})
+	}
+}
+
+// TestCondorWorkers runs the factory's workers on the fake HTCondor of
+// testutil.FakeCondor (HTCondor is not packaged for Debian; the fake
+// honours the real command lines and output): they connect and run the
+// master's tasks, and stopping the factory removes their jobs, which leave
+// the fake's queue for its history.
+func TestCondorWorkers(t *testing.T) {
+	bin := testutil.FakeCondor(t)
+	d, err := batch.New("condor", batch.Options{Bin: bin, Spool: t.TempDir(), PollInterval: 200 * time.Millisecond, ExitGrace: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d.Close(ctx)
+	})
+	m := startMaster(t, workqueue.Config{})
+	r := startFactory(t, Config{
+		Driver: d,
+		Master: masterAddr(m),
+		Worker: Worker{Cores: 1, MemoryMB: 100, IdleTimeout: time.Minute},
+		Limits: Limits{Min: 1, Max: 2},
+	}, t.TempDir())
+
+	const n = 4
+	submitTasks(t, m, n, "sleep 0.1; echo ok")
+	for _, res := range waitResults(t, m, n) {
+		if string(res.Output) != "ok\n" {
+			t.Errorf("task %s: output %q", res.Tag, res.Output)
+		}
+	}
+	if _, most := r.snapshot(); most < 1 || most > 2 {
+		t.Errorf("%d workers submitted at most, want 1 or 2", most)
+	}
+	if err := r.stop(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Run = %v, want context.Canceled", err)
+	}
+	queue, _ := os.ReadDir(filepath.Join(bin, "state", "queue"))
+	history, _ := os.ReadDir(filepath.Join(bin, "state", "history"))
+	if len(queue) != 0 || len(history) == 0 {
+		t.Errorf("after stopping: %d jobs in the fake HTCondor's queue, %d in its history; want none and some", len(queue), len(history))
 	}
 }
