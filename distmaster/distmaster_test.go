@@ -200,6 +200,38 @@ func TestFailingBlock(t *testing.T) {
 	}
 }
 
+// TestBatchSystemDown: when the batch system refuses every submission (its
+// controller is down), the run stops after a few refusals with the batch
+// system's own message, instead of waiting on it for every attempt of
+// every block.
+func TestBatchSystemDown(t *testing.T) {
+	bin := t.TempDir()
+	calls := filepath.Join(bin, "calls")
+	testutil.WriteScript(t, bin, "sbatch", `echo call >> `+calls+`
+echo "sbatch: error: Batch job submission failed: Unable to contact slurm controller (connect failure)" >&2
+exit 1`)
+	for _, name := range []string{"squeue", "scancel", "sacct"} {
+		testutil.WriteScript(t, bin, name, "exit 0")
+	}
+	d, err := OpenDriver("slurm", batch.Options{Bin: bin, Spool: t.TempDir()}, "", FastAbort{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close(context.Background())
+	cfg := testConfig(t, d, "allpairs")
+	cfg.Kind = "slurm"
+	set := itemSet(t, 6)
+	_, _, err = runAllPairs(context.Background(), t, cfg, AllPairs{
+		A: set, B: set, Func: FunctionOf(openPair(t, "builtin:bytediff").Info(), "", 0), JobW: 2, JobH: 2})
+	var refused *RefusedError
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
+		t.Fatalf("err = %v, want a *RefusedError with sbatch's message", err)
+	}
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "call") != maxRefusedInARow {
+		t.Errorf("sbatch was run %d times for 9 blocks, want %d", strings.Count(string(b), "call"), maxRefusedInARow)
+	}
+}
+
 // TestTransientFailureRetried: a block that fails once succeeds when it is
 // submitted again, and the run succeeds.
 func TestTransientFailureRetried(t *testing.T) {

@@ -211,6 +211,24 @@ type loopStats struct {
 	MeanJob time.Duration
 }
 
+// maxRefusedInARow is how many submissions in a row the batch system may
+// refuse before a run stops.
+const maxRefusedInARow = 3
+
+// RefusedError is the error of a run stopped because the batch system
+// refused every job submitted to it: Refused submissions in a row, the last
+// with Err. What finished before is kept in the checkpoint.
+type RefusedError struct {
+	Refused int
+	Err     error
+}
+
+func (e *RefusedError) Error() string {
+	return fmt.Sprintf("the batch system refused %d jobs in a row, the last with: %v", e.Refused, e.Err)
+}
+
+func (e *RefusedError) Unwrap() error { return e.Err }
+
 // runLoop submits the blocks of src, starting with ready, and follows their
 // jobs until every block is done or given up, or ctx ends. Jobs still
 // running when it returns early are removed.
@@ -227,6 +245,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	}
 	jobs := map[string]jobInfo{}
 	var failures []*BlockError
+	refusedInARow := 0 // submissions, with none accepted in between
 	d := cfg.Driver
 	defer func() {
 		// Whatever still runs is no longer wanted: removed without waiting.
@@ -272,9 +291,18 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
+				// One refusal may be the job's; several in a row, with
+				// every block asking the same, mean the batch system takes
+				// none (it is down, or cannot run what we ask), and
+				// retrying each block would only repeat the wait for
+				// every one of them.
+				if refusedInARow++; refusedInARow >= maxRefusedInARow {
+					return &RefusedError{Refused: refusedInARow, Err: err}
+				}
 				handle(tr.SubmitFailed(b, err), nil)
 				continue
 			}
+			refusedInARow = 0
 			tr.Submitted(b, id, time.Now())
 			jobs[id] = jobInfo{b, dir}
 		}

@@ -27,7 +27,11 @@ import (
 // project's tests run. It has not met a real HTCondor.
 func NewCondor(opts Options) (Driver, error) {
 	opts.fill()
-	return newQueueDriver(&condor{tools{opts}}, opts)
+	t := tools{opts}
+	if err := t.need("condor_submit", "HTCondor"); err != nil {
+		return nil, err
+	}
+	return newQueueDriver(&condor{t}, opts)
 }
 
 type condor struct {

@@ -542,6 +542,19 @@ func (t tools) path(name string) string {
 	return name
 }
 
+// need checks that the batch system's command name is there to run, so
+// that a missing batch system is one clear error when the driver is made,
+// not a failure of every job.
+func (t tools) need(name, system string) error {
+	if _, err := exec.LookPath(t.path(name)); err != nil {
+		if t.opts.Bin != "" {
+			return fmt.Errorf("%s is not in %s; is %s installed there?", name, t.opts.Bin, system)
+		}
+		return fmt.Errorf("%s is not in PATH; is %s installed here?", name, system)
+	}
+	return nil
+}
+
 // commandTimeout bounds one batch-system command, so that a hung controller
 // cannot stop the driver for good.
 const commandTimeout = 2 * time.Minute

@@ -335,3 +335,19 @@ func TestQueueDriverSettles(t *testing.T) {
 		})
 	}
 }
+
+// TestMissingCommands: a driver for a batch system whose submit command is
+// not there is refused when it is made, with one message saying so.
+func TestMissingCommands(t *testing.T) {
+	empty := t.TempDir()
+	for kind, want := range map[string]string{
+		"slurm":  "sbatch is not in " + empty + "; is SLURM installed there?",
+		"sge":    "qsub is not in " + empty + "; is Grid Engine installed there?",
+		"condor": "condor_submit is not in " + empty + "; is HTCondor installed there?",
+	} {
+		d, err := New(kind, Options{Bin: empty, Spool: t.TempDir()})
+		if err == nil || err.Error() != want {
+			t.Errorf("New(%q) = %v, %v; want the error %q", kind, d, err, want)
+		}
+	}
+}

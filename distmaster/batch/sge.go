@@ -28,11 +28,15 @@ import (
 // where a site defines it. Jobs get the submitting environment (-V).
 func NewSGE(opts Options) (Driver, error) {
 	opts.fill()
+	t := tools{opts}
+	if err := t.need("qsub", "Grid Engine"); err != nil {
+		return nil, err
+	}
 	u, err := user.Current()
 	if err != nil {
 		return nil, fmt.Errorf("sge: who am I: %w", err)
 	}
-	return newQueueDriver(&sge{tools: tools{opts}, user: u.Username}, opts)
+	return newQueueDriver(&sge{tools: t, user: u.Username}, opts)
 }
 
 type sge struct {

@@ -26,7 +26,11 @@ import (
 // InvalidQOS) is removed and fails with ErrRejected and that reason.
 func NewSlurm(opts Options) (Driver, error) {
 	opts.fill()
-	return newQueueDriver(&slurm{tools: tools{opts}}, opts)
+	t := tools{opts}
+	if err := t.need("sbatch", "SLURM"); err != nil {
+		return nil, err
+	}
+	return newQueueDriver(&slurm{tools: t}, opts)
 }
 
 type slurm struct {

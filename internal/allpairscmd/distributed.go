@@ -2,7 +2,6 @@ package allpairscmd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -96,11 +95,8 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	if fe, ok := distcmd.IsFailed(err); ok {
 		return distcmd.ReportFailures(msgs, "allpairs", fe, kept+" and were written")
 	}
-	if errors.Is(err, context.Canceled) {
-		return fmt.Errorf("interrupted: %s; run the same command again to resume: %w", kept, err)
-	}
 	if err != nil {
-		return fmt.Errorf("%w (%s)", err, kept)
+		return distcmd.Stopped(err, kept)
 	}
 	return nil
 }

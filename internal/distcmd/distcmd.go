@@ -207,6 +207,20 @@ func ReportFailures(w io.Writer, tool string, fe *distmaster.FailedError, kept s
 	return fmt.Errorf("%d of %d blocks failed; %s; run the same command again to retry them", len(fe.Blocks), fe.Total, kept)
 }
 
+// Stopped returns the error that ends a run stopped early by err (not by
+// failed blocks: see ReportFailures), saying what was kept and what to do.
+func Stopped(err error, kept string) error {
+	var refused *distmaster.RefusedError
+	switch {
+	case errors.Is(err, context.Canceled):
+		return fmt.Errorf("interrupted: %s; run the same command again to resume: %w", kept, err)
+	case errors.As(err, &refused):
+		return fmt.Errorf("%w; %s; run the same command again once it takes jobs", err, kept)
+	default:
+		return fmt.Errorf("%w (%s)", err, kept)
+	}
+}
+
 // Prefixed returns a writer that starts every line written to w with
 // prefix.
 func Prefixed(w io.Writer, prefix string) io.Writer {

@@ -13,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -67,9 +66,6 @@ type batchType struct {
 	remote bool // runs rules elsewhere, through a batch driver; -J applies
 	// maxRemote is the default of -J, as in CCTools.
 	maxRemote int
-	// submit is the batch system's submit command, and system its name,
-	// for a batch system that has them.
-	submit, system string
 }
 
 func batchTypes() []batchType {
@@ -77,9 +73,9 @@ func batchTypes() []batchType {
 		{name: "local"},
 		{name: "dryrun"},
 		{name: "wq", remote: true, maxRemote: 1000},
-		{name: "slurm", remote: true, maxRemote: 100, submit: "sbatch", system: "SLURM"},
-		{name: "sge", remote: true, maxRemote: 100, submit: "qsub", system: "Grid Engine"},
-		{name: "condor", remote: true, maxRemote: 100, submit: "condor_submit", system: "HTCondor"},
+		{name: "slurm", remote: true, maxRemote: 100},
+		{name: "sge", remote: true, maxRemote: 100},
+		{name: "condor", remote: true, maxRemote: 100},
 	}
 }
 
@@ -396,12 +392,6 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out io.Writer,
 		opts.WorkQueue = cfg
 	default:
 		opts.SubmitArgs = strings.Fields(o.batchOptions)
-	}
-	if bt.submit != "" {
-		// Say so once, not once per rule.
-		if _, err := exec.LookPath(bt.submit); err != nil {
-			return nil, fmt.Errorf("-T %s: %s is not in PATH; is %s installed here?", bt.name, bt.submit, bt.system)
-		}
 	}
 	d, err := batch.New(bt.name, opts)
 	if err != nil {

@@ -382,10 +382,8 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 			fmt.Sprintf("%d cells that depend on them were not run; %s", be.notRun, kept))
 	case fe != nil:
 		return fmt.Errorf("%d cells failed and %d cells that depend on them were not run; %s", len(fe.Failed), fe.NotRun, kept)
-	case errors.Is(runErr, context.Canceled):
-		return fmt.Errorf("interrupted: %s; run the same command again to resume: %w", kept, runErr)
 	case runErr != nil:
-		return fmt.Errorf("%w (%s)", runErr, kept)
+		return distcmd.Stopped(runErr, kept)
 	}
 	lx, ly := region.Last()
 	fmt.Fprintf(w, "R[%d,%d] = %s\n", lx, ly, preview(sink.lastValue()))
