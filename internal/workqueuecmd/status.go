@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -78,36 +77,25 @@ func (o *statusOptions) listMasters(ctx context.Context, out io.Writer) error {
 	if o.catalogs != "" {
 		addrs = splitAddrs(o.catalogs)
 	}
-	var errs []error
-	for _, addr := range addrs {
-		recs, err := catalog.Query(ctx, addr, `type=="wq_master" or type=="wq_manager"`)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		var masters []catalog.Master
-		for _, m := range catalog.Masters(recs) {
-			if re == nil || re.MatchString(m.Project) {
-				masters = append(masters, m)
-			}
-		}
-		if o.long {
-			var rs []catalog.Record
-			for _, m := range masters {
-				rs = append(rs, m.Record)
-			}
-			return printJSON(out, rs)
-		}
-		tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "PROJECT\tHOST\tPORT\tWAITING\tRUNNING\tCOMPLETE\tWORKERS\tCAPACITY")
-		for _, m := range masters {
-			r := m.Record
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", m.Project, m.Name, m.Port,
-				r.Int("tasks_waiting"), r.Int("tasks_running"), r.Int("tasks_complete"), r.Int("workers"), capacityOf(r))
-		}
-		return tw.Flush()
+	masters, err := catalog.FindMasters(ctx, addrs, re)
+	if err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	if o.long {
+		rs := make([]catalog.Record, len(masters))
+		for i, m := range masters {
+			rs[i] = m.Record
+		}
+		return printJSON(out, rs)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "PROJECT\tHOST\tPORT\tWAITING\tRUNNING\tCOMPLETE\tWORKERS\tCAPACITY")
+	for _, m := range masters {
+		r := m.Record
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", m.Project, m.Name, m.Port,
+			r.Int("tasks_waiting"), r.Int("tasks_running"), r.Int("tasks_complete"), r.Int("workers"), capacityOf(r))
+	}
+	return tw.Flush()
 }
 
 func capacityOf(r catalog.Record) string {

@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,39 @@ func Masters(recs []Record) []Master {
 		return out[i].Record.Float("lastheardfrom") > out[j].Record.Float("lastheardfrom")
 	})
 	return out
+}
+
+// FindMasters asks the catalogs at addrs, in turn, for the Work Queue
+// masters whose project matches project (every master, if project is nil),
+// newest first, and returns those of the first catalog that lists any. It
+// fails only when no catalog answers.
+func FindMasters(ctx context.Context, addrs []string, project *regexp.Regexp) ([]Master, error) {
+	var errs []error
+	for _, addr := range addrs {
+		// Unfiltered: every catalog serves /query.json, and Masters
+		// picks the masters out.
+		recs, err := Query(ctx, addr, "")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var found []Master
+		for _, m := range Masters(recs) {
+			if project == nil || project.MatchString(m.Project) {
+				found = append(found, m)
+			}
+		}
+		if len(found) > 0 {
+			return found, nil
+		}
+	}
+	switch {
+	case len(addrs) == 0:
+		return nil, errors.New("no catalog to ask")
+	case len(errs) == len(addrs):
+		return nil, errors.Join(errs...)
+	}
+	return nil, nil
 }
 
 // DefaultAddrs returns the catalogs named by $CATALOG_HOST and $CATALOG_PORT

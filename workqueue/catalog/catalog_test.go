@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"regexp"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -137,5 +139,46 @@ func TestDefaultAddrs(t *testing.T) {
 	t.Setenv("CATALOG_PORT", "5")
 	if got := DefaultAddrs(); fmt.Sprint(got) != "[a:5 b:1]" {
 		t.Errorf("DefaultAddrs = %v", got)
+	}
+}
+
+func TestFindMasters(t *testing.T) {
+	_, _, empty := startServer(t)
+	_, _, full := startServer(t)
+	ctx := context.Background()
+	Send(ctx, full, "udp", Record{"type": "wq_master", "project": "align-1", "port": 1})
+	Send(ctx, full, "udp", Record{"type": "wq_manager", "project": "align-2", "port": 2})
+	Send(ctx, full, "udp", Record{"type": "wq_master", "project": "other", "port": 3})
+	Send(ctx, full, "udp", Record{"type": "makeflow", "project": "align-3", "port": 4})
+	waitFor(t, full, "", 4)
+	down := "127.0.0.1:1" // nothing listens there
+
+	projects := func(ms []Master) []string {
+		var ps []string
+		for _, m := range ms {
+			ps = append(ps, m.Project)
+		}
+		slices.Sort(ps)
+		return ps
+	}
+	tests := []struct {
+		addrs   []string
+		project *regexp.Regexp
+		want    []string
+		wantErr bool
+	}{
+		// A catalog that is down, or that lists no such master, is passed
+		// over for the next one.
+		{[]string{down, empty, full}, regexp.MustCompile("^(align-.*)$"), []string{"align-1", "align-2"}, false},
+		{[]string{full}, nil, []string{"align-1", "align-2", "other"}, false},
+		{[]string{empty, full}, regexp.MustCompile("^(nothing)$"), nil, false},
+		{[]string{down}, nil, nil, true},
+		{nil, nil, nil, true},
+	}
+	for _, tt := range tests {
+		got, err := FindMasters(ctx, tt.addrs, tt.project)
+		if (err != nil) != tt.wantErr || !slices.Equal(projects(got), tt.want) {
+			t.Errorf("FindMasters(%v, %v) = %v, %v; want %v (error: %v)", tt.addrs, tt.project, projects(got), err, tt.want, tt.wantErr)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package factory
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -48,28 +47,18 @@ func askMaster(ctx context.Context, addr string, password []byte) (Demand, error
 	return demandOf(recs), nil
 }
 
-// askCatalogs asks the catalogs, in turn until one answers, for the masters
-// whose project matches project.
+// askCatalogs asks the catalogs what the masters whose project matches
+// project need.
 func askCatalogs(ctx context.Context, catalogs []string, project *regexp.Regexp) (Demand, error) {
-	var errs []error
-	for _, addr := range catalogs {
-		recs, err := catalog.Query(ctx, addr, `type=="wq_master" or type=="wq_manager"`)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		var mine []catalog.Record
-		for _, m := range catalog.Masters(recs) {
-			if project.MatchString(m.Project) {
-				mine = append(mine, m.Record)
-			}
-		}
-		return demandOf(mine), nil
+	masters, err := catalog.FindMasters(ctx, catalogs, project)
+	if err != nil {
+		return Demand{}, err
 	}
-	if len(errs) == 0 {
-		return Demand{}, errors.New("no catalog to ask")
+	recs := make([]catalog.Record, len(masters))
+	for i, m := range masters {
+		recs[i] = m.Record
 	}
-	return Demand{}, errors.Join(errs...)
+	return demandOf(recs), nil
 }
 
 // demandOf sums what master records say, as CCTools' factory reads them:

@@ -289,29 +289,14 @@ func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
 // lookup asks the catalogs for masters whose project matches, newest first.
 func (w *worker) lookup(ctx context.Context) ([]string, error) {
 	re := regexp.MustCompile("^(" + w.cfg.Project + ")$")
-	var errs []error
-	for _, cat := range w.cfg.Catalogs {
-		qctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		recs, err := catalog.Query(qctx, cat, "")
-		cancel()
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		var addrs []string
-		for _, r := range catalog.Masters(recs) {
-			if re.MatchString(r.Project) {
-				addrs = append(addrs, r.Addr())
-			}
-		}
-		if len(addrs) > 0 {
-			return addrs, nil
-		}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	masters, err := catalog.FindMasters(ctx, w.cfg.Catalogs, re)
+	addrs := make([]string, len(masters))
+	for i, m := range masters {
+		addrs[i] = m.Addr()
 	}
-	if len(errs) == len(w.cfg.Catalogs) {
-		return nil, errors.Join(errs...)
-	}
-	return nil, nil
+	return addrs, err
 }
 
 func (w *worker) cleanWorkspace() error {
