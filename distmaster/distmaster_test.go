@@ -232,6 +232,38 @@ exit 1`)
 	}
 }
 
+// TestMissingItemFailsItsBlocks: an item that disappears once the run has
+// started fails the blocks that need it (Work Queue cannot send it), not
+// the run as a batch system refusing jobs would: every other block is
+// computed.
+func TestMissingItemFailsItsBlocks(t *testing.T) {
+	set := itemSet(t, 6)
+	fn := openPair(t, "builtin:bytediff")
+	missing := set.Items[0].Name
+	want := slices.DeleteFunc(multicoreLines(t, set, set, fn, false), func(l string) bool {
+		a, rest, _ := strings.Cut(l, "\t")
+		b, _, _ := strings.Cut(rest, "\t")
+		return a == missing || b == missing
+	})
+	if err := os.Remove(set.Items[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, backends[1].open(t, "allpairs", FastAbort{}), "allpairs")
+	got, _, err := runAllPairs(context.Background(), t, cfg, AllPairs{
+		A: set, B: set, Func: FunctionOf(fn.Info(), "", 0), JobW: 2, JobH: 2})
+	var fe *FailedError
+	if !errors.As(err, &fe) {
+		t.Fatalf("err = %v, want a *FailedError", err)
+	}
+	// The blocks of row 0 and of column 0 of the 3×3 blocks.
+	if len(fe.Blocks) != 5 || !strings.Contains(err.Error(), missing) {
+		t.Errorf("%d blocks failed, want 5, naming %q: %v", len(fe.Blocks), missing, err)
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("%d lines, want %d: %s", len(got), len(want), firstDiff(got, want))
+	}
+}
+
 // TestTransientFailureRetried: a block that fails once succeeds when it is
 // submitted again, and the run succeeds.
 func TestTransientFailureRetried(t *testing.T) {

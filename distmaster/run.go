@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -295,9 +296,13 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				// every block asking the same, mean the batch system takes
 				// none (it is down, or cannot run what we ask), and
 				// retrying each block would only repeat the wait for
-				// every one of them.
-				if refusedInARow++; refusedInARow >= maxRefusedInARow {
-					return &RefusedError{Refused: refusedInARow, Err: err}
+				// every one of them. A file of the job's that is missing
+				// here is the block's problem, not the batch system's.
+				var fileErr *fs.PathError
+				if !errors.As(err, &fileErr) {
+					if refusedInARow++; refusedInARow >= maxRefusedInARow {
+						return &RefusedError{Refused: refusedInARow, Err: err}
+					}
 				}
 				handle(tr.SubmitFailed(b, err), nil)
 				continue
