@@ -123,6 +123,8 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).`,
 	f.IntVar(&o.jobSize, "job-size", 0, "-T: cells per side of each job's block (default: chosen by the model)")
 	o.dist.Add(f)
 	cmd.AddCommand(newExportCommand(s))
+	// A subcommand's name shadows a FUNC of that name: keep to "export".
+	cmd.CompletionOptions.DisableDefaultCmd = true
 	return cmd
 }
 
