@@ -26,12 +26,13 @@ slurmd_pid=/run/slurmd.pid
 say() { echo "slurm.sh: $*" >&2; }
 
 node_up() {
-  # sinfo prints one state per node; "idle", "mixed" and "allocated" all mean it
-  # answers. A trailing * (not responding) or "down"/"drain" do not.
+  # sinfo prints one state per node; "idle", "mixed", "allocated", "completing"
+  # and "planned" (idle, but kept for a pending job) all mean it answers and
+  # takes jobs. A trailing * (not responding) or "down"/"drain" do not.
   local state
   state=$(sinfo -h -N -o '%T' 2>/dev/null | head -n 1) || return 1
   case "$state" in
-    idle | mixed | allocated | completing) return 0 ;;
+    idle | mixed | allocated | completing | planned) return 0 ;;
     *) return 1 ;;
   esac
 }
