@@ -26,14 +26,14 @@ slurmd_pid=/run/slurmd.pid
 say() { echo "slurm.sh: $*" >&2; }
 
 node_up() {
-  # sinfo prints one state per node; "idle", "mixed", "allocated", "completing"
-  # and "planned" (idle, but kept for a pending job) all mean it answers and
-  # takes jobs. A trailing * (not responding) or "down"/"drain" do not.
+  # sinfo prints one state per node, long form: "idle", "mixed", "allocated",
+  # "completing", "planned"..., with "+" flags. The node takes jobs unless it
+  # does not respond (a trailing "*") or is down, drained, failing or unknown.
   local state
   state=$(sinfo -h -N -o '%T' 2>/dev/null | head -n 1) || return 1
   case "$state" in
-    idle | mixed | allocated | completing | planned) return 0 ;;
-    *) return 1 ;;
+    "" | *'*'* | *down* | *drain* | *fail* | *unknown* | *not_responding*) return 1 ;;
+    *) return 0 ;;
   esac
 }
 
