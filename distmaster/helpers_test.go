@@ -39,15 +39,6 @@ func TestMain(m *testing.M) {
 
 func program(name string) string { return filepath.Join(binDir, name) }
 
-// logWriter passes what the master explains to the test log.
-type logWriter struct{ t *testing.T }
-
-func (w logWriter) Write(b []byte) (int, error) {
-	w.t.Helper()
-	w.t.Log(strings.TrimRight(string(b), "\n"))
-	return len(b), nil
-}
-
 // testConfig is the configuration of a test run on driver d.
 func testConfig(t *testing.T, d batch.Driver, prog string) Config {
 	return Config{
@@ -55,7 +46,7 @@ func testConfig(t *testing.T, d batch.Driver, prog string) Config {
 		Program:      program(prog),
 		WorkDir:      filepath.Join(t.TempDir(), "jobs"),
 		TickInterval: 50 * time.Millisecond,
-		Explain:      logWriter{t},
+		Explain:      t.Output(), // what the master explains goes to the test log
 	}
 }
 

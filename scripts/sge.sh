@@ -21,6 +21,8 @@
 #     (the default is every 15 s).
 # A cell whose act_qmaster names another host is never touched. Start needs root.
 set -euo pipefail
+# shellcheck source=scripts/daemons.sh
+. "$(dirname "$0")/daemons.sh"
 
 export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
 common=$SGE_ROOT/$SGE_CELL/common
@@ -53,8 +55,6 @@ install() {
   # daemons from them, which is fine: this script starts them.
   apt-get install -y -qq --no-install-recommends gridengine-master gridengine-exec gridengine-client >/dev/null
 }
-
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 execd_pidfiles() { ls /var/spool/gridengine/execd/*/execd.pid 2>/dev/null || true; }
 
@@ -210,20 +210,7 @@ start() {
   exit 1
 }
 
-stop() {
-  local f pid
-  for f in $(execd_pidfiles) "$qmaster_pid"; do
-    running "$f" || continue
-    pid=$(cat "$f")
-    kill "$pid"
-    for _ in $(seq 1 50); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  done
-  return 0
-}
+stop() { stop_daemons $(execd_pidfiles) "$qmaster_pid"; }
 
 status() {
   command -v qstat >/dev/null 2>&1 || { say "Grid Engine is not installed"; exit 1; }

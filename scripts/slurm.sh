@@ -17,6 +17,8 @@
 # scancel and ran on after the job.
 # Start needs root (it writes /etc/slurm and runs slurmd as root).
 set -euo pipefail
+# shellcheck source=scripts/daemons.sh
+. "$(dirname "$0")/daemons.sh"
 
 conf=/etc/slurm/slurm.conf
 marker="# written by rightsize scripts/slurm.sh"
@@ -100,8 +102,6 @@ SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,default_queue_depth
 EOF
 }
 
-running() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
-
 start() {
   if node_up; then
     say "SLURM is already up"
@@ -129,20 +129,7 @@ start() {
   exit 1
 }
 
-stop() {
-  local f pid
-  for f in "$slurmd_pid" "$ctld_pid"; do
-    running "$f" || continue
-    pid=$(cat "$f")
-    kill "$pid"
-    for _ in $(seq 1 30); do
-      kill -0 "$pid" 2>/dev/null || break
-      sleep 0.2
-    done
-    kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
-  done
-  return 0
-}
+stop() { stop_daemons "$slurmd_pid" "$ctld_pid"; }
 
 status() {
   command -v sinfo >/dev/null 2>&1 || { say "SLURM is not installed"; exit 1; }

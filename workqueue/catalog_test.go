@@ -94,7 +94,7 @@ func TestCatalogAdvertising(t *testing.T) {
 func TestWorkerMovesToNextMaster(t *testing.T) {
 	cat := startCatalog(t)
 	project := projectName(t)
-	first, err := Listen(Config{Addr: "127.0.0.1:0", Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond, Logger: testLogger(t)})
+	first, err := Listen(Config{Addr: "127.0.0.1:0", Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond, Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -247,7 +247,7 @@ func startWorkerTo(t *testing.T, masters []string) {
 	go func() {
 		defer close(done)
 		worker.Run(ctx, worker.Config{Masters: masters, Cores: 1, MemoryMB: 100, DiskMB: 100, Workdir: t.TempDir(),
-			MinBackoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Logger: testLogger(t).With("side", "worker")})
+			MinBackoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Logger: testutil.Logger(t).With("side", "worker")})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 }
@@ -323,7 +323,7 @@ func TestPasswordOurWorker(t *testing.T) {
 // TestCloseWithSilentPeer: Close does not wait for a peer that connected
 // and said nothing.
 func TestCloseWithSilentPeer(t *testing.T) {
-	m, err := Listen(Config{Addr: "127.0.0.1:0", Logger: testLogger(t)})
+	m, err := Listen(Config{Addr: "127.0.0.1:0", Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

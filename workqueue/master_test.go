@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
@@ -22,7 +23,7 @@ func startMaster(t *testing.T, cfg Config) *Master {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t)
+		cfg.Logger = testutil.Logger(t)
 	}
 	m, err := Listen(cfg)
 	if err != nil {
@@ -48,7 +49,7 @@ func startWorker(t *testing.T, m *Master, cfg worker.Config) {
 		cfg.Workdir = t.TempDir()
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = testLogger(t).With("side", "worker")
+		cfg.Logger = testutil.Logger(t).With("side", "worker")
 	}
 	cfg.MinBackoff = 50 * time.Millisecond
 	cfg.MaxBackoff = 200 * time.Millisecond

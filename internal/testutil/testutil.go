@@ -10,6 +10,7 @@ package testutil
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,6 +111,12 @@ func BuildCommands(dir string, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// Logger returns a logger that writes every record, debug ones included,
+// to the test's log.
+func Logger(t testing.TB) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // SyncBuffer is a bytes.Buffer that is safe for concurrent writers, such

@@ -63,7 +63,7 @@ func TestServesCCToolsMakeflow(t *testing.T) {
 	werr := make(chan error, 1)
 	go func() {
 		werr <- Run(ctx, Config{Masters: []string{"127.0.0.1:" + strconv.Itoa(port)}, Cores: 2, MemoryMB: 1000, DiskMB: 1000,
-			Workdir: t.TempDir(), SingleShot: true, Logger: testLogger(t)})
+			Workdir: t.TempDir(), SingleShot: true, Logger: testutil.Logger(t)})
 	}()
 	if err := cmd.Wait(); err != nil {
 		t.Fatalf("makeflow -T wq: %v\n%s", err, stderr.String())

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
@@ -87,7 +88,7 @@ func runWorker(t *testing.T, f *fakeMaster, workdir string) <-chan error {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- Run(ctx, Config{Masters: []string{f.addr()}, Cores: 1, MemoryMB: 100, DiskMB: 1,
-			Workdir: workdir, SingleShot: true, Logger: testLogger(t)})
+			Workdir: workdir, SingleShot: true, Logger: testutil.Logger(t)})
 	}()
 	t.Cleanup(cancel)
 	f.accept(t)
@@ -211,7 +212,7 @@ func TestIdleTimeout(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() {
 		errc <- Run(ctx, Config{Masters: []string{f.addr()}, Cores: 1, MemoryMB: 10, DiskMB: 10,
-			Workdir: t.TempDir(), IdleTimeout: 300 * time.Millisecond, Logger: testLogger(t)})
+			Workdir: t.TempDir(), IdleTimeout: 300 * time.Millisecond, Logger: testutil.Logger(t)})
 	}()
 	f.accept(t)
 	select {
@@ -239,7 +240,7 @@ func TestPasswordRefused(t *testing.T) {
 		wire.NewConn(conn, wire.Limits{}).Authenticate([]byte("right\n"))
 	}()
 	err = Run(context.Background(), Config{Masters: []string{ln.Addr().String()}, Cores: 1, MemoryMB: 10, DiskMB: 10,
-		Workdir: t.TempDir(), SingleShot: true, Password: []byte("wrong\n"), Logger: testLogger(t)})
+		Workdir: t.TempDir(), SingleShot: true, Password: []byte("wrong\n"), Logger: testutil.Logger(t)})
 	if !errors.Is(err, wire.ErrAuth) {
 		t.Errorf("single-shot worker with a wrong password: %v, want wire.ErrAuth", err)
 	}
