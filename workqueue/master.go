@@ -56,6 +56,15 @@ type Config struct {
 	// MaxLost is how often a task may lose its worker before it fails with
 	// MaxRetries (default 5).
 	MaxLost int
+	// SlowStart is how many tasks a worker may hold before it has returned
+	// a result (default 4; negative: as many as its resources allow); each
+	// result lets it hold one more. Speculation copies a task that runs
+	// far longer than its category's mean to a worker with idle room; the
+	// first result wins (on by default; Stats.SpeculativeCopies counts
+	// them). Together they keep a worker that lies about its resources, or
+	// runs nothing, from holding the queue: see sched.Config.
+	SlowStart   int
+	Speculation Speculation
 	// KeepaliveInterval is how long a silent worker goes before it is
 	// asked whether it is alive (default 120 s); KeepaliveTimeout is how
 	// long it then has to answer (default 30 s).
@@ -233,7 +242,7 @@ type Stats struct {
 	TasksSubmitted, TasksWaiting    int
 	TasksRunning, TasksComplete     int
 	TasksCancelled, TasksFailed     int
-	FastAborts                      int
+	FastAborts, SpeculativeCopies   int
 	WorkersConnected, WorkersJoined int
 	WorkersRemoved, WorkersLost     int
 	CoresTotal, CoresInUse          float64
