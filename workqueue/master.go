@@ -6,7 +6,8 @@
 // advertises itself to catalogs, including its capacity, so that workers
 // started with -M and pools find it.
 //
-// Matching, fast abort and worker dropping are decided by package sched;
+// Matching, how many tasks a worker is trusted with, speculative copies,
+// fast abort and worker dropping are decided by package sched;
 // this package is the driver around it: sockets, files and clocks. It does
 // not start workers (see the worker package and the pool) and does not
 // retry failed commands: a result with a non-zero exit is the

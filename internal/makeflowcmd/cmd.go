@@ -293,7 +293,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		if env, err := strconv.Atoi(os.Getenv("MAKEFLOW_MAX_REMOTE_JOBS")); err == nil && env > 0 && env < jobs {
 			jobs = env
 		}
-		remote, err = newBatch(bt, o, dir, changed("port"), out, runOpts.Logger)
+		remote, err = newBatch(bt, o, dir, changed("port"), out, errOut, runOpts.Logger)
 		if err != nil {
 			return err
 		}
@@ -362,8 +362,9 @@ func batchOptions(bt batchType, o *options, logger *slog.Logger) makeflow.BatchO
 
 // newBatch starts the batch driver for bt and returns the executor that
 // runs rules through it. For Work Queue it starts the master and says
-// where it listens, as CCTools does.
-func newBatch(bt batchType, o *options, dir string, portSet bool, out io.Writer, logger *slog.Logger) (*makeflow.Batch, error) {
+// where it listens, as CCTools does; the master's warnings (fast aborts,
+// workers dropped and why) go to errOut even without -d.
+func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io.Writer, logger *slog.Logger) (*makeflow.Batch, error) {
 	opts := batch.Options{Spool: dir, Logger: logger}
 	switch bt.name {
 	case "condor":
@@ -377,6 +378,9 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out io.Writer,
 		}
 		cfg := &workqueue.Config{Addr: ":" + strconv.Itoa(port), Project: o.project, Logger: logger,
 			FastAbort: workqueue.FastAbort{Multiplier: o.fastAbort}}
+		if logger == nil {
+			cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
 		if o.passwordFile != "" {
 			pw, err := os.ReadFile(inDir(dir, o.passwordFile))
 			if err != nil {

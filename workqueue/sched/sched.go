@@ -1,13 +1,20 @@
 // Package sched decides, for a Work Queue master, which waiting task runs on
-// which worker, when a straggler is fast-aborted, and when a misbehaving
-// worker is dropped. It is a state machine without I/O or clocks: the master
-// feeds it events (Submit, WorkerJoined, TaskDone, Tick, ...) with the time
-// they happened, and each event returns the Actions to carry out. The same
-// code therefore runs in the master, in deterministic tests and in a
-// simulator.
+// which worker, how many tasks a worker is trusted with, when an overdue
+// task gets a speculative copy on an idle worker, when a straggler is
+// fast-aborted, and when a misbehaving worker is dropped. It is a state
+// machine without I/O or clocks: the master feeds it events (Submit,
+// WorkerJoined, TaskDone, Tick, ...) with the time they happened, and each
+// event returns the Actions to carry out. The same code therefore runs in
+// the master and in deterministic tests, and can run in a simulator.
 //
 // It does not move files, talk to workers, or keep results; it knows tasks
-// and workers only by their IDs, resources and cached inputs.
+// and workers only by their IDs, resources and cached inputs. It does not
+// watch whether workers answer (the master's keepalive does) nor believe
+// what they announce beyond their resources: a worker holds tasks in
+// proportion to the results it has returned (Config.SlowStart).
+//
+// Its fast-abort policy (FastAbort, Limit, Stats) is also the distributed
+// master's, for batch jobs.
 package sched
 
 import (
