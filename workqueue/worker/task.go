@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
@@ -87,9 +88,15 @@ func (t *task) run(s *session, sandbox string) {
 		t.mu.Unlock()
 		return
 	}
-	err := cmd.Start()
+	// The keeper kills the task's group should the worker die first.
+	reg, err := s.w.keeper.Reserve()
 	if err == nil {
-		t.proc = cmd.Process
+		if err = cmd.Start(); err == nil {
+			reg.Set(cmd.Process.Pid)
+			t.proc = cmd.Process
+		} else {
+			reg.Release()
+		}
 	}
 	t.mu.Unlock()
 	if err != nil {
@@ -100,13 +107,21 @@ func (t *task) run(s *session, sandbox string) {
 	if t.spec.WallTime > 0 {
 		timer := time.AfterFunc(time.Duration(t.spec.WallTime)*time.Second, func() {
 			timedOut.Store(true)
-			killGroup(cmd.Process)
+			t.kill()
 		})
 		defer timer.Stop()
 	}
+	// Until the shell is reaped its group's id cannot be reused: stop
+	// signalling, kill what it left in its group, release the group, then
+	// reap.
+	proc.WaitExit(cmd.Process.Pid)
+	t.mu.Lock()
+	t.proc = nil
+	t.mu.Unlock()
+	killGroup(cmd.Process)
+	reg.Release()
 	err = cmd.Wait()
 	t.execUsec = time.Since(started).Microseconds()
-	killGroup(cmd.Process)
 	t.output = out.buf
 	t.status, t.exit = resultSuccess, 0
 	var ee *exec.ExitError
@@ -243,10 +258,16 @@ func (t *task) sendResult(c *wire.Conn) error {
 func (t *task) stop() {
 	t.mu.Lock()
 	t.stopped = true
-	p := t.proc
 	t.mu.Unlock()
-	if p != nil {
-		killGroup(p)
+	t.kill()
+}
+
+// kill kills the task's process group if its process has not exited.
+func (t *task) kill() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.proc != nil {
+		killGroup(t.proc)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 )
 
@@ -137,6 +138,13 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("worker: creating workspace: %w", err)
 	}
 	defer os.RemoveAll(ws)
+	// Should the worker die, kill -9 included, its keeper kills what the
+	// tasks run and removes the workspace.
+	keeper := &proc.Keeper{}
+	defer keeper.Close()
+	if err := keeper.AddDir(ws); err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
 	log := cfg.Logger
 	log.Info("workspace created", "dir", ws, "cores", res.cores, "memory_mb", res.memoryMB, "disk_mb", res.diskMB, "gpus", res.gpus)
 	if cfg.Ready != nil {
@@ -144,7 +152,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	w := &worker{cfg: cfg, log: log, res: res, workspace: ws, id: "worker-" + hex.EncodeToString(id)}
+	w := &worker{cfg: cfg, log: log, res: res, workspace: ws, id: "worker-" + hex.EncodeToString(id), keeper: keeper}
 	return w.loop(ctx)
 }
 
@@ -191,6 +199,7 @@ type worker struct {
 	res       resources
 	workspace string
 	id        string
+	keeper    *proc.Keeper
 }
 
 // errExit and errRelease end a session at the master's request.
