@@ -24,7 +24,7 @@ func (k *Keeper) MkdirTemp(root, pattern string) (string, error) {
 	if root == "" {
 		root = os.TempDir()
 	}
-	SweepTemp(root, pattern)
+	sweepTemp(root, pattern)
 	dir, err := os.MkdirTemp(root, pattern)
 	if err != nil {
 		return "", err
@@ -48,11 +48,11 @@ func (k *Keeper) MkdirTemp(root, pattern string) (string, error) {
 	return dir, nil
 }
 
-// SweepTemp removes the directories that MkdirTemp made in root with
+// sweepTemp removes the directories that MkdirTemp made in root with
 // pattern for programs that have died: those owned by this user whose
 // .lock exists and is not held. It reports nothing: what it cannot
 // remove, or cannot prove abandoned, it leaves.
-func SweepTemp(root, pattern string) {
+func sweepTemp(root, pattern string) {
 	prefix, _, _ := strings.Cut(pattern, "*")
 	entries, err := os.ReadDir(root)
 	if err != nil {

@@ -118,8 +118,8 @@ done
 // A Keeper makes sure that the process groups and directories registered
 // with it die with the program; see the package documentation. Its methods
 // are safe for concurrent use. The zero value is ready to use; the keeper
-// process starts at the first Reserve or MkdirTemp. A Keeper can be used
-// again after Close.
+// process starts at the first Reserve, MkdirTemp or AddDir. A Keeper can be
+// used again after Close.
 type Keeper struct {
 	mu    sync.Mutex
 	table *os.File // the shared table; nil until first needed

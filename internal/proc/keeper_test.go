@@ -356,7 +356,7 @@ func TestSweepTemp(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	SweepTemp(root, "proctest-*")
+	sweepTemp(root, "proctest-*")
 	for dir, want := range map[string]bool{stale: false, nolock: true, other: true, live: true} {
 		_, err := os.Stat(dir)
 		if got := err == nil; got != want {
