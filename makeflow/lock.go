@@ -51,7 +51,7 @@ func (e *LockedError) Error() string {
 // a clean that held it) is opened again, so that the lock is always on the
 // file the path names.
 func lockLog(path string, flag int) (*os.File, error) {
-	for {
+	for attempt := 1; ; attempt++ {
 		f, err := os.OpenFile(path, flag|os.O_CREATE, 0o666)
 		if err != nil {
 			return nil, fmt.Errorf("open log: %w", err)
@@ -69,6 +69,9 @@ func lockLog(path string, flag int) (*os.File, error) {
 			return f, nil
 		}
 		f.Close()
+		if attempt == 10 {
+			return nil, fmt.Errorf("lock log %s: it keeps being removed or replaced", path)
+		}
 	}
 }
 

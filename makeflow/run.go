@@ -740,27 +740,29 @@ func (d *driver) saveFailed(r *Rule) string {
 
 // moveInto moves the workflow files names into the directory dirName
 // (relative to the workflow's), keeping their relative paths (an absolute
-// or upward one keeps only its base name), and returns how many it moved.
-// It stops at the first that cannot be moved, and never replaces a file.
-func (d *driver) moveInto(dirName string, names []string) (int, error) {
+// or upward one keeps only its base name), and returns how many it moved
+// and the first error. It never replaces a file.
+func (d *driver) moveInto(dirName string, names []string) (moved int, err error) {
 	dst := inDir(d.dir, dirName)
-	for i, name := range names {
+	for _, name := range names {
 		rel := name
 		if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
 			rel = filepath.Base(rel)
 		}
 		to := filepath.Join(dst, rel)
-		if _, err := os.Lstat(to); err == nil {
-			return i, fmt.Errorf("move %s to %s: %w", name, to, fs.ErrExist)
+		var merr error
+		if _, serr := os.Lstat(to); serr == nil {
+			merr = fmt.Errorf("move %s to %s: %w", name, to, fs.ErrExist)
+		} else if merr = os.MkdirAll(filepath.Dir(to), 0o777); merr == nil {
+			merr = os.Rename(inDir(d.dir, name), to)
 		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
-			return i, err
-		}
-		if err := os.Rename(inDir(d.dir, name), to); err != nil {
-			return i, err
+		if merr == nil {
+			moved++
+		} else if err == nil {
+			err = merr
 		}
 	}
-	return len(names), nil
+	return moved, err
 }
 
 // abort stops starting rules and cancels the running ones.
