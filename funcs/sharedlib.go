@@ -57,6 +57,7 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 static struct sigaction replaced[NFATAL];
 static char prog[128];
 static size_t prog_len;
+static int stderr_tty; // erase a progress bar's line first
 
 // msg builds the crash line with async-signal-safe functions only.
 struct msg { char buf[4096]; size_t n; };
@@ -90,6 +91,8 @@ static void on_fatal_signal(int sig, siginfo_t *si, void *uc) {
 	if (c != NULL && own) {
 		current_call = NULL;
 		struct msg m = {.n = 0};
+		if (stderr_tty)
+			adds(&m, "\r\033[K");
 		add(&m, prog, prog_len);
 		adds(&m, ": the function ");
 		add(&m, c->name, c->name_len);
@@ -154,6 +157,7 @@ static int install_crash_handler(const char *name, size_t len) {
 	if (len > sizeof prog) len = sizeof prog;
 	memcpy(prog, name, len);
 	prog_len = len;
+	stderr_tty = isatty(2);
 	for (size_t i = 0; i < NFATAL; i++) {
 		struct sigaction sa;
 		memset(&sa, 0, sizeof sa);
