@@ -100,7 +100,7 @@ func (c *cleaner) lock(w *Workflow, dir, logPath string) error {
 	}
 	job := cleanJob{w: w, dir: dir, logPath: logPath}
 	_, statErr := os.Lstat(logPath)
-	f, err := lockLog(logPath, os.O_RDONLY)
+	f, err := openLocked(logPath, os.O_RDONLY)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		// No directory for a log: nothing of this workflow runs.

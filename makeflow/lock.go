@@ -45,23 +45,19 @@ func (e *LockedError) Error() string {
 	return b.String()
 }
 
-// lockLog opens the log at path, creating it if needed, and takes its
-// exclusive lock without waiting. The lock goes with the process, also when
-// it is killed. A log removed or replaced between the open and the lock (by
-// a clean that held it) is opened again, so that the lock is always on the
+// openLocked opens the log at path, creating it if needed, and locks it
+// (lockLog). A log removed or replaced between the open and the lock (by a
+// clean that held it) is opened again, so that the lock is always on the
 // file the path names.
-func lockLog(path string, flag int) (*os.File, error) {
+func openLocked(path string, flag int) (*os.File, error) {
 	for attempt := 1; ; attempt++ {
 		f, err := os.OpenFile(path, flag|os.O_CREATE, 0o666)
 		if err != nil {
 			return nil, fmt.Errorf("open log: %w", err)
 		}
-		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if err := lockLog(f, path); err != nil {
 			f.Close()
-			if errors.Is(err, syscall.EWOULDBLOCK) {
-				return nil, &LockedError{Path: path, Holders: lockHolders(path)}
-			}
-			return nil, fmt.Errorf("lock log %s: %w", path, err)
+			return nil, err
 		}
 		var open, named syscall.Stat_t
 		if syscall.Fstat(int(f.Fd()), &open) == nil && syscall.Stat(path, &named) == nil &&
@@ -73,6 +69,18 @@ func lockLog(path string, flag int) (*os.File, error) {
 			return nil, fmt.Errorf("lock log %s: it keeps being removed or replaced", path)
 		}
 	}
+}
+
+// lockLog takes the exclusive lock of the log f, opened from path, without
+// waiting. The lock goes with the process, also when it is killed.
+func lockLog(f *os.File, path string) error {
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return &LockedError{Path: path, Holders: lockHolders(path)}
+		}
+		return fmt.Errorf("lock log %s: %w", path, err)
+	}
+	return nil
 }
 
 // lockHolders returns the processes that hold the lock on the file at path,

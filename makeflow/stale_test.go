@@ -130,7 +130,7 @@ func TestCleanRefusesALockedLog(t *testing.T) {
 	tr := newTestRun(t, "a:\n\ttouch a\n")
 	tr.mustRun(Options{})
 	logPath := tr.path + ".makeflowlog"
-	f, err := lockLog(logPath, os.O_RDONLY)
+	f, err := openLocked(logPath, os.O_RDONLY)
 	if err != nil {
 		t.Fatal(err)
 	}

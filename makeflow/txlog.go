@@ -44,11 +44,11 @@ type logWriter struct {
 	err      error // first write error; sticky
 }
 
-// openLog opens the log for appending and locks it (lockLog), so that two
-// runs of one workflow cannot interleave their records, and no clean
+// openLog opens the log for appending and locks it (openLocked), so that
+// two runs of one workflow cannot interleave their records, and no clean
 // removes what a run is making.
 func openLog(path string) (*logWriter, error) {
-	f, err := lockLog(path, os.O_WRONLY|os.O_APPEND)
+	f, err := openLocked(path, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
 		return nil, err
 	}
