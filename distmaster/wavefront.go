@@ -349,8 +349,10 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 			}
 		}
 		if err == nil {
+			var label funcs.Label // for a .so that crashes
+			label.SetCell(rg.X, rg.Y)
 			call := func(ctx context.Context, _ int) error {
-				_, err := w.Cell.Call(ctx, in[0], in[1], in[2])
+				_, err := w.Cell.Call(funcs.WithLabel(ctx, &label), in[0], in[1], in[2])
 				return err
 			}
 			tau = measure(ctx, cfg.Explain, call)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -45,20 +44,13 @@ type logWriter struct {
 	err      error // first write error; sticky
 }
 
-// openLog opens the log for appending and locks it, so that two runs of
-// one workflow cannot interleave their records. The lock goes with the
-// process, also when it is killed.
+// openLog opens the log for appending and locks it (openLocked), so that
+// two runs of one workflow cannot interleave their records, and no clean
+// removes what a run is making.
 func openLog(path string) (*logWriter, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	f, err := openLocked(path, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another makeflow is running this workflow: %s is locked", path)
-		}
-		return nil, fmt.Errorf("lock log %s: %w", path, err)
+		return nil, err
 	}
 	return &logWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), lastSync: time.Now()}, nil
 }

@@ -78,7 +78,9 @@ FUNC is one of:
                          void *allpairs_function(const void *a, int alength,
                                                  const void *b, int blength);
                        returning a malloc'd NUL-terminated string (freed by
-                       allpairs). It is called from many threads at once.
+                       allpairs). It is called from many threads at once. If
+                       it crashes (SIGSEGV, SIGABRT, ...), allpairs stops at
+                       once with status 1, naming the two items.
     builtin:NAME       a built-in: bytediff (number of differing bytes) or
                        swalign (Smith-Waterman local-alignment score; +3 match,
                        -3 mismatch, -2 per gap). CCTools' BITWISE and SWALIGN

@@ -113,7 +113,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringVarP(&o.batchType, "batch-type", "T", defaultType, "where rules run: local, wq (Work Queue workers), slurm, sge, condor, or dryrun")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
-	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs or intermediates; runs nothing")
+	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
 	f.Lookup("clean").NoOptDefVal = "all"
 	f.StringVarP(&o.logPath, "makeflow-log", "l", "", "transaction log (default WORKFLOW.makeflowlog)")
 	f.BoolVarP(&o.retry, "retry", "R", false, "retry failed rules up to 5 times")

@@ -62,7 +62,9 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 Rdir, each cell the moment its three neighbours exist, on all of this
 machine's cores. FUNC is a program run as 'FUNC [-e args] LEFT BELOW DIAG'
 (paths of the three cells; the result is its standard output), a .so
-exporting wavefront_function, or builtin:NAME (sum, swcell, rdgame).
+exporting wavefront_function, or builtin:NAME (sum, swcell, rdgame). A .so
+that crashes (SIGSEGV, SIGABRT, ...) stops the run at once with status 1,
+naming the cell; the cells finished before are kept.
 
 Every finished cell is appended at once to Rdir/R.matrix (or -o FILE), which
 is also the checkpoint: run the same command again after a crash or Ctrl-C
