@@ -30,7 +30,7 @@ func askMaster(ctx context.Context, addr string, password []byte) (Demand, error
 	if password != nil {
 		// The exchange is in lock step: once it is over, the master has
 		// sent nothing more, so the raw connection can be read next.
-		if _, err := wire.NewConn(conn, wire.Limits{}).Authenticate(password); err != nil {
+		if err := wire.NewConn(conn, wire.Limits{}).AuthenticateClient(password, nil); err != nil {
 			return Demand{}, fmt.Errorf("asking master %s: %w", addr, err)
 		}
 	}
