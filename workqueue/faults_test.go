@@ -20,6 +20,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	if n := os.Getenv(floodEnv); n != "" {
+		os.Exit(floodMaster(n))
+	}
 	os.Exit(testutil.RunWithCommands(m, func(dir string) {
 		binDir = dir
 	}, "workqueue"))
