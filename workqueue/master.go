@@ -1,10 +1,13 @@
 // Package workqueue is a Work Queue master as a Go library: submit tasks
 // (a command, input files and buffers, output files, environment,
 // resources, category), and collect results as workers finish them. Workers
-// connect over TCP and speak CCTools' protocol 9, so both rightsize workers
-// and Debian's work_queue_worker serve it. With a project name it
-// advertises itself to catalogs, including its capacity, so that workers
-// started with -M and pools find it.
+// connect over TCP (or TLS) and speak CCTools' protocol 9, so both
+// rightsize workers and Debian's work_queue_worker serve it; with a
+// password, a worker must prove it knows it before the master does. With a
+// project name it advertises itself to catalogs, including its capacity,
+// so that workers started with -M and pools find it. Connections that have
+// not finished their handshake are bounded in number and time, so that a
+// flood of them cannot starve the application of file descriptors.
 //
 // Matching, fast abort and worker dropping are decided by package sched;
 // this package is the driver around it: sockets, files and clocks. It does

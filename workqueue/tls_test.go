@@ -17,10 +17,10 @@ import (
 // notices collects what a master reports on Config.Notices.
 type notices chan slog.Record
 
-func (n notices) Enabled(context.Context, slog.Level) bool   { return true }
+func (n notices) Enabled(context.Context, slog.Level) bool      { return true }
 func (n notices) Handle(_ context.Context, r slog.Record) error { n <- r; return nil }
-func (n notices) WithAttrs([]slog.Attr) slog.Handler           { return n }
-func (n notices) WithGroup(string) slog.Handler                { return n }
+func (n notices) WithAttrs([]slog.Attr) slog.Handler            { return n }
+func (n notices) WithGroup(string) slog.Handler                 { return n }
 
 // next waits for the next notice and returns it as "msg key=value ...".
 func (n notices) next(t *testing.T) string {

@@ -3,7 +3,9 @@
 // above) and answers HTTP queries for them, and the client side that sends
 // records, queries a catalog and reads the masters out of the answer. It is
 // wire-compatible with CCTools: CCTools masters can report to it and
-// work_queue_status and work_queue_worker -M can query it.
+// work_queue_status and work_queue_worker -M can query it. The server bounds
+// records by size, by sending address and in all (ServerConfig), so that no
+// sender can make its answer unreadable; it does not authenticate senders.
 //
 // It does not decide anything about the masters it lists; the worker pool and
 // the status command do that with what Query returns.

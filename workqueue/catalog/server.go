@@ -63,7 +63,7 @@ type Server struct {
 	records   map[string]*entry
 	bySource  map[string]map[string]bool // source address → keys of its records
 	total     int                        // bytes of JSON in records
-	seq       uint64 // updates stored so far
+	seq       uint64                     // updates stored so far
 	lastSweep time.Time
 	lastFull  time.Time // when a "catalog full" warning was last logged
 }

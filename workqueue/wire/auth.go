@@ -120,9 +120,11 @@ func (c *Conn) AuthenticateServer(password []byte, issued *Challenges) error {
 
 // AuthenticateClient runs the CCTools password exchange as the side that
 // connected (a worker): it answers the peer's challenge as soon as it has
-// read it, as CCTools masters expect before they answer ours, unless the
-// challenge is in issued (ErrReflected). It then checks the peer's answer.
-// See AuthenticateServer for the exchange and the arguments.
+// read it, unless the challenge is in issued (ErrReflected), and then
+// checks the peer's answer. One side must answer first, and
+// AuthenticateServer waits for this answer before giving its own (CCTools
+// servers answer at once). See AuthenticateServer for the exchange and the
+// arguments.
 func (c *Conn) AuthenticateClient(password []byte, issued *Challenges) error {
 	mine, theirs, err := c.openExchange(&issued)
 	defer issued.retire(mine)

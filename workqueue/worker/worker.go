@@ -3,6 +3,8 @@
 // a cache, runs each task's command in a sandbox of its own, and sends back
 // results and output files. It speaks protocol 9, so it serves both the
 // rightsize master and Debian's CCTools masters (makeflow -T wq and others).
+// With a password it serves only a master that proves it knows it, and
+// with TLS and a trusted certificate only the master that holds its key.
 //
 // Nothing a master sends can make it write outside its workspace: cache
 // names must be single path elements and sandbox names relative paths
