@@ -87,8 +87,9 @@ type Config struct {
 	// Notices receives, as warnings, what an operator must hear about even
 	// when Logger discards: connections refused for a wrong or missing
 	// password, a reflected challenge or a failed TLS handshake (with the
-	// peer's address), and connection limits reached. At most 10 a minute,
-	// each saying how many were held back. Default: Logger.
+	// peer's address), at most 10 a minute, each saying how many were held
+	// back; and, at most once a minute, that the connection limits are
+	// reached. Default: Logger.
 	Notices *slog.Logger
 }
 
@@ -141,7 +142,8 @@ type Master struct {
 
 	admit      *admission
 	challenges wire.Challenges // issued to workers, across connections
-	notices    throttle
+	refusals   throttle        // notices of refused connections
+	fullness   throttle        // notices that the connection limits are reached
 
 	events chan event
 	done   chan struct{} // closed by Close
@@ -176,7 +178,8 @@ func Listen(cfg Config) (*Master, error) {
 		ready:  make(chan struct{}, 1),
 		admit:  newAdmission(openFileLimit()),
 	}
-	m.notices.burst, m.notices.interval = 10, time.Minute
+	m.refusals.burst, m.refusals.interval = 10, time.Minute
+	m.fullness.burst, m.fullness.interval = 1, time.Minute
 	l := newLoop(m)
 	m.loopWG.Add(2)
 	go func() { defer m.loopWG.Done(); l.run() }()
@@ -359,7 +362,7 @@ func (m *Master) accept() {
 		}
 		host := hostOf(conn.RemoteAddr())
 		if !m.admit.admit(host) {
-			m.notice("refused connection", "from", conn.RemoteAddr().String(),
+			m.notice(&m.refusals, "refused connection", "from", conn.RemoteAddr().String(),
 				"reason", fmt.Sprintf("%d connections from this host are already in their handshake", m.admit.maxPerHost))
 			conn.Close()
 			continue
@@ -380,7 +383,7 @@ func (m *Master) accept() {
 func (m *Master) waitForRoom() bool {
 	if m.admit.full() {
 		a := m.admit
-		m.notice("connection limit reached: new workers wait until a connection ends or finishes its handshake",
+		m.notice(&m.fullness, "connection limit reached: new workers wait until a connection ends or finishes its handshake",
 			"connections", a.maxConns, "handshakes", a.maxHandshakes, "handshake_timeout", m.cfg.HandshakeTimeout)
 	}
 	for m.admit.full() {
@@ -393,9 +396,9 @@ func (m *Master) waitForRoom() bool {
 	return true
 }
 
-// notice logs msg on Notices, at most as often as m.notices allows.
-func (m *Master) notice(msg string, args ...any) {
-	ok, held := m.notices.allow(time.Now())
+// notice logs msg on Notices, at most as often as th allows.
+func (m *Master) notice(th *throttle, msg string, args ...any) {
+	ok, held := th.allow(time.Now())
 	if !ok {
 		return
 	}
@@ -411,13 +414,13 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
 	conn.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
 	// Close must not wait for a peer that is slow to say hello.
 	handshaking := make(chan struct{})
-	go func() {
+	go func(raw net.Conn) {
 		select {
 		case <-m.done:
-			conn.Close()
+			raw.Close()
 		case <-handshaking:
 		}
-	}()
+	}(conn)
 	over := func() {
 		close(handshaking)
 		m.admit.handshakeOver(host)
@@ -430,7 +433,7 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
 	}
 	refuse := func(reason string, args ...any) {
 		over()
-		m.notice("refused connection", append([]any{"from", from, "reason", reason}, args...)...)
+		m.notice(&m.refusals, "refused connection", append([]any{"from", from, "reason", reason}, args...)...)
 		conn.Close()
 	}
 	if m.cfg.TLS != nil {

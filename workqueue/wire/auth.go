@@ -96,7 +96,10 @@ func (s *Challenges) issued(ch []byte) bool {
 // included, since that is what CCTools hashes. issued may be nil: then only
 // this exchange's own challenge is refused.
 func (c *Conn) AuthenticateServer(password []byte, issued *Challenges) error {
-	mine, theirs, err := c.openExchange(&issued)
+	if issued == nil {
+		issued = &Challenges{}
+	}
+	mine, theirs, err := c.openExchange(issued)
 	defer issued.retire(mine)
 	if err != nil {
 		return err
@@ -126,7 +129,10 @@ func (c *Conn) AuthenticateServer(password []byte, issued *Challenges) error {
 // servers answer at once). See AuthenticateServer for the exchange and the
 // arguments.
 func (c *Conn) AuthenticateClient(password []byte, issued *Challenges) error {
-	mine, theirs, err := c.openExchange(&issued)
+	if issued == nil {
+		issued = &Challenges{}
+	}
+	mine, theirs, err := c.openExchange(issued)
 	defer issued.retire(mine)
 	if err != nil {
 		return err
@@ -154,14 +160,10 @@ func (c *Conn) AuthenticateClient(password []byte, issued *Challenges) error {
 	return c.readVerdict()
 }
 
-// openExchange announces the method and a new challenge, and reads the
-// peer's announcement and challenge. A nil *issued is replaced by a set of
-// this exchange's own.
-func (c *Conn) openExchange(issued **Challenges) (mine string, theirs []byte, err error) {
-	if *issued == nil {
-		*issued = &Challenges{}
-	}
-	mine = (*issued).issue()
+// openExchange announces the method and a new challenge, recorded in
+// issued, and reads the peer's announcement and challenge.
+func (c *Conn) openExchange(issued *Challenges) (mine string, theirs []byte, err error) {
+	mine = issued.issue()
 	if err := c.Send(Auth{Method: "sha1"}); err != nil {
 		return mine, nil, err
 	}
