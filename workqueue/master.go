@@ -492,6 +492,20 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
 	}
 }
 
+// NoticeLogger returns a logger for Config.Notices that writes warnings to
+// w as text lines without the time, for a person watching a terminal.
+func NoticeLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
 // quiet reports whether a failed handshake is only a peer that went away
 // or said nothing in time: worth a line in the log, not a notice.
 func quiet(err error) bool {

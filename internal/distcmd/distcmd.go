@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -137,13 +136,7 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 			}
 			wq.TLS = tc
 		}
-		wq.Notices = slog.New(slog.NewTextHandler(Prefixed(msgs, tool+": "), &slog.HandlerOptions{Level: slog.LevelWarn,
-			ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-				if a.Key == slog.TimeKey && len(groups) == 0 {
-					return slog.Attr{}
-				}
-				return a
-			}}))
+		wq.Notices = workqueue.NoticeLogger(Prefixed(msgs, tool+": "))
 		opts.WorkQueue = wq
 	}
 	d, err := distmaster.OpenDriver(f.BatchType, opts, category, f.fastAbort())

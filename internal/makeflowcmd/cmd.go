@@ -403,7 +403,7 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 			cfg.TLS = tc
 		}
 		if logger == nil {
-			cfg.Notices = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn, ReplaceAttr: noTime}))
+			cfg.Notices = workqueue.NoticeLogger(errOut)
 		}
 		for _, c := range strings.Split(o.catalogs, ",") {
 			if c = strings.TrimSpace(c); c != "" {
@@ -429,15 +429,6 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		}
 	}
 	return makeflow.NewBatch(d, batchOptions(bt, o, logger)), nil
-}
-
-// noTime drops the time from log lines meant for a person reading them as
-// they come.
-func noTime(groups []string, a slog.Attr) slog.Attr {
-	if a.Key == slog.TimeKey && len(groups) == 0 {
-		return slog.Attr{}
-	}
-	return a
 }
 
 // inputErrors prints each problem with the workflow on its own line, as
