@@ -357,6 +357,9 @@ func TestDistributedProjectAndPassword(t *testing.T) {
 	if !strings.Contains(errb.String(), `as project "`+project+`"`) {
 		t.Errorf("stderr:\n%s", errb.String())
 	}
+	if !strings.Contains(errb.String(), `allpairs: level=WARN msg="refused connection" from=127.0.0.1:`) {
+		t.Errorf("the worker without the password was not reported:\n%s", errb.String())
+	}
 	got, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
 	if lines := sorted(string(got)); !slices.Equal(lines, naive(t, a, a, false)) {
 		t.Errorf("output:\n%s", got)

@@ -89,7 +89,10 @@ ON A CLUSTER
   (/data/ref.fa->ref.fa) and use the remote name in the command, or name a
   directory that every worker sees under the same path with --shared-fs DIR;
   makeflow refuses such a workflow before it starts, with the file's
-  position. Workers need --password FILE when makeflow is given one.
+  position. Workers need --password FILE when makeflow is given one;
+  workers it refuses are reported on standard error. With --ssl-cert CERT
+  --ssl-key KEY workers connect over TLS: give them --ssl, or --ssl-ca CERT
+  so that they check they reached this makeflow (README: Security).
 
   -T slurm, -T sge and -T condor submit one batch job per rule; the jobs run
   in the workflow's directory, which must be on a filesystem the cluster's

@@ -72,7 +72,7 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 	}()
 
 	if w.cfg.Password != nil {
-		if _, err := s.c.Authenticate(w.cfg.Password); err != nil {
+		if err := s.c.AuthenticateClient(w.cfg.Password, &w.issued); err != nil {
 			return err
 		}
 	}

@@ -3,6 +3,8 @@
 // a cache, runs each task's command in a sandbox of its own, and sends back
 // results and output files. It speaks protocol 9, so it serves both the
 // rightsize master and Debian's CCTools masters (makeflow -T wq and others).
+// With a password it serves only a master that proves it knows it, and
+// with TLS and a trusted certificate only the master that holds its key.
 //
 // Nothing a master sends can make it write outside its workspace: cache
 // names must be single path elements and sandbox names relative paths
@@ -13,6 +15,7 @@ package worker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -28,6 +31,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // Config says where a worker connects and what it offers. The zero value of
@@ -63,8 +67,16 @@ type Config struct {
 	// (defaults 1 s and 60 s).
 	MinBackoff, MaxBackoff time.Duration
 	// Password, if set, is the password file's content for the CCTools
-	// challenge; the master must hold the same one.
+	// challenge (see wire.ReadPasswordFile); the master must hold the same
+	// one, however the worker found it. The worker answers the master's
+	// challenge first, as CCTools masters expect, but never one of its own
+	// challenges sent back to it.
 	Password []byte
+	// TLS, if set, makes the worker connect to every master over TLS (see
+	// wire.ClientTLS). Without it, the worker uses TLS (without checking
+	// the certificate, as CCTools does) only with masters whose catalog
+	// record says "ssl": true.
+	TLS *tls.Config
 	// SingleShot ends the worker after its first session with a master.
 	SingleShot bool
 	// Features are user-defined features announced to the master.
@@ -191,6 +203,7 @@ type worker struct {
 	res       resources
 	workspace string
 	id        string
+	issued    wire.Challenges // challenges sent to masters: never answered
 }
 
 // errExit and errRelease end a session at the master's request.
@@ -261,22 +274,25 @@ func (w *worker) loop(ctx context.Context) error {
 	}
 }
 
-// connect dials the first reachable master.
+// connect dials the first reachable master, over TLS when Config.TLS is
+// set or the master's catalog record says so.
 func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
-	addrs := w.cfg.Masters
+	targets := make([]target, len(w.cfg.Masters))
+	for i, a := range w.cfg.Masters {
+		targets[i] = target{addr: a}
+	}
 	if w.cfg.Project != "" {
 		found, err := w.lookup(ctx)
 		if err != nil {
 			return nil, "", err
 		}
-		addrs = found
+		targets = found
 	}
 	var errs []error
-	for _, addr := range addrs {
-		d := net.Dialer{Timeout: 10 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+	for _, t := range targets {
+		conn, err := w.dial(ctx, t)
 		if err == nil {
-			return conn, addr, nil
+			return conn, t.addr, nil
 		}
 		errs = append(errs, err)
 	}
@@ -286,17 +302,47 @@ func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
 	return nil, "", errors.Join(errs...)
 }
 
+// target is a master to try.
+type target struct {
+	addr string
+	ssl  bool // its catalog record says it wants TLS
+}
+
+func (w *worker) dial(ctx context.Context, t target) (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := w.cfg.TLS
+	if cfg == nil && !t.ssl {
+		return conn, nil
+	}
+	if cfg == nil {
+		cfg = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
+	}
+	tc := tls.Client(conn, cfg)
+	hctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("TLS with %s: %w", t.addr, err)
+	}
+	return tc, nil
+}
+
 // lookup asks the catalogs for masters whose project matches, newest first.
-func (w *worker) lookup(ctx context.Context) ([]string, error) {
+func (w *worker) lookup(ctx context.Context) ([]target, error) {
 	re := regexp.MustCompile("^(" + w.cfg.Project + ")$")
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	masters, err := catalog.FindMasters(ctx, w.cfg.Catalogs, re)
-	addrs := make([]string, len(masters))
+	targets := make([]target, len(masters))
 	for i, m := range masters {
-		addrs[i] = m.Addr()
+		ssl, _ := m.Record["ssl"].(bool)
+		targets[i] = target{addr: m.Addr(), ssl: ssl}
 	}
-	return addrs, err
+	return targets, err
 }
 
 func (w *worker) cleanWorkspace() error {

@@ -237,7 +237,7 @@ func TestPasswordRefused(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		wire.NewConn(conn, wire.Limits{}).Authenticate([]byte("right\n"))
+		wire.NewConn(conn, wire.Limits{}).AuthenticateServer([]byte("right\n"), nil)
 	}()
 	err = Run(context.Background(), Config{Masters: []string{ln.Addr().String()}, Cores: 1, MemoryMB: 10, DiskMB: 10,
 		Workdir: t.TempDir(), SingleShot: true, Password: []byte("wrong\n"), Logger: testutil.Logger(t)})
