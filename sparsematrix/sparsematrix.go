@@ -557,6 +557,7 @@ type Writer struct {
 	path    string   // the file's path, if opened by Open
 	version int      // of the records written
 	header  bool     // the file header is still to be written, before the first record
+	empty   bool     // the file holds no record
 	meta    []byte
 	buf     []byte
 	torn    int64
@@ -601,7 +602,7 @@ func Open(path string, fn func(Record) error) (*Writer, error) {
 			return nil, fmt.Errorf("cut the torn final record of %s: %w", path, err)
 		}
 	}
-	w := &Writer{w: f, f: f, path: path, version: r.Version(), meta: r.meta, torn: r.Torn()}
+	w := &Writer{w: f, f: f, path: path, version: r.Version(), meta: r.meta, torn: r.Torn(), empty: r.records == 0}
 	if r.Offset() == 0 {
 		w.version = Version
 		if _, err := f.Write(appendFileHeader(nil, nil)); err != nil {
@@ -645,11 +646,21 @@ func (w *Writer) Version() int {
 // system before returning, so that it survives the process being killed.
 // (Surviving a machine crash needs Sync.)
 func (w *Writer) Append(x, y int, value []byte) error {
-	if x < 0 || y < 0 {
-		return fmt.Errorf("sparse matrix: negative cell (%d,%d)", x, y)
+	return w.AppendRecords([]Record{{X: x, Y: y, Value: value}})
+}
+
+// AppendRecords appends the records in one write, as Append does one.
+func (w *Writer) AppendRecords(recs []Record) error {
+	for _, r := range recs {
+		if r.X < 0 || r.Y < 0 {
+			return fmt.Errorf("sparse matrix: negative cell (%d,%d)", r.X, r.Y)
+		}
+		if len(r.Value) > MaxValue {
+			return fmt.Errorf("sparse matrix: cell (%d,%d): value of %d bytes is larger than the limit of %d", r.X, r.Y, len(r.Value), MaxValue)
+		}
 	}
-	if len(value) > MaxValue {
-		return fmt.Errorf("sparse matrix: cell (%d,%d): value of %d bytes is larger than the limit of %d", x, y, len(value), MaxValue)
+	if len(recs) == 0 {
+		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -657,14 +668,19 @@ func (w *Writer) Append(x, y int, value []byte) error {
 	if w.header {
 		b = appendFileHeader(b, nil)
 	}
-	b = appendRecord(b, w.version, x, y, value)
+	for _, r := range recs {
+		b = appendRecord(b, w.version, r.X, r.Y, r.Value)
+	}
 	if cap(b) <= 1<<20 {
-		w.buf = b // keep the buffer unless one huge value grew it
+		w.buf = b // keep the buffer unless huge values grew it
 	}
 	if _, err := w.w.Write(b); err != nil {
-		return fmt.Errorf("append cell (%d,%d): %w", x, y, err)
+		if len(recs) == 1 {
+			return fmt.Errorf("append cell (%d,%d): %w", recs[0].X, recs[0].Y, err)
+		}
+		return fmt.Errorf("append %d cells: %w", len(recs), err)
 	}
-	w.header = false
+	w.header, w.empty = false, false
 	return nil
 }
 
@@ -673,7 +689,9 @@ func (w *Writer) Append(x, y int, value []byte) error {
 // keep returns true (all of them if keep is nil). The new file is written
 // beside the old one, synced, and renamed over it, so that a crash leaves
 // one or the other, whole; it is locked before it takes the old one's
-// place. Appends then go to the new file.
+// place. Appends then go to the new file. A file without records is
+// rewritten in place: a crash then leaves it empty or torn, which is the
+// same.
 func (w *Writer) Rewrite(meta []byte, keep func(Record) bool) (err error) {
 	if w.f == nil {
 		return errors.New("sparse matrix: Rewrite needs a file opened by Open")
@@ -683,6 +701,19 @@ func (w *Writer) Rewrite(meta []byte, keep func(Record) bool) (err error) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.empty {
+		if err := w.f.Truncate(0); err != nil {
+			return fmt.Errorf("rewrite %s: %w", w.path, err)
+		}
+		if _, err := w.f.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("rewrite %s: %w", w.path, err)
+		}
+		if _, err := w.f.Write(appendFileHeader(nil, meta)); err != nil {
+			return fmt.Errorf("rewrite %s: %w", w.path, err)
+		}
+		w.version, w.meta, w.header = Version, meta, false
+		return nil
+	}
 	dir, base := filepath.Split(w.path)
 	if dir == "" {
 		dir = "."
@@ -709,10 +740,12 @@ func (w *Writer) Rewrite(meta []byte, keep func(Record) bool) (err error) {
 	bw := bufio.NewWriterSize(tmp, 256<<10)
 	bw.Write(appendFileHeader(nil, meta))
 	var buf []byte
+	kept := 0
 	_, err = scan(NewReader(io.NewSectionReader(w.f, 0, 1<<62), w.path), func(rec Record) error {
 		if keep != nil && !keep(rec) {
 			return nil
 		}
+		kept++
 		buf = appendRecord(buf[:0], Version, rec.X, rec.Y, rec.Value)
 		_, err := bw.Write(buf)
 		return err
@@ -735,7 +768,7 @@ func (w *Writer) Rewrite(meta []byte, keep func(Record) bool) (err error) {
 	}
 	w.f.Close()
 	w.f, w.w = tmp, tmp
-	w.version, w.meta, w.header = Version, meta, false
+	w.version, w.meta, w.header, w.empty = Version, meta, false, kept == 0
 	return nil
 }
 

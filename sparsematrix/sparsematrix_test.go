@@ -127,8 +127,14 @@ func TestMeta(t *testing.T) {
 		t.Errorf("a new file holds %q", data)
 	}
 	meta := []byte("what the cells\nwere computed from")
+	if err := w.Rewrite([]byte("first"), nil); err != nil { // in place: no records
+		t.Fatal(err)
+	}
 	w.Append(5, 6, []byte("dropped"))
 	if err := w.Rewrite(meta, func(sparsematrix.Record) bool { return false }); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Rewrite(meta, nil); err != nil { // in place again
 		t.Fatal(err)
 	}
 	w.Append(1, 1, []byte("kept"))
