@@ -196,10 +196,10 @@ func TestOutputLeftAsItWas(t *testing.T) {
 		}
 		os.WriteFile(filepath.Join(dir, "s.txt"), []byte(previous), 0o644)
 		code, _, errs = runBinary(t, dir, "-T", "local", "-o", "s.txt", "builtin:bytediff", a, a)
-		if code != 1 || !strings.Contains(errs, "s.txt.matrix holds cells of another function") {
-			t.Fatalf("exit %d; stderr:\n%s", code, errs)
-		}
 		check(t, dir, "s.txt", "s.txt.matrix", "s.txt.matrix.plan")
+		if code != 1 || !strings.Contains(errs, "s.txt.matrix holds cells of another function") {
+			t.Errorf("exit %d; stderr:\n%s", code, errs)
+		}
 	})
 	t.Run("interrupted", func(t *testing.T) {
 		dir := t.TempDir()
@@ -268,6 +268,8 @@ func TestChangedItemRecomputed(t *testing.T) {
 		t.Run(fmt.Sprint(mode), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(25, 26))
 			a := dataDir(t, rng, 6)
+			item := filepath.Join(a, "item03")
+			os.WriteFile(item, []byte("ACGTACGTAC"), 0o644)
 			log := filepath.Join(t.TempDir(), "calls")
 			fn := loggingFunc(t, log, "0")
 			dir := t.TempDir()
@@ -276,13 +278,10 @@ func TestChangedItemRecomputed(t *testing.T) {
 				t.Fatalf("exit %d\n%s", code, errs)
 			}
 			calls(t, log)
-			item := filepath.Join(a, "item03")
-			f, _ := os.OpenFile(item, os.O_APPEND|os.O_WRONLY, 0)
-			f.WriteString("a change")
-			f.Close()
+			os.WriteFile(item, []byte("TTTTACGTAC"), 0o644) // the same size: only the mtime tells
 
 			code, _, errs := runBinary(t, dir, args...)
-			if code != 0 || !strings.Contains(errs, item+" changed since the checkpoint (size ") ||
+			if code != 0 || !strings.Contains(errs, item+" changed since the checkpoint (modified ") ||
 				!strings.Contains(errs, "its row and column will be computed again") {
 				t.Fatalf("re-run: exit %d\n%s", code, errs)
 			}

@@ -90,8 +90,24 @@ func TestDamagedCheckpoint(t *testing.T) {
 }
 
 // TestExportKeepsOutput is issue 10's item 12 for wavefront export: an
-// export that fails leaves the previous -o FILE as it was.
+// export that fails, before writing or while writing, leaves the previous
+// -o FILE as it was.
 func TestExportKeepsOutput(t *testing.T) {
+	big := makeRdir(t, 9, 9)
+	if code, _, stderr := runWF(t, "builtin:sum", big); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	killed := filepath.Join(t.TempDir(), "out.tsv")
+	os.WriteFile(killed, []byte("previous\n"), 0o644)
+	// A file size limit of 512 bytes kills the export (SIGXFSZ) part way.
+	sh := exec.Command("sh", "-c", `ulimit -f 1; exec "$0" export -o "$1" "$2"`, filepath.Join(binDir, "wavefront"), killed, big)
+	if out, err := sh.CombinedOutput(); err == nil {
+		t.Fatalf("the export was not stopped by the file size limit: %s", out)
+	}
+	if data, _ := os.ReadFile(killed); string(data) != "previous\n" {
+		t.Errorf("an export killed while writing left %q in its output", data)
+	}
+
 	dir := makeRdir(t, 2, 2)
 	os.WriteFile(filepath.Join(dir, "R.matrix"), []byte("1 1 1\n3\ngarbage\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "out.tsv")
