@@ -1,6 +1,8 @@
 // Package allpairscmd is the allpairs command: it parses the command line,
-// opens the function and the sets, and runs package allpairs with a progress
-// bar and error reports suited to a terminal.
+// opens the function, the sets and the checkpoint (deciding where it lives
+// and removing a default one once the result is whole), and runs package
+// allpairs, or the distributed master with -T, with a progress bar and error
+// reports suited to a terminal.
 package allpairscmd
 
 import (

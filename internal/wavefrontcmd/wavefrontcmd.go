@@ -1,5 +1,6 @@
 // Package wavefrontcmd is the wavefront command: it reads an R directory,
-// resumes from its sparse-matrix checkpoint, runs the multicore engine and
+// resumes from its sparse-matrix checkpoint (checking what its cells were
+// computed from), runs the multicore engine or the distributed master, and
 // reports progress, failures and the result. `wavefront export` turns the
 // result into TSV, CSV or a grid.
 package wavefrontcmd
