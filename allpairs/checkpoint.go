@@ -139,7 +139,7 @@ func (c *Checkpoint) reconcile(now checkpointMeta, a, b *Set, outside *sparsemat
 	startOver := fmt.Sprintf("remove %s to compute everything again", c.path)
 	staleA, staleB := newBitset(c.n), newBitset(c.m)
 	switch {
-	case len(old) == 0 && c.cells+btoi(outside != nil) == 0:
+	case len(old) == 0 && c.cells == 0 && outside == nil:
 		// A new file.
 	case len(old) == 0:
 		if outside != nil {
@@ -235,13 +235,6 @@ func namesDiff(was, now []itemStamp) string {
 	return ""
 }
 
-func btoi(b bool) int64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
 // add notes cell (x, y) as being in the file, reporting whether it was new.
 func (c *Checkpoint) add(x, y int) bool {
 	if !c.have.set(x*c.m + y) {
@@ -264,13 +257,9 @@ func (c *Checkpoint) Add(x, y int, value []byte) (bool, error) {
 	if x < 0 || y < 0 || x >= c.n || y >= c.m {
 		return false, fmt.Errorf("checkpoint %s: cell (%d,%d) is outside the %d×%d matrix", c.path, x, y, c.n, c.m)
 	}
-	if c.Has(x, y) {
-		return false, nil
-	}
-	if err := c.w.Append(x, y, value); err != nil {
-		return false, fmt.Errorf("checkpoint %s: %w", c.path, err)
-	}
-	return c.add(x, y), nil
+	before := c.cells
+	err := c.addNew([]sparsematrix.Record{{X: x, Y: y, Value: value}})
+	return c.cells > before, err
 }
 
 // addNew appends, in one write, the cells of recs that are not in the

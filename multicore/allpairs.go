@@ -75,11 +75,11 @@ type AllPairs struct {
 	// Results receives the finished cells, a batch at a time; calls are
 	// serialised. The slice is reused after Results returns; the values in
 	// it are the receiver's to keep. So that a receiver that writes them
-	// out loses few to a crash, a cell is delivered the moment it is
-	// computed — except those of Go functions, which cannot take the
-	// process down (a shared library can): they come in batches of at most
-	// BatchTime of work, which saves a write per cell when cells take
-	// microseconds.
+	// out loses none to a crash, a cell is delivered the moment it is
+	// computed — except those of Go functions, whose panics are failed
+	// cells rather than a dead process (a shared library's crash is one):
+	// they come in batches of at most BatchTime of work, which saves a write
+	// per cell when cells take microseconds.
 	Results func([]CellResult)
 }
 
