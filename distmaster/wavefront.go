@@ -107,8 +107,8 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		}
 	}
 
-	problem := "wavefront " + w.Func.identity()
-	old, err := readPlan(w.Checkpoint, problem)
+	problem := fmt.Sprintf("wavefront %v", rg)
+	old, err := readPlan(w.Checkpoint, problem, cfg.Explain)
 	if err != nil {
 		return res, err
 	}
