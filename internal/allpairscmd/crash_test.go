@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/sparsematrix"
 )
 
 // TestCrashingSharedLibrary runs the real binary with a .so function that
@@ -30,7 +31,9 @@ func TestCrashingSharedLibrary(t *testing.T) {
 			}
 		}
 	}
-	cmd := exec.Command(filepath.Join(binDir, "allpairs"), "-c", "2", lib, a, b)
+	dir := t.TempDir()
+	cmd := exec.Command(filepath.Join(binDir, "allpairs"), "-c", "1", "-o", "out.txt", lib, a, b)
+	cmd.Dir = dir
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -42,16 +45,44 @@ func TestCrashingSharedLibrary(t *testing.T) {
 	if !strings.HasSuffix(stderr.String(), want) || strings.Contains(stderr.String(), "goroutine ") {
 		t.Errorf("stderr:\n%s\nwant it to end with:\n%s", stderr.String(), want)
 	}
-	// Whatever lines made it out are right: the function returns the first
-	// bytes of its inputs.
-	first := func(name string) string {
-		if name == "a2" || name == "b1" {
+	// The cells finished before the crash are in the checkpoint, each
+	// right (the function returns the first bytes of its inputs), and the
+	// crashing one is not.
+	first := func(set byte, i int) string {
+		if (set == 'a' && i == 2) || (set == 'b' && i == 1) {
 			return "b"
 		}
 		return "g"
 	}
-	for _, line := range sorted(stdout.String()) {
-		if f := strings.Split(line, "\t"); len(f) != 3 || f[2] != first(f[0])+first(f[1]) {
+	kept, err := sparsematrix.Load(filepath.Join(dir, "out.txt.matrix"))
+	if err != nil || len(kept) == 0 {
+		t.Fatalf("checkpoint after the crash: %d cells, %v", len(kept), err)
+	}
+	for k, v := range kept {
+		if k == (sparsematrix.Key{X: 2, Y: 1}) || string(v) != first('a', k.X)+first('b', k.Y) {
+			t.Errorf("checkpoint cell (%d,%d) = %q", k.X, k.Y, v)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out.txt")); !os.IsNotExist(err) {
+		t.Errorf("out.txt after the crash: %v, want none", err)
+	}
+
+	// With the bad item fixed, a re-run computes only what is missing: its
+	// column and the cells the crash left undone.
+	if err := os.WriteFile(filepath.Join(b, "b1"), []byte("good"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errs := runBinary(t, dir, "-c", "1", "-o", "out.txt", lib, a, b)
+	if code != 0 || !strings.Contains(errs, "resuming: ") {
+		t.Fatalf("re-run: exit %d; stderr:\n%s", code, errs)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+	lines := sorted(string(data))
+	if len(lines) != 16 {
+		t.Fatalf("re-run wrote %d lines, want 16:\n%s", len(lines), data)
+	}
+	for _, line := range lines {
+		if f := strings.Split(line, "\t"); len(f) != 3 || f[2] != first(f[0][0], int(f[0][1]-'0'))[:1]+"g" {
 			t.Errorf("result line %q", line)
 		}
 	}
