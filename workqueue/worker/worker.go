@@ -4,10 +4,20 @@
 // results and output files. It speaks protocol 9, so it serves both the
 // rightsize master and Debian's CCTools masters (makeflow -T wq and others).
 //
-// Nothing a master sends can make it write outside its workspace: cache
-// names must be single path elements and sandbox names relative paths
-// without "..". It does not schedule, retry or decide anything: the master
-// does.
+// Nothing a master sends makes the worker itself read or write outside
+// its workspace: cache names must be single path elements, sandbox names
+// relative paths without "..", and the worker reaches every file it makes,
+// moves or reads there through open directories, following no symbolic
+// link (a link in an output is reported missing, not sent). Each task gets
+// a fresh sandbox, removed when it ends, and whatever it left running in
+// its process group is killed. Cached inputs reach tasks as hard links to
+// copies the worker watches, never the cache's own files: a task that
+// writes to one is given back to the master to run again, with the tasks
+// that held it, and later tasks get a copy of their own.
+//
+// It does not contain the commands it runs: they run as the worker's user
+// and can do whatever that user can, outside the workspace too. It does
+// not schedule, retry or decide anything: the master does.
 package worker
 
 import (
@@ -20,7 +30,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -136,7 +145,10 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("worker: creating workspace: %w", err)
 	}
-	defer os.RemoveAll(ws)
+	defer func() {
+		cleanWorkspace(ws)
+		os.Remove(ws)
+	}()
 	log := cfg.Logger
 	log.Info("workspace created", "dir", ws, "cores", res.cores, "memory_mb", res.memoryMB, "disk_mb", res.diskMB, "gpus", res.gpus)
 	if cfg.Ready != nil {
@@ -224,7 +236,7 @@ func (w *worker) loop(ctx context.Context) error {
 		w.log.Info("connected", "master", addr)
 		err = w.session(ctx, conn)
 		lastSession = time.Now()
-		if cerr := w.cleanWorkspace(); cerr != nil {
+		if cerr := cleanWorkspace(w.workspace); cerr != nil {
 			return cerr
 		}
 		switch {
@@ -297,19 +309,6 @@ func (w *worker) lookup(ctx context.Context) ([]string, error) {
 		addrs[i] = m.Addr()
 	}
 	return addrs, err
-}
-
-func (w *worker) cleanWorkspace() error {
-	entries, err := os.ReadDir(w.workspace)
-	if err != nil {
-		return fmt.Errorf("worker: cleaning workspace: %w", err)
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(w.workspace, e.Name())); err != nil {
-			return fmt.Errorf("worker: cleaning workspace: %w", err)
-		}
-	}
-	return nil
 }
 
 // wholeCores is the core count as reported: CCTools masters read whole
