@@ -1,16 +1,15 @@
 package worker
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
@@ -97,6 +96,33 @@ func TestSandboxNotReused(t *testing.T) {
 	}
 }
 
+// TestTaskProcessGroupKilled: what a task leaves running in its process
+// group dies when its command exits.
+func TestTaskProcessGroupKilled(t *testing.T) {
+	marks := t.TempDir()
+	f := newFakeMaster(t)
+	runWorker(t, f, t.TempDir())
+	f.send(t, taskMsg(1, fmt.Sprintf("(trap '' HUP TERM; while :; do sleep 0.01; done) </dev/null >/dev/null 2>&1 & echo $! > %s/pid", marks)))
+	if r := results(t, f, 1); r[1].Status != 0 || r[1].Exit != 0 {
+		t.Fatalf("task: %+v", r[1])
+	}
+	b, _ := os.ReadFile(filepath.Join(marks, "pid"))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid %q: %v", b, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(s), ") Z ") {
+			return // gone, or dead and not yet reaped
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the task's background process outlived it")
+		}
+	}
+}
+
 // TestCachedInputWrittenByTask: a task that appends to its cached input
 // changes no later task's input. The worker gives the task back (forsaken,
 // without output, as CCTools' master expects), and from then on gives each
@@ -126,11 +152,7 @@ func TestCachedInputWrittenByTask(t *testing.T) {
 func TestCachedInputWrittenWhileShared(t *testing.T) {
 	marks := t.TempDir()
 	f := newFakeMaster(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	go Run(ctx, Config{Masters: []string{f.addr()}, Cores: 2, MemoryMB: 100, DiskMB: 10,
-		Workdir: t.TempDir(), SingleShot: true, Logger: testutil.Logger(t)})
-	f.accept(t)
+	runWorkerCores(t, f, t.TempDir(), 2)
 	in := "infile file-0-x-in in 1\n"
 	f.send(t, "put file-0-x-in 9 0644\noriginal\n"+
 		taskMsg(1, fmt.Sprintf("touch %[1]s/reading; until [ -e %[1]s/written ]; do sleep 0.01; done; cat in", marks), in)+
