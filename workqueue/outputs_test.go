@@ -342,7 +342,7 @@ func TestTasksDoNotSeeEachOther(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }) // it removes its workspace
 	m.Submit(&Task{Tag: "a", Command: fmt.Sprintf("echo s3cr3t > secret; touch %[1]s/a; until [ -e %[1]s/b ]; do sleep 0.01; done", marks)})
 	m.Submit(&Task{Tag: "b", Command: fmt.Sprintf("until [ -e %[1]s/a ]; do sleep 0.01; done; ls -a ..; cat ../*/secret ../t.*/secret; touch %[1]s/b; true", marks)})
 	r := waitAll(t, m, 2)["b"]
