@@ -64,7 +64,7 @@ type placement struct {
 	forsaken string // why the task must be given back, once it must
 }
 
-func newCache(ws string, log *slog.Logger) (*cache, error) {
+func newCache(ws *os.File, log *slog.Logger) (*cache, error) {
 	c := &cache{
 		ino: -1, log: log,
 		copies: map[string]*sharedCopy{}, byEntry: map[string][]string{}, byWatch: map[int32]*sharedCopy{},
@@ -74,12 +74,11 @@ func newCache(ws string, log *slog.Logger) (*cache, error) {
 		f    **os.File
 		name string
 	}{{&c.dir, "cache"}, {&c.shared, "shared"}} {
-		dir := path.Join(ws, d.name)
-		if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+		if err := unix.Mkdirat(int(ws.Fd()), d.name, 0o700); err != nil && err != unix.EEXIST {
 			c.close()
-			return nil, err
+			return nil, &os.PathError{Op: "mkdir", Path: path.Join(ws.Name(), d.name), Err: err}
 		}
-		f, err := os.Open(dir)
+		f, err := openAt(ws, d.name, dirFlags, 0)
 		if err != nil {
 			c.close()
 			return nil, err

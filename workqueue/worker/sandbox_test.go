@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -207,5 +208,22 @@ func TestOutputsNotFollowed(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("get %s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestCacheNotThroughPlantedLink: a symbolic link planted where the cache
+// goes (by a process a task of an earlier session left running) is not
+// followed: the session cannot start, rather than store files outside.
+func TestCacheNotThroughPlantedLink(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	os.Symlink(outside, filepath.Join(ws, "cache"))
+	dir, err := os.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	if c, err := newCache(dir, slog.New(slog.DiscardHandler)); err == nil {
+		c.close()
+		t.Error("cache opened through a symbolic link")
 	}
 }

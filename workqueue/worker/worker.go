@@ -145,8 +145,16 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("worker: creating workspace: %w", err)
 	}
+	// Held open: whatever happens to its path, the worker works below the
+	// directory it made.
+	wsDir, err := os.Open(ws)
+	if err != nil {
+		os.Remove(ws)
+		return fmt.Errorf("worker: opening workspace: %w", err)
+	}
 	defer func() {
-		cleanWorkspace(ws)
+		cleanWorkspace(wsDir)
+		wsDir.Close()
 		os.Remove(ws)
 	}()
 	log := cfg.Logger
@@ -156,7 +164,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	w := &worker{cfg: cfg, log: log, res: res, workspace: ws, id: "worker-" + hex.EncodeToString(id)}
+	w := &worker{cfg: cfg, log: log, res: res, workspace: wsDir, id: "worker-" + hex.EncodeToString(id)}
 	return w.loop(ctx)
 }
 
@@ -201,7 +209,7 @@ type worker struct {
 	cfg       Config
 	log       *slog.Logger
 	res       resources
-	workspace string
+	workspace *os.File
 	id        string
 }
 

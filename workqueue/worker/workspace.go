@@ -22,24 +22,24 @@ const boxesMode = 0o311
 
 // openWorkspace makes the session's cache and sandbox parent.
 func (s *session) openWorkspace() error {
-	files, err := newCache(s.w.workspace, s.log)
+	ws := s.w.workspace
+	files, err := newCache(ws, s.log)
 	if err != nil {
 		return fmt.Errorf("creating cache: %w", err)
 	}
-	dir := filepath.Join(s.w.workspace, "tasks")
-	if err := os.Mkdir(dir, boxesMode); err != nil && !os.IsExist(err) {
+	if err := unix.Mkdirat(int(ws.Fd()), "tasks", boxesMode); err != nil && err != unix.EEXIST {
 		files.close()
 		return fmt.Errorf("creating sandboxes: %w", err)
 	}
 	// O_PATH: a directory that may not be listed cannot be opened for
 	// reading, but the *at calls work from a path descriptor.
-	fd, err := unix.Open(dir, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	dir, err := openAt(ws, "tasks", unix.O_PATH|unix.O_DIRECTORY, 0)
 	if err != nil {
 		files.close()
-		return fmt.Errorf("opening sandboxes: %w", &os.PathError{Op: "open", Path: dir, Err: err})
+		return fmt.Errorf("opening sandboxes: %w", err)
 	}
 	s.files = files
-	s.boxes = &sandboxes{dir: os.NewFile(uintptr(fd), dir), log: s.log, spare: int(wholeCores(s.w.res.cores))}
+	s.boxes = &sandboxes{dir: dir, log: s.log, spare: int(wholeCores(s.w.res.cores))}
 	return nil
 }
 
@@ -124,8 +124,8 @@ func (b *sandboxes) close() {
 
 // cleanWorkspace removes everything in a workspace, whatever modes tasks
 // (or the sandboxes' parent) left.
-func cleanWorkspace(ws string) error {
-	dir, err := os.Open(ws)
+func cleanWorkspace(ws *os.File) error {
+	dir, err := openAt(ws, ".", dirFlags, 0)
 	if err != nil {
 		return fmt.Errorf("worker: cleaning workspace: %w", err)
 	}
