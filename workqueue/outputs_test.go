@@ -205,23 +205,32 @@ func TestHostileWorkerOutputs(t *testing.T) {
 
 // TestRetryAfterWorkerDiedMidReply: a worker dies in the middle of a
 // directory answer for an output that is a file; the task runs again on a
-// real worker and its output arrives whole, with nothing left behind.
+// real worker (ours, CCTools') and its output arrives whole, with nothing
+// left behind.
 func TestRetryAfterWorkerDiedMidReply(t *testing.T) {
-	m := startMaster(t, Config{})
-	dir := t.TempDir()
-	task := &Task{Command: "echo whole > out.txt"}
-	task.AddOutput(filepath.Join(dir, "out.txt"), "out.txt", false)
-	m.Submit(task)
-	fakeWorker(t, m, Success, func(g wire.Get) (string, bool) {
-		return "dir " + g.Name + " 0\nfile " + g.Name + "/x 100\nonly ten b", false
-	})
-	startWorker(t, m, worker.Config{})
-	r := waitAll(t, m, 1)[""]
-	if !r.OK() {
-		t.Errorf("task run again: %v %v", r.Status, r.Err)
-	}
-	if got := strings.Join(ls(t, dir), " "); got != "out.txt=whole\n" {
-		t.Errorf("output directory holds %s", got)
+	for _, real := range []string{"ours", "CCTools"} {
+		t.Run(real, func(t *testing.T) {
+			m := startMaster(t, Config{})
+			dir := t.TempDir()
+			task := &Task{Command: "echo whole > out.txt"}
+			task.AddOutput(filepath.Join(dir, "out.txt"), "out.txt", false)
+			m.Submit(task)
+			fakeWorker(t, m, Success, func(g wire.Get) (string, bool) {
+				return "dir " + g.Name + " 0\nfile " + g.Name + "/x 100\nonly ten b", false
+			})
+			if real == "ours" {
+				startWorker(t, m, worker.Config{})
+			} else {
+				startCCToolsWorker(t, m)
+			}
+			r := waitAll(t, m, 1)[""]
+			if !r.OK() {
+				t.Errorf("task run again: %v %v", r.Status, r.Err)
+			}
+			if got := strings.Join(ls(t, dir), " "); got != "out.txt=whole\n" {
+				t.Errorf("output directory holds %s", got)
+			}
+		})
 	}
 }
 
