@@ -481,14 +481,12 @@ func (w *workerConn) result(m wire.Result) error {
 	return nil
 }
 
-// Limits on one output as a worker sends it. A worker that follows
-// symbolic links (CCTools' does) turns a link loop into a tree 40 levels
-// deep (where the kernel stops resolving), 2^40 entries wide with two
-// links; a hostile one sends anything.
-const (
-	maxReplyEntries = 1 << 17
-	maxReplyDepth   = wire.MaxDirDepth
-)
+// maxReplyEntries bounds the entries of one output as a worker sends it,
+// as wire.MaxDirDepth bounds their depth. A worker that follows symbolic
+// links (CCTools' does) turns a link loop into a tree 40 levels deep (where
+// the kernel stops resolving links), 2^40 entries wide with two links; a
+// hostile one sends anything.
+const maxReplyEntries = 1 << 17
 
 // receiving is the get reply being read: one output, written to a staging
 // path beside its destination (Local + ".wqpart"), and moved into place
@@ -648,8 +646,8 @@ func (w *workerConn) output(msg wire.Message) error {
 	rest = path.Clean(rest)
 	r.entries++
 	var err error
-	if _, missing := msg.(wire.Missing); !missing && strings.Count(rest, "/") >= maxReplyDepth {
-		err = fmt.Errorf("more than %d directories deep (a symbolic link loop, on a worker that follows links?)", maxReplyDepth)
+	if _, missing := msg.(wire.Missing); !missing && strings.Count(rest, "/") >= wire.MaxDirDepth {
+		err = fmt.Errorf("more than %d directories deep (a symbolic link loop, on a worker that follows links?)", wire.MaxDirDepth)
 	} else if r.entries > maxReplyEntries {
 		err = fmt.Errorf("more than %d entries", maxReplyEntries)
 	}
