@@ -32,14 +32,23 @@ func TestMain(m *testing.M) {
 // kill it.
 func startWorkerProcess(t *testing.T, m *Master, cores int) *exec.Cmd {
 	t.Helper()
+	workdir := t.TempDir()
 	cmd := exec.Command(filepath.Join(binDir, "workqueue"), "worker", "--cores", fmt.Sprint(cores),
-		"--memory", "1000", "--disk", "1000", "-t", "60", "-i", "0.05", "-s", t.TempDir(), "-q",
+		"--memory", "1000", "--disk", "1000", "-t", "60", "-i", "0.05", "-s", workdir, "-q",
 		"127.0.0.1", fmt.Sprint(m.Port()))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		// A killed worker leaves its sandboxes' parent unlistable.
+		dirs, _ := filepath.Glob(filepath.Join(workdir, "worker-*", "tasks"))
+		for _, d := range dirs {
+			os.Chmod(d, 0o700)
+		}
+	})
 	return cmd
 }
 
@@ -247,9 +256,10 @@ func startWorkerTo(t *testing.T, masters []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	workdir := t.TempDir() // removed after the worker stops
 	go func() {
 		defer close(done)
-		worker.Run(ctx, worker.Config{Masters: masters, Cores: 1, MemoryMB: 100, DiskMB: 100, Workdir: t.TempDir(),
+		worker.Run(ctx, worker.Config{Masters: masters, Cores: 1, MemoryMB: 100, DiskMB: 100, Workdir: workdir,
 			MinBackoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Logger: testutil.Logger(t).With("side", "worker")})
 	}()
 	t.Cleanup(func() { cancel(); <-done })

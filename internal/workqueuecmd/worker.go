@@ -40,10 +40,13 @@ func newWorkerCmd(s cmdutil.Streams) *cobra.Command {
 		Use:   "worker [flags] HOST PORT | HOST:PORT[;HOST:PORT...] | -M PROJECT",
 		Short: "run tasks for a Work Queue master (rightsize or CCTools)",
 		Long: `Connects to a master, by address or by project name through the catalog,
-and runs its tasks, each in a sandbox of its own under a fresh workspace.
-Files the master marks cacheable are kept for later tasks. When the master
-goes away the worker reconnects (to the next master of the project, with -M)
-until --connect-timeout; it exits after --idle-timeout without work.
+and runs its tasks, each in a new sandbox of its own under a fresh workspace,
+removed when the task ends with whatever it left running in its process group.
+Files the master marks cacheable are kept for later tasks; a task that writes
+to one is run again with a copy of its own. Outputs are sent as regular files
+and directories only: a symbolic link is reported, never followed. When the
+master goes away the worker reconnects (to the next master of the project,
+with -M) until --connect-timeout; it exits after --idle-timeout without work.
 
 With --password the master must prove it knows the password too, however
 the worker found it. --ssl connects over TLS (found with -M, a master that

@@ -6,10 +6,20 @@
 // With a password it serves only a master that proves it knows it, and
 // with TLS and a trusted certificate only the master that holds its key.
 //
-// Nothing a master sends can make it write outside its workspace: cache
-// names must be single path elements and sandbox names relative paths
-// without "..". It does not schedule, retry or decide anything: the master
-// does.
+// Nothing a master sends makes the worker itself read or write outside
+// its workspace: cache names must be single path elements, sandbox names
+// relative paths without "..", and the worker reaches every file it makes,
+// moves or reads there through open directories, following no symbolic
+// link (a link in an output is reported missing, not sent). Each task gets
+// a fresh sandbox, removed when it ends, and whatever it left running in
+// its process group is killed. Cached inputs reach tasks as hard links to
+// copies the worker watches, never the cache's own files: a task that
+// writes to one is given back to the master to run again, with the tasks
+// that held it, and later tasks get a copy of their own.
+//
+// It does not contain the commands it runs: they run as the worker's user
+// and can do whatever that user can, outside the workspace too. It does
+// not schedule, retry or decide anything: the master does.
 package worker
 
 import (
@@ -23,7 +33,6 @@ import (
 	"math"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
@@ -148,7 +157,18 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("worker: creating workspace: %w", err)
 	}
-	defer os.RemoveAll(ws)
+	// Held open: whatever happens to its path, the worker works below the
+	// directory it made.
+	wsDir, err := os.Open(ws)
+	if err != nil {
+		os.Remove(ws)
+		return fmt.Errorf("worker: opening workspace: %w", err)
+	}
+	defer func() {
+		cleanWorkspace(wsDir)
+		wsDir.Close()
+		os.Remove(ws)
+	}()
 	log := cfg.Logger
 	log.Info("workspace created", "dir", ws, "cores", res.cores, "memory_mb", res.memoryMB, "disk_mb", res.diskMB, "gpus", res.gpus)
 	if cfg.Ready != nil {
@@ -156,7 +176,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	w := &worker{cfg: cfg, log: log, res: res, workspace: ws, id: "worker-" + hex.EncodeToString(id)}
+	w := &worker{cfg: cfg, log: log, res: res, workspace: wsDir, id: "worker-" + hex.EncodeToString(id)}
 	return w.loop(ctx)
 }
 
@@ -201,7 +221,7 @@ type worker struct {
 	cfg       Config
 	log       *slog.Logger
 	res       resources
-	workspace string
+	workspace *os.File
 	id        string
 	issued    wire.Challenges // challenges sent to masters: never answered
 }
@@ -237,7 +257,7 @@ func (w *worker) loop(ctx context.Context) error {
 		w.log.Info("connected", "master", addr)
 		err = w.session(ctx, conn)
 		lastSession = time.Now()
-		if cerr := w.cleanWorkspace(); cerr != nil {
+		if cerr := cleanWorkspace(w.workspace); cerr != nil {
 			return cerr
 		}
 		switch {
@@ -343,19 +363,6 @@ func (w *worker) lookup(ctx context.Context) ([]target, error) {
 		targets[i] = target{addr: m.Addr(), ssl: ssl}
 	}
 	return targets, err
-}
-
-func (w *worker) cleanWorkspace() error {
-	entries, err := os.ReadDir(w.workspace)
-	if err != nil {
-		return fmt.Errorf("worker: cleaning workspace: %w", err)
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(w.workspace, e.Name())); err != nil {
-			return fmt.Errorf("worker: cleaning workspace: %w", err)
-		}
-	}
-	return nil
 }
 
 // wholeCores is the core count as reported: CCTools masters read whole
