@@ -63,23 +63,24 @@ type lockHolder interface {
 // well before.
 const lockWait = 30 * time.Second
 
-// openLog opens the log for appending and locks it, so that two runs of
-// one workflow cannot interleave their records. The lock goes with the
-// process, also when it is killed, but then to the keeper of its jobs
-// (lockHolder) until they are gone: if the process that took the lock has
-// died, openLog waits for that.
+// openLog opens the log for appending and locks it (openLocked), so that
+// two runs of one workflow cannot interleave their records, and no clean
+// removes what a run is making. The lock goes with the process, also when
+// it is killed, but then to the keeper of its jobs (lockHolder) until they
+// are gone: if the process that took the lock has died, lockLog waits for
+// that.
 func openLog(path string) (*logWriter, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	f, err := openLocked(path, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	if err := lockLog(f, path); err != nil {
-		f.Close()
 		return nil, err
 	}
 	return &logWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), lastSync: time.Now()}, nil
 }
 
+// lockLog takes the exclusive lock of the log f, opened from path. If
+// a live process holds it, it returns a *LockedError at once; if the
+// makeflow that took it has died, its keeper holds the lock until the
+// rules it started are gone, and lockLog waits for that, up to lockWait.
 func lockLog(f *os.File, path string) error {
 	deadline := time.Now().Add(lockWait)
 	pause := time.Millisecond
@@ -94,7 +95,7 @@ func lockLog(f *os.File, path string) error {
 		pid := lockOwner(f)
 		switch {
 		case pid == 0 || processAlive(pid):
-			return fmt.Errorf("another makeflow is running this workflow: %s is locked", path)
+			return &LockedError{Path: path, Holders: lockHolders(path)}
 		case time.Now().After(deadline):
 			return fmt.Errorf("%s is still locked %v after the makeflow that locked it (pid %d) died: processes it started have not ended", path, lockWait, pid)
 		}

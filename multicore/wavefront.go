@@ -360,6 +360,12 @@ func (e *engine) runBlock(ctx context.Context, b wavefront.Rect) (*wavefront.Cel
 	if e.inMemory {
 		callCtx = context.WithoutCancel(ctx)
 	}
+	// A shared library that crashes the process names the cell it computed.
+	var label *funcs.Label
+	if e.w.Cell.Info().Kind == funcs.SharedLibrary {
+		label = new(funcs.Label)
+		callCtx = funcs.WithLabel(callCtx, label)
+	}
 	for y := b.Y; y < b.Y+b.H; y++ {
 		for x := b.X; x < b.X+b.W; x++ {
 			i := e.index(x, y)
@@ -371,6 +377,9 @@ func (e *engine) runBlock(ctx context.Context, b wavefront.Rect) (*wavefront.Cel
 				return nil, err
 			}
 			left, below, diag := e.index(x-1, y), e.index(x, y-1), e.index(x-1, y-1)
+			if label != nil {
+				label.SetCell(x, y)
+			}
 			out, err := e.w.Cell.Call(callCtx, e.vals[left], e.vals[below], e.vals[diag])
 			if err != nil {
 				e.resetStates(b)

@@ -46,6 +46,7 @@ type entry struct {
 	attempt    *attempt
 	fetchingOn *workerConn
 	fastAborts int
+	forsaken   int // times a worker gave it back
 	think      time.Duration
 }
 

@@ -50,7 +50,14 @@ type (
 		a   *attempt
 		err error
 	}
+	// evForsaken: a worker gave an attempt back (CCTools' FORSAKEN).
+	evForsaken struct{ a *attempt }
 )
+
+// maxForsaken is how often a task may be given back by workers before it
+// fails: our worker gives back the tasks that held a cached input when a
+// task writes to it, which happens once per input and worker.
+const maxForsaken = 5
 
 // tickInterval is how often fast abort and keepalives are checked.
 const tickInterval = 200 * time.Millisecond
@@ -141,6 +148,8 @@ func (l *loop) handle(ev event) {
 		}
 		l.apply(l.s.TaskDone(e.sched.ID, false, now), now, false)
 		l.deliver(e, &Result{Status: InputMissing, ExitCode: -1, Err: ev.err, Worker: a.worker.addr, Dispatched: a.dispatched}, now)
+	case evForsaken:
+		l.forsaken(ev.a, now)
 	}
 }
 
@@ -223,6 +232,23 @@ func (l *loop) workerLeft(w *workerConn, err error, now time.Time) {
 		}
 	}
 	l.apply(acts, now, false)
+}
+
+// forsaken runs again a task its worker gave back.
+func (l *loop) forsaken(a *attempt, now time.Time) {
+	e := a.e
+	if e.state != stateRunning || e.attempt != a {
+		return
+	}
+	l.apply(l.s.TaskDone(e.sched.ID, false, now), now, false)
+	e.forsaken++
+	if e.forsaken > maxForsaken {
+		l.deliver(e, &Result{Status: Forsaken, ExitCode: -1, Worker: a.worker.addr, Dispatched: a.dispatched,
+			Err: fmt.Errorf("task %d: given back by its workers %d times", e.id, e.forsaken)}, now)
+		return
+	}
+	e.state, e.attempt = stateWaiting, nil
+	l.apply(l.s.Submit(e.sched, now), now, false)
 }
 
 func (l *loop) reported(a *attempt, ok bool, now time.Time) {

@@ -111,6 +111,7 @@ done
 while [ -n "$dirs" ]; do
 	d=${dirs%%"$nl"*}
 	dirs=${dirs#*"$nl"}
+	chmod -R u+rwx -- "$d" 2>/dev/null
 	rm -rf -- "$d"
 done
 `
