@@ -84,7 +84,7 @@ func openLog(path string) (*logWriter, error) {
 func lockLog(f *os.File, path string) error {
 	deadline := time.Now().Add(lockWait)
 	pause := time.Millisecond
-	for {
+	for unknown := 0; ; {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
 			return nil
@@ -93,8 +93,14 @@ func lockLog(f *os.File, path string) error {
 			return fmt.Errorf("lock log %s: %w", path, err)
 		}
 		pid := lockOwner(f)
+		if pid == 0 {
+			// No owner in /proc/locks: the lock may have been released
+			// between the two looks (a keeper that just finished), so
+			// look again before calling it held.
+			unknown++
+		}
 		switch {
-		case pid == 0 || processAlive(pid):
+		case (pid == 0 && unknown >= 3) || (pid != 0 && processAlive(pid)):
 			return &LockedError{Path: path, Holders: lockHolders(path)}
 		case time.Now().After(deadline):
 			return fmt.Errorf("%s is still locked %v after the makeflow that locked it (pid %d) died: processes it started have not ended", path, lockWait, pid)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -29,11 +31,13 @@ func TestKilledWorkerLeavesNothing(t *testing.T) {
 	}
 	t.Cleanup(func() { w.Process.Kill(); w.Wait() })
 	started := filepath.Join(t.TempDir(), "started")
-	if _, err := m.Submit(&Task{Command: "sleep 1000 & : > " + started + "; exec sleep 1000"}); err != nil {
+	if _, err := m.Submit(&Task{Command: "sleep 1000 & echo $$ > " + started + ".tmp && mv " + started + ".tmp " + started + "; exec sleep 1000"}); err != nil {
 		t.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
+		if data, err := os.ReadFile(started); err == nil {
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+			testutil.WaitKept(t, pid)
 			break
 		}
 		if time.Now().After(deadline) {

@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -66,6 +68,8 @@ cmp -l "$1" "$2" 2>/dev/null | wc -l`)
 			t.Cleanup(func() { cmd.Process.Kill() })
 			for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 				if blocked, _ := filepath.Glob(filepath.Join(block, "blocked.*")); len(blocked) > 0 {
+					pid, _ := strconv.Atoi(strings.TrimPrefix(filepath.Ext(blocked[0]), "."))
+					testutil.WaitKept(t, pid)
 					break
 				}
 				if time.Now().After(deadline) {

@@ -29,7 +29,7 @@ func TestKill9KillsTheWholeRule(t *testing.T) {
 		"Makeflow": "out.txt: writer.sh\n\tsh writer.sh | cat\n",
 		"writer.sh": "for i in" + loop.String() + "; do\n" +
 			"\techo $i >> out.txt\n" +
-			"\t[ $i = 3 ] && : > started\n" +
+			"\t[ $i = 3 ] && echo $$ > started.tmp && mv started.tmp started\n" +
 			"\tsleep 0.1\n" +
 			"done\n",
 	})
@@ -44,7 +44,9 @@ func TestKill9KillsTheWholeRule(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill() })
 	started := filepath.Join(dir, "started")
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(started); err == nil {
+		if data, err := os.ReadFile(started); err == nil {
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+			testutil.WaitKept(t, pid)
 			break
 		}
 		if time.Now().After(deadline) {

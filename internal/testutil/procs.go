@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,4 +89,76 @@ func WaitUnmarked(t testing.TB, mark string, timeout time.Duration) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// WaitKept waits until the process group of process pid is registered
+// with a keeper (internal/proc): that of its nearest ancestor that has one,
+// the program that started it. It fails the test if that does not happen
+// within a minute. A program registers a group just after starting its
+// leader, so a test that killed the program the moment the process shows
+// signs of life could kill it in between, which leaves the process behind
+// by design; tests of what a keeper kills wait for this first.
+func WaitKept(t testing.TB, pid int) {
+	t.Helper()
+	_, group, ok := parentAndGroup(pid)
+	if !ok {
+		t.Fatalf("process %d: no such process", pid)
+	}
+	program := pid
+	for {
+		parent, _, ok := parentAndGroup(program)
+		if !ok || parent <= 1 {
+			t.Fatalf("no ancestor of process %d has a keeper", pid)
+		}
+		program = parent
+		if _, ok := keptGroups(program); ok {
+			break
+		}
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+		if groups, _ := keptGroups(program); groups[group] {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process group %d of process %d is not registered with the keeper of process %d", group, pid, program)
+		}
+	}
+}
+
+// parentAndGroup returns the parent and the process group of process pid.
+func parentAndGroup(pid int) (parent, group int, ok bool) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, false
+	}
+	// pid (comm) state ppid pgrp ...
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	if len(f) < 3 {
+		return 0, 0, false
+	}
+	parent, err1 := strconv.Atoi(f[1])
+	group, err2 := strconv.Atoi(f[2])
+	return parent, group, err1 == nil && err2 == nil
+}
+
+// keptGroups reads the groups registered in the keeper table that process
+// program has open (8-byte records, each a group id in decimal and a
+// newline, or zero bytes when free), and reports whether it has one.
+func keptGroups(program int) (map[int]bool, bool) {
+	groups := map[int]bool{}
+	found := false
+	fds, _ := filepath.Glob(fmt.Sprintf("/proc/%d/fd/*", program))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fd); err != nil || !strings.Contains(target, "rightsize-keeper") {
+			continue
+		}
+		found = true
+		table, _ := os.ReadFile(fd)
+		for rec := range slices.Chunk(table, 8) {
+			if g, err := strconv.Atoi(strings.Trim(string(rec), " \n\x00")); err == nil {
+				groups[g] = true
+			}
+		}
+	}
+	return groups, found
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -73,6 +75,8 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	t.Cleanup(func() { cmd.Process.Kill() })
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
 		if blocked, _ := filepath.Glob(filepath.Join(block, "blocked.*")); len(blocked) > 0 {
+			pid, _ := strconv.Atoi(strings.TrimPrefix(filepath.Ext(blocked[0]), "."))
+			testutil.WaitKept(t, pid)
 			break
 		}
 		if time.Now().After(deadline) {
