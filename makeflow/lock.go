@@ -2,7 +2,6 @@ package makeflow
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -69,18 +68,6 @@ func openLocked(path string, flag int) (*os.File, error) {
 			return nil, fmt.Errorf("lock log %s: it keeps being removed or replaced", path)
 		}
 	}
-}
-
-// lockLog takes the exclusive lock of the log f, opened from path, without
-// waiting. The lock goes with the process, also when it is killed.
-func lockLog(f *os.File, path string) error {
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return &LockedError{Path: path, Holders: lockHolders(path)}
-		}
-		return fmt.Errorf("lock log %s: %w", path, err)
-	}
-	return nil
 }
 
 // lockHolders returns the processes that hold the lock on the file at path,

@@ -321,6 +321,12 @@ func (d *driver) setup() error {
 	if o.DryRun {
 		return nil
 	}
+	if h, ok := d.local.(lockHolder); ok {
+		if d.log.release, err = h.holdLock(d.log.f); err != nil {
+			d.closeLog()
+			return err
+		}
+	}
 	d.log.event("STARTED")
 	if err := d.clearStale(rc, rec); err != nil {
 		d.closeLog()
@@ -419,6 +425,7 @@ func (d *driver) warnOversized(l Limits) {
 // closeLog gives up the log when setup fails.
 func (d *driver) closeLog() {
 	if d.log != nil {
+		d.log.unhold()
 		d.log.f.Close()
 		d.log = nil
 	}

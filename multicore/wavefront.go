@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/wavefront"
 )
 
@@ -54,7 +55,10 @@ type Wavefront struct {
 	Files *wavefront.Dir
 	// TempDir is where a program's input files are kept when Files is nil;
 	// "" means FastTempDir(). Each value is written once, shared by the three
-	// cells that read it, and removed when they are done.
+	// cells that read it, and removed when they are done. They live in a
+	// directory rightsize-wavefront-* there, removed at the end of the run
+	// or, should the process die (kill -9 included), by a keeper process;
+	// a run also removes those that dead runs left behind.
 	TempDir string
 	// States, if not nil, follows every cell of Region (running, complete,
 	// failed) for progress bars and pictures.
@@ -115,7 +119,9 @@ type engine struct {
 	refs     []atomic.Int32
 	done     []bool // over ext: done before the run (boundary included)
 	inMemory bool
+	spillMu  sync.Mutex
 	spillDir string
+	keeper   proc.Keeper // removes spillDir if the process dies
 	skipped  int
 	computed atomic.Int64
 }
@@ -203,18 +209,11 @@ func (e *engine) store(x, y int, v funcs.Input) error {
 		}
 		v = funcs.Input{Data: data}
 	case !e.inMemory && v.Path == "":
-		if e.spillDir == "" {
-			root := e.w.TempDir
-			if root == "" {
-				root = FastTempDir()
-			}
-			dir, err := os.MkdirTemp(root, "rightsize-wavefront-")
-			if err != nil {
-				return err
-			}
-			e.spillDir = dir
+		dir, err := e.spill()
+		if err != nil {
+			return err
 		}
-		path := filepath.Join(e.spillDir, strconv.Itoa(x)+"."+strconv.Itoa(y))
+		path := filepath.Join(dir, strconv.Itoa(x)+"."+strconv.Itoa(y))
 		if err := os.WriteFile(path, v.Data, 0o600); err != nil {
 			return fmt.Errorf("cell (%d,%d): %w", x, y, err)
 		}
@@ -237,10 +236,32 @@ func (e *engine) release(i int) {
 	e.vals[i] = funcs.Input{}
 }
 
+// spill returns the directory for the values given to a program as files,
+// creating it at the first call. It is registered with a keeper, which
+// removes it should this process die before cleanup; and the directories
+// that dead runs left in the same place are removed first.
+func (e *engine) spill() (string, error) {
+	e.spillMu.Lock()
+	defer e.spillMu.Unlock()
+	if e.spillDir == "" {
+		root := e.w.TempDir
+		if root == "" {
+			root = FastTempDir()
+		}
+		dir, err := e.keeper.MkdirTemp(root, "rightsize-wavefront-")
+		if err != nil {
+			return "", err
+		}
+		e.spillDir = dir
+	}
+	return e.spillDir, nil
+}
+
 func (e *engine) cleanup() {
 	if e.spillDir != "" {
-		os.RemoveAll(e.spillDir)
+		e.keeper.RemoveDir(e.spillDir)
 	}
+	e.keeper.Close()
 }
 
 // run drives the scheduler with w.Cores goroutines. Each takes a ready

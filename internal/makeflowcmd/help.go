@@ -52,6 +52,13 @@ THE LOG, RECOVERY AND FAILURES
   is not done runs: a rule runs again if its outputs were deleted, if an
   input changed since it ran, or if a rule it depends on runs again.
 
+  Each rule runs in a process group of its own: whatever it leaves running
+  in the background is killed when it ends. If makeflow dies, even by
+  kill -9, a keeper process kills every rule still running and keeps the
+  log locked until they are gone; a re-run waits for that (up to 30 s)
+  rather than start a rule while its previous run goes on. A process that
+  leaves its group (setsid) is not followed.
+
   When a rule fails, everything that does not need its outputs still runs;
   then makeflow exits with status 1 and lists the failed rules with their
   exit status and the end of their standard error. Partial outputs of a

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
@@ -106,9 +107,15 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 		t.mu.Unlock()
 		return false
 	}
-	err := cmd.Start()
+	// The keeper kills the task's group should the worker die first.
+	reg, err := s.w.keeper.Reserve()
 	if err == nil {
-		t.proc = cmd.Process
+		if err = cmd.Start(); err == nil {
+			reg.Set(cmd.Process.Pid)
+			t.proc = cmd.Process
+		} else {
+			reg.Release()
+		}
 	}
 	t.mu.Unlock()
 	if err != nil {
@@ -119,15 +126,22 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 	if t.spec.WallTime > 0 {
 		timer := time.AfterFunc(time.Duration(t.spec.WallTime)*time.Second, func() {
 			timedOut.Store(true)
-			killGroup(cmd.Process)
+			t.kill()
 		})
 		defer timer.Stop()
 	}
+	// Whatever the command left running in its process group dies with
+	// it, before its sandbox and inputs are looked at. Until the shell is
+	// reaped its group's id cannot be reused: stop signalling, kill the
+	// group, release it, then reap.
+	proc.WaitExit(cmd.Process.Pid)
+	t.mu.Lock()
+	t.proc = nil
+	t.mu.Unlock()
+	killGroup(cmd.Process)
+	reg.Release()
 	err = cmd.Wait()
 	t.execUsec = time.Since(started).Microseconds()
-	// Whatever the command left running in its process group dies with
-	// it, before its sandbox and inputs are looked at.
-	killGroup(cmd.Process)
 	t.output = out.buf
 	t.status, t.exit = resultSuccess, 0
 	var ee *exec.ExitError
@@ -198,10 +212,16 @@ func (t *task) sendResult(c *wire.Conn) error {
 func (t *task) stop() {
 	t.mu.Lock()
 	t.stopped = true
-	p := t.proc
 	t.mu.Unlock()
-	if p != nil {
-		killGroup(p)
+	t.kill()
+}
+
+// kill kills the task's process group if its process has not exited.
+func (t *task) kill() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.proc != nil {
+		killGroup(t.proc)
 	}
 }
 

@@ -39,6 +39,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -157,6 +158,15 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("worker: creating workspace: %w", err)
 	}
+	// Should the worker die, kill -9 included, its keeper kills what the
+	// tasks run and removes the workspace. (Deferred first, so that it
+	// closes after the workspace is cleaned below.)
+	keeper := &proc.Keeper{}
+	defer keeper.Close()
+	if err := keeper.AddDir(ws); err != nil {
+		os.Remove(ws)
+		return fmt.Errorf("worker: %w", err)
+	}
 	// Held open: whatever happens to its path, the worker works below the
 	// directory it made.
 	wsDir, err := os.Open(ws)
@@ -176,7 +186,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	w := &worker{cfg: cfg, log: log, res: res, workspace: wsDir, id: "worker-" + hex.EncodeToString(id)}
+	w := &worker{cfg: cfg, log: log, res: res, workspace: wsDir, id: "worker-" + hex.EncodeToString(id), keeper: keeper}
 	return w.loop(ctx)
 }
 
@@ -223,6 +233,7 @@ type worker struct {
 	res       resources
 	workspace *os.File
 	id        string
+	keeper    *proc.Keeper
 	issued    wire.Challenges // challenges sent to masters: never answered
 }
 
