@@ -3,12 +3,16 @@
 //
 // It reads the sets (directories or set lists), chooses how to run the
 // problem, runs it, and writes one line per cell, "Aname<TAB>Bname<TAB>result",
-// in no particular order. It runs on this machine's cores with the blocked
-// engine of package multicore. The distributed master (package distmaster)
-// builds on the same sets: it cuts the matrix into blocks, runs each as a
-// sub-problem (Problem.Region with Problem.Matrix) on a worker, keeps the
-// cells in a sparse-matrix checkpoint and turns that into lines with
-// WriteLines.
+// in no particular order, with backslash, tab, newline and carriage return
+// in names and results escaped as \\, \t, \n and \r. It runs on this
+// machine's cores with the blocked engine of package multicore, keeping
+// every finished cell in a Checkpoint (a sparse-matrix file that records
+// what its cells were computed from) so that a run stopped part way resumes.
+// The distributed master (package distmaster) builds on the same sets and
+// checkpoint: it cuts the matrix into blocks, runs each as a sub-problem
+// (Problem.Region, its cells going to a checkpoint of its own) on a worker,
+// gathers the cells in its checkpoint and turns that into lines with
+// Checkpoint.WriteLines.
 //
 // It does not parse command lines (see cmd/allpairs) or define functions
 // (see package funcs).
@@ -16,17 +20,19 @@ package allpairs
 
 import (
 	"bufio"
-	"cmp"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"runtime"
+	"strings"
 	"time"
 
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/model"
 	"github.com/rightsize/rightsize/multicore"
+	"github.com/rightsize/rightsize/sparsematrix"
 )
 
 // Problem is one All-Pairs run. A, B and Func are required; the zero value of
@@ -47,11 +53,13 @@ type Problem struct {
 	// mode); nil means the whole matrix.
 	Region *multicore.Region
 
-	// Matrix, if set, receives the cells as sparse-matrix records (x the
-	// index in A, y the index in B) instead of lines on Run's writer: the
-	// form a distributed master reads back from a worker, where a result
-	// holding a newline or a tab must not be cut apart.
-	Matrix multicore.CellWriter
+	// Checkpoint, if set, keeps the finished cells (see OpenCheckpoint; it
+	// must have been opened for this problem's A, B and function): the
+	// cells of the region already in it are not computed again (their
+	// lines are written first), and every cell computed is appended to it
+	// the moment it is done, so that a crash loses only the cells being
+	// computed.
+	Checkpoint *Checkpoint
 
 	// OnFailure, if set, is called for each cell whose function failed, as
 	// soon as it fails. Calls are serialised.
@@ -107,7 +115,8 @@ func (p Plan) String() string {
 // Summary reports a finished run.
 type Summary struct {
 	Plan
-	Done, Failed int64
+	Resumed      int64 // cells of the region found in the checkpoint
+	Done, Failed int64 // cells computed by this run (the failed ones included)
 	Elapsed      time.Duration
 }
 
@@ -145,67 +154,124 @@ func (p *Problem) Decide() (Plan, error) {
 	return plan, nil
 }
 
-// Run computes the problem and writes one line per successful cell to out.
-// It keeps going when cells fail, and then returns a *FailedError; output is
+// Run computes the problem and writes one line per successful cell to out
+// (nothing if out is nil: the cells then only go to the checkpoint). It
+// keeps going when cells fail, and then returns a *FailedError; output is
 // flushed before Run returns, whatever happens. If ctx is cancelled it stops
 // early and returns ctx's error, having written every cell finished so far.
+// A failure to write a result or to the checkpoint stops the run with that
+// error.
 func Run(ctx context.Context, p *Problem, out io.Writer) (Summary, error) {
 	plan, err := p.Decide()
 	if err != nil {
 		return Summary{}, err
 	}
 	sum := Summary{Plan: plan}
-	w := newLineWriter(out)
+	var w *lineWriter
+	if out != nil {
+		w = newLineWriter(out)
+	}
+	ck := p.Checkpoint
+	var done func(i, j int) bool
+	if ck != nil {
+		done = ck.done()
+		sum.Resumed = countDone(plan.Region, p.Symmetric, done)
+		if w != nil && sum.Resumed > 0 {
+			if _, err := ck.writeLines(w, &plan.Region); err != nil {
+				return sum, err
+			}
+		}
+	}
+	if p.OnProgress != nil {
+		p.OnProgress(sum.Resumed)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	var firstFailure *CellError
-	var matrixErr error
+	var writeErr error
+	var recs []sparsematrix.Record
 	start := time.Now()
 	engine := &multicore.AllPairs{
 		A: p.A.Paths(), B: p.B.Paths(), Func: p.Func,
 		Cores: plan.Cores, BlockSize: plan.BlockSize, Region: plan.Region, Symmetric: p.Symmetric,
 		BSizes: p.B.Sizes(),
+		Done:   done,
 		Results: func(rs []multicore.CellResult) {
+			if writeErr != nil {
+				return
+			}
+			recs = recs[:0]
 			for _, r := range rs {
-				a, b := p.A.Items[r.I], p.B.Items[r.J]
-				if r.Err != nil {
-					sum.Failed++
-					ce := &CellError{A: a, B: b, Err: r.Err}
-					if firstFailure == nil {
-						firstFailure = ce
-					}
-					if p.OnFailure != nil {
-						p.OnFailure(ce)
-					}
+				if r.Err == nil {
+					recs = append(recs, sparsematrix.Record{X: r.I, Y: r.J, Value: r.Value})
 					continue
 				}
-				if p.Matrix != nil {
-					if matrixErr == nil {
-						matrixErr = p.Matrix.Append(r.I, r.J, r.Value)
-					}
-					continue
+				sum.Failed++
+				ce := &CellError{A: p.A.Items[r.I], B: p.B.Items[r.J], Err: r.Err}
+				if firstFailure == nil {
+					firstFailure = ce
 				}
-				w.cell(a.Name, b.Name, r.Value)
+				if p.OnFailure != nil {
+					p.OnFailure(ce)
+				}
+			}
+			// The checkpoint first: it is what a crash leaves.
+			if ck != nil {
+				if writeErr = ck.addNew(recs); writeErr != nil {
+					cancel()
+					return
+				}
+			}
+			if w != nil {
+				for _, r := range recs {
+					w.cell(p.A.Items[r.X].Name, p.B.Items[r.Y].Name, r.Value)
+				}
+				if w.err != nil {
+					writeErr = fmt.Errorf("write results: %w", w.err)
+					cancel()
+					return
+				}
 			}
 			sum.Done += int64(len(rs))
 			if p.OnProgress != nil {
-				p.OnProgress(sum.Done)
+				p.OnProgress(sum.Resumed + sum.Done)
 			}
 		},
 	}
 	runErr := engine.Run(ctx)
 	sum.Elapsed = time.Since(start)
-	if err := w.flush(); err != nil {
-		return sum, fmt.Errorf("write results: %w", err)
+	if w != nil {
+		if err := w.flush(); err != nil && writeErr == nil {
+			writeErr = fmt.Errorf("write results: %w", err)
+		}
 	}
-	if err := cmp.Or(w.err, matrixErr); err != nil {
-		return sum, fmt.Errorf("write results: %w", err)
+	if ck != nil {
+		if err := ck.Sync(); err != nil && writeErr == nil {
+			writeErr = fmt.Errorf("checkpoint %s: %w", ck.Path(), err)
+		}
 	}
-	if runErr != nil {
+	switch {
+	case writeErr != nil:
+		return sum, writeErr
+	case runErr != nil:
 		return sum, runErr
-	}
-	if sum.Failed > 0 {
+	case sum.Failed > 0:
 		return sum, &FailedError{Failed: sum.Failed, Cells: plan.Cells, First: firstFailure}
 	}
 	return sum, nil
+}
+
+// countDone counts the cells of r that done reports.
+func countDone(r multicore.Region, symmetric bool, done func(i, j int) bool) int64 {
+	var n int64
+	for i := r.X; i < r.X+r.W; i++ {
+		for j := r.Y; j < r.Y+r.H; j++ {
+			if (!symmetric || i <= j) && done(i, j) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // lineWriter writes result lines, flushing at least once a second so that a
@@ -220,15 +286,16 @@ func newLineWriter(out io.Writer) *lineWriter {
 	return &lineWriter{w: bufio.NewWriterSize(out, 256<<10), lastFlush: time.Now()}
 }
 
+// cell writes the line "a<TAB>b<TAB>v", each field escaped (see escape).
 func (lw *lineWriter) cell(a, b string, v []byte) {
 	if lw.err != nil {
 		return
 	}
-	lw.w.WriteString(a)
+	lw.name(a)
 	lw.w.WriteByte('\t')
-	lw.w.WriteString(b)
+	lw.name(b)
 	lw.w.WriteByte('\t')
-	lw.w.Write(v)
+	escape(lw.w, v)
 	if err := lw.w.WriteByte('\n'); err != nil {
 		lw.err = err
 		return
@@ -238,7 +305,35 @@ func (lw *lineWriter) cell(a, b string, v []byte) {
 	}
 }
 
+func (lw *lineWriter) name(s string) {
+	if strings.ContainsAny(s, specials) {
+		escape(lw.w, []byte(s))
+		return
+	}
+	lw.w.WriteString(s)
+}
+
 func (lw *lineWriter) flush() error {
 	lw.lastFlush = time.Now()
 	return lw.w.Flush()
+}
+
+// specials are the bytes escape escapes.
+const specials = "\\\t\n\r"
+
+// escape writes s with backslash, tab, newline and carriage return written
+// as \\, \t, \n and \r, as wavefront export writes TSV: a result of several
+// lines, or a name holding a tab, then stays one line of three fields.
+func escape(w *bufio.Writer, s []byte) {
+	for {
+		i := bytes.IndexAny(s, specials)
+		if i < 0 {
+			w.Write(s)
+			return
+		}
+		w.Write(s[:i])
+		w.WriteByte('\\')
+		w.WriteByte("\\tnr"[strings.IndexByte(specials, s[i])])
+		s = s[i+1:]
+	}
 }

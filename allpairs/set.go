@@ -9,15 +9,17 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
 
 // Item is one element of a set: a file, and the name it has in the output.
 type Item struct {
-	Name string // the file name (directory sets) or the line as written (set lists)
-	Path string // where to read it
-	Size int64
+	Name    string // the file name (directory sets) or the line as written (set lists)
+	Path    string // where to read it
+	Size    int64
+	ModTime time.Time // when it was last modified, as the set was read
 }
 
 // Set is one input of All-Pairs, read from a directory or a set-list file.
@@ -96,7 +98,7 @@ func readDir(dir string) (*Set, error) {
 		if err := readable(p); err != nil {
 			return nil, fmt.Errorf("set %s: %s: %w", dir, e.Name(), err)
 		}
-		set.Items = append(set.Items, Item{Name: e.Name(), Path: p, Size: st.Size()})
+		set.Items = append(set.Items, Item{Name: e.Name(), Path: p, Size: st.Size(), ModTime: st.ModTime()})
 	}
 	if len(set.Items) == 0 {
 		return nil, fmt.Errorf("set %s: the directory has no files", dir)
@@ -131,7 +133,7 @@ func readList(list string) (*Set, error) {
 		if err := readable(p); err != nil {
 			return nil, fmt.Errorf("%s:%d: %s: %w", list, line, p, err)
 		}
-		set.Items = append(set.Items, Item{Name: p, Path: p, Size: st.Size()})
+		set.Items = append(set.Items, Item{Name: p, Path: p, Size: st.Size(), ModTime: st.ModTime()})
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {

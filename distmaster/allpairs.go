@@ -3,8 +3,6 @@ package distmaster
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -40,11 +38,13 @@ type AllPairs struct {
 	// same set.
 	Symmetric bool
 
-	// Checkpoint is the sparse-matrix file holding every finished cell (x
-	// the index in A, y in B, from 0). Cells are appended as blocks come
-	// back; a re-run with the same file computes only the blocks it lacks.
-	// Beside it, Checkpoint+PlanSuffix records the problem and the job size.
-	Checkpoint string
+	// Checkpoint holds every finished cell (x the index in A, y in B, from
+	// 0), opened by the caller for this problem (allpairs.OpenCheckpoint,
+	// which refuses or drops what another function or changed items
+	// computed). Cells are appended as blocks come back; a re-run with the
+	// same file computes only the blocks it lacks. Beside it,
+	// Checkpoint.Path()+PlanSuffix records the job size.
+	Checkpoint *allpairs.Checkpoint
 	// JobW×JobH are the items of A × items of B in each job; zero means the
 	// size of an earlier run on this checkpoint, otherwise what the models
 	// choose from a benchmark of the function.
@@ -94,7 +94,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	if err := cfg.fill(); err != nil {
 		return AllPairsResult{}, err
 	}
-	if p.A == nil || p.B == nil || p.Checkpoint == "" {
+	if p.A == nil || p.B == nil || p.Checkpoint == nil {
 		return AllPairsResult{}, errors.New("distmaster: an All-Pairs problem needs A, B and a checkpoint")
 	}
 	if p.Symmetric && !p.A.Same(p.B) {
@@ -104,29 +104,21 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	if err != nil {
 		return AllPairsResult{}, err
 	}
-	r := &apRun{p: p, cfg: &cfg, files: files, n: len(p.A.Items), m: len(p.B.Items)}
-	r.have = newBitset(r.n * r.m)
-	res := AllPairsResult{Cells: r.cells()}
-
-	// The checkpoint first: it is locked against a second master.
-	r.ck, err = sparsematrix.Open(p.Checkpoint, r.load)
-	if err != nil {
-		return res, fmt.Errorf("checkpoint: %w", err)
+	ck := p.Checkpoint
+	r := &apRun{p: p, cfg: &cfg, files: files, n: len(p.A.Items), m: len(p.B.Items), ck: ck}
+	res := AllPairsResult{Cells: r.cells(), Resumed: ck.Cells()}
+	if ck.Torn() > 0 {
+		fmt.Fprintf(cfg.Explain, "ignored a torn last record of %d bytes in %s (cut short by a crash)\n", ck.Torn(), ck.Path())
 	}
-	defer r.ck.Close()
-	res.Resumed = r.kept
-	if r.ck.Torn() > 0 {
-		fmt.Fprintf(cfg.Explain, "ignored a torn last record of %d bytes in %s (cut short by a crash)\n", r.ck.Torn(), p.Checkpoint)
-	}
-	if r.kept > 0 {
-		fmt.Fprintf(cfg.Explain, "resuming: %d of %d cells are already in %s\n", r.kept, res.Cells, p.Checkpoint)
+	if res.Resumed > 0 {
+		fmt.Fprintf(cfg.Explain, "resuming: %d of %d cells are already in %s\n", res.Resumed, res.Cells, ck.Path())
 	}
 	if p.Progress != nil {
-		p.Progress(r.kept)
+		p.Progress(res.Resumed)
 	}
 
-	problem := r.identity()
-	old, err := readPlan(p.Checkpoint, problem)
+	problem := fmt.Sprintf("allpairs %d×%d symmetric=%v", r.n, r.m, p.Symmetric)
+	old, err := readPlan(ck.Path(), problem, cfg.Explain)
 	if err != nil {
 		return res, err
 	}
@@ -135,7 +127,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 		r.bw, r.bh = min(p.JobW, r.n), min(p.JobH, r.m)
 	case old != nil:
 		r.bw, r.bh = old.JobW, old.JobH
-		fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, as in the run that started %s\n", r.bw, r.bh, p.Checkpoint)
+		fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, as in the run that started %s\n", r.bw, r.bh, ck.Path())
 	default:
 		res.Predicted = r.chooseJobSize(ctx)
 	}
@@ -146,7 +138,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 		r.bh = r.bw
 	}
 	res.JobW, res.JobH = r.bw, r.bh
-	if err := writePlan(p.Checkpoint, plan{Problem: problem, JobW: r.bw, JobH: r.bh}); err != nil {
+	if err := writePlan(ck.Path(), plan{Problem: problem, JobW: r.bw, JobH: r.bh}); err != nil {
 		return res, fmt.Errorf("checkpoint plan: %w", err)
 	}
 
@@ -172,14 +164,14 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	defer os.RemoveAll(cfg.WorkDir)
 	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
 	res.TrackerCounts, res.MeanJob = st.TrackerCounts, st.MeanJob
-	res.Computed = r.kept - res.Resumed
-	if err := r.ck.Sync(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("checkpoint %s: %w", p.Checkpoint, err)
+	res.Computed = ck.Cells() - res.Resumed
+	if err := ck.Sync(); err != nil && runErr == nil {
+		runErr = fmt.Errorf("checkpoint %s: %w", ck.Path(), err)
 	}
 	if p.Out != nil && ctx.Err() == nil {
 		var fe *FailedError
 		if runErr == nil || errors.As(runErr, &fe) {
-			res.Written, err = allpairs.WriteLines(p.Out, p.A, p.B, p.Checkpoint)
+			res.Written, err = ck.WriteLines(p.Out, nil)
 			if err != nil && runErr == nil {
 				runErr = err
 			}
@@ -197,9 +189,7 @@ type apRun struct {
 	n, m   int
 	bw, bh int
 	blocks []apBlock
-	ck     *sparsematrix.Writer
-	have   bitset // cells in the checkpoint, by x*m+y
-	kept   int64  // cells in the checkpoint
+	ck     *allpairs.Checkpoint
 }
 
 func (r *apRun) cells() int64 {
@@ -209,54 +199,17 @@ func (r *apRun) cells() int64 {
 	return int64(r.n) * int64(r.n+1) / 2
 }
 
-func (r *apRun) has(x, y int) bool { return r.have.has(x*r.m + y) }
-
-// keep notes cell (x, y) as being in the checkpoint, reporting whether it
-// was new.
-func (r *apRun) keep(x, y int) bool {
-	if !r.have.set(x*r.m + y) {
-		return false
-	}
-	r.kept++
-	return true
-}
-
-// load takes in a record of the checkpoint.
-func (r *apRun) load(rec sparsematrix.Record) error {
-	if rec.X >= r.n || rec.Y >= r.m || r.p.Symmetric && rec.X > rec.Y {
-		return fmt.Errorf("%s: cell (%d,%d) is not a cell of this %d×%d problem: the file belongs to another one (remove it to start over)",
-			r.p.Checkpoint, rec.X, rec.Y, r.n, r.m)
-	}
-	r.keep(rec.X, rec.Y)
-	return nil
-}
-
 // missing counts the cells of b not in the checkpoint.
 func (r *apRun) missing(b apBlock) int {
 	n := 0
 	for x := b.x; x < b.x+b.w; x++ {
 		for y := b.y; y < b.y+b.h; y++ {
-			if (!r.p.Symmetric || x <= y) && !r.has(x, y) {
+			if (!r.p.Symmetric || x <= y) && !r.ck.Has(x, y) {
 				n++
 			}
 		}
 	}
 	return n
-}
-
-// identity names the problem for the plan file: the function and a digest
-// of the two sets' item names and sizes (not their paths, so that moving
-// the data keeps the checkpoint valid).
-func (r *apRun) identity() string {
-	h := sha256.New()
-	for _, s := range []*allpairs.Set{r.p.A, r.p.B} {
-		for _, it := range s.Items {
-			fmt.Fprintf(h, "%q %d\n", it.Name, it.Size)
-		}
-		h.Write([]byte{0})
-	}
-	return fmt.Sprintf("allpairs %d×%d symmetric=%v %s items %s",
-		r.n, r.m, r.p.Symmetric, r.p.Func.identity(), hex.EncodeToString(h.Sum(nil))[:16])
 }
 
 func (r *apRun) name(b int) string {
@@ -349,14 +302,12 @@ func (r *apRun) absorb(b int, dir string) (bool, error) {
 		if rec.X >= bl.w || rec.Y >= bl.h || diagonal && rec.X > rec.Y {
 			return fmt.Errorf("cell (%d,%d) is outside the %d×%d block", rec.X, rec.Y, bl.w, bl.h)
 		}
-		x, y := bl.x+rec.X, bl.y+rec.Y
-		if !r.keep(x, y) {
-			return nil // kept by an earlier run or attempt
-		}
-		return r.ck.Append(x, y, rec.Value)
+		// A cell kept by an earlier run or attempt is not added again.
+		_, err := r.ck.Add(bl.x+rec.X, bl.y+rec.Y, rec.Value)
+		return err
 	})
 	if r.p.Progress != nil {
-		r.p.Progress(r.kept)
+		r.p.Progress(r.ck.Cells())
 	}
 	return err == nil && r.missing(bl) == 0, err
 }

@@ -28,6 +28,15 @@ func ExampleRunAllPairs() {
 	fn, _ := funcs.NewRegistry().OpenPair("builtin:bytediff", funcs.Options{})
 	defer fn.Close()
 
+	// The checkpoint records what its cells are computed from; a re-run
+	// resumes from it.
+	ck, err := allpairs.OpenCheckpoint(filepath.Join(dir, "result.matrix"), allpairs.CheckpointOf{A: set, B: set, Symmetric: true, Func: fn.Info()})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer ck.Close()
+
 	d := batch.NewLocal(batch.Options{})
 	defer d.Close(context.Background())
 	var out strings.Builder
@@ -38,7 +47,7 @@ func ExampleRunAllPairs() {
 	}, &AllPairs{
 		A: set, B: set, Symmetric: true,
 		Func:       FunctionOf(fn.Info(), "", 0),
-		Checkpoint: filepath.Join(dir, "result.matrix"),
+		Checkpoint: ck,
 		JobW:       2, JobH: 2, // or zero: measured and modelled
 		Out: &out,
 	})

@@ -30,18 +30,6 @@ func FunctionOf(info funcs.Info, extraArgs string, timeout time.Duration) Functi
 	return Function{Spec: info.Name, Path: info.Path, ExtraArgs: extraArgs, Timeout: timeout}
 }
 
-// identity is what makes two runs compute the same values: the function's
-// file (absolute) or built-in name, and its arguments.
-func (f Function) identity() string {
-	name := f.Spec
-	if f.Path != "" {
-		if abs, err := filepath.Abs(f.Path); err == nil {
-			name = abs
-		}
-	}
-	return fmt.Sprintf("function %q args %q", name, f.ExtraArgs)
-}
-
 // jobFiles places the files every block job needs — the program and the
 // function — and returns how the command names them. A job that ships
 // files (Work Queue) gets them cached under plain names in its sandbox;

@@ -17,11 +17,11 @@ import (
 // PlanSuffix is added to a checkpoint's name to name its plan file.
 const PlanSuffix = ".plan"
 
-// plan is the small file kept beside a checkpoint: which problem its cells
-// belong to, and the job size, so that a re-run resumes with the same
-// blocks (and does not recompute finished ones because a new benchmark
-// chose another size) and a checkpoint of another problem is refused rather
-// than taken for this one's.
+// plan is the small file kept beside a checkpoint: the job size, so that a
+// re-run resumes with the same blocks (and does not recompute finished ones
+// because a new benchmark chose another size), and the shape of the problem
+// it was chosen for. What the cells were computed from is the checkpoint's
+// own business (its header); a plan is only a hint.
 type plan struct {
 	Problem string `json:"problem"`
 	JobW    int    `json:"job_width"`
@@ -29,9 +29,10 @@ type plan struct {
 }
 
 // readPlan reads the plan beside checkpoint, or returns nil if there is
-// none. A plan of another problem is an error: its checkpoint's cells are
-// not this problem's.
-func readPlan(checkpoint, problem string) (*plan, error) {
+// none, or if it is not one for this problem (a checkpoint removed to start
+// over leaves its plan behind): the job size is then chosen again, and
+// explain says why.
+func readPlan(checkpoint, problem string, explain io.Writer) (*plan, error) {
 	path := checkpoint + PlanSuffix
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -42,11 +43,12 @@ func readPlan(checkpoint, problem string) (*plan, error) {
 	}
 	var p plan
 	if err := json.Unmarshal(b, &p); err != nil || p.JobW < 1 || p.JobH < 1 {
-		return nil, fmt.Errorf("%s: not a plan file written by rightsize (remove it, and %s, to start over)", path, checkpoint)
+		fmt.Fprintf(explain, "ignoring %s: not a plan file written by rightsize\n", path)
+		return nil, nil
 	}
 	if p.Problem != problem {
-		return nil, fmt.Errorf("%s holds the cells of another problem (%s says %s; this run is %s): remove both files to start over, or keep the results elsewhere",
-			checkpoint, path, p.Problem, problem)
+		fmt.Fprintf(explain, "ignoring %s: it is the plan of another problem (%s)\n", path, p.Problem)
+		return nil, nil
 	}
 	return &p, nil
 }

@@ -107,8 +107,8 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		}
 	}
 
-	problem := "wavefront " + w.Func.identity()
-	old, err := readPlan(w.Checkpoint, problem)
+	problem := fmt.Sprintf("wavefront %v", rg)
+	old, err := readPlan(w.Checkpoint, problem, cfg.Explain)
 	if err != nil {
 		return res, err
 	}
@@ -349,8 +349,10 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 			}
 		}
 		if err == nil {
+			var label funcs.Label // for a .so that crashes
+			label.SetCell(rg.X, rg.Y)
 			call := func(ctx context.Context, _ int) error {
-				_, err := w.Cell.Call(ctx, in[0], in[1], in[2])
+				_, err := w.Cell.Call(funcs.WithLabel(ctx, &label), in[0], in[1], in[2])
 				return err
 			}
 			tau = measure(ctx, cfg.Explain, call)

@@ -1,10 +1,12 @@
 package funcs_test
 
 import (
+	"context"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/testutil"
 )
 
 func BenchmarkByteDiff(b *testing.B) {
@@ -28,4 +30,41 @@ func byteSize(n int) string {
 		return string(rune('0'+n>>20)) + "MiB"
 	}
 	return "20KiB"
+}
+
+// BenchmarkSharedLibCall measures what a call of a .so function costs
+// beyond the function itself: tiny inputs, as the engines pass them (an
+// All-Pairs cell with its items' paths, a Wavefront cell with its label).
+func BenchmarkSharedLibCall(b *testing.B) {
+	reg := funcs.NewRegistry()
+	ctx := context.Background()
+	b.Run("pair", func(b *testing.B) {
+		f, err := reg.OpenPair(testutil.BuildSharedLib(b, "testdata/bytediff.c"), funcs.Options{})
+		if err != nil {
+			b.Skip(err)
+		}
+		defer f.Close()
+		x, y := funcs.Input{Path: "A/item1", Data: []byte("GATTACA")}, funcs.Input{Path: "B/item2", Data: []byte("GACTACA")}
+		for b.Loop() {
+			if _, err := f.Call(ctx, x, y); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cell", func(b *testing.B) {
+		f, err := reg.OpenCell(testutil.BuildSharedLib(b, "testdata/sum.c"), funcs.Options{})
+		if err != nil {
+			b.Skip(err)
+		}
+		defer f.Close()
+		x, y, d := funcs.Input{Data: []byte("40")}, funcs.Input{Data: []byte("1")}, funcs.Input{Data: []byte("1")}
+		var label funcs.Label
+		cellCtx := funcs.WithLabel(ctx, &label)
+		for i := 0; b.Loop(); i++ {
+			label.SetCell(i, i)
+			if _, err := f.Call(cellCtx, x, y, d); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

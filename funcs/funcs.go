@@ -17,7 +17,10 @@
 // Functions must be side-effect free: they read only their inputs and produce
 // only their result. A function that fails — a non-zero exit, a signal, a
 // timeout, a Go error or panic — returns a *CallError; it never becomes a
-// wrong result.
+// wrong result. The exception is a shared library that crashes (a fatal
+// signal in its code): that cannot be contained in this process, which
+// exits with status 1 after one line naming the call (see
+// [Registry.OpenPair]).
 //
 // The package does not schedule calls or decide where they run; that is the
 // job of the engines (multicore, distmaster).

@@ -21,15 +21,11 @@ func (p inProcess) call(ctx context.Context, inputs []Input, f func(args [][]byt
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	args := make([][]byte, len(inputs))
-	for i, in := range inputs {
-		b, err := readInput(in)
-		if err != nil {
-			return nil, &CallError{Func: p.info.Name, ExitCode: -1, Err: fmt.Errorf("read input: %w", err)}
-		}
-		args[i] = b
+	args, err := p.args(inputs)
+	if err != nil {
+		return nil, err
 	}
-	if p.timeout <= 0 && ctx.Done() == nil {
+	if p.direct(ctx) {
 		return p.guard(f, args)
 	}
 	type result struct {
@@ -55,6 +51,25 @@ func (p inProcess) call(ctx context.Context, inputs []Input, f func(args [][]byt
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// direct reports whether a call with ctx runs on the caller's goroutine:
+// when there is no timeout and ctx cannot be cancelled.
+func (p inProcess) direct(ctx context.Context) bool {
+	return p.timeout <= 0 && ctx.Done() == nil
+}
+
+// args reads the inputs of a call.
+func (p inProcess) args(inputs []Input) ([][]byte, error) {
+	args := make([][]byte, len(inputs))
+	for i, in := range inputs {
+		b, err := readInput(in)
+		if err != nil {
+			return nil, &CallError{Func: p.info.Name, ExitCode: -1, Err: fmt.Errorf("read input: %w", err)}
+		}
+		args[i] = b
+	}
+	return args, nil
 }
 
 // guard calls f, converting a panic or an error into a *CallError.

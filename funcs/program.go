@@ -11,24 +11,30 @@ import (
 	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/rightsize/rightsize/internal/proc"
 )
 
 // killGrace is how long a program has between SIGTERM and SIGKILL.
 const killGrace = time.Second
 
-// program runs an external executable once per call, directly with
-// os.StartProcess: no shell, no goroutines per call. Standard output and
-// standard error go to unlinked temporary files (reused from a free list)
-// rather than pipes, which costs fewer system calls than pipes and cannot
-// hang on a grandchild that keeps a pipe open.
+// program runs an external executable once per call, directly (spawn): no
+// shell, no goroutines per call. Standard output and standard error go to
+// unlinked temporary files (reused from a free list) rather than pipes,
+// which costs fewer system calls than pipes and cannot hang on a grandchild
+// that keeps a pipe open.
+//
+// Each call runs in a process group of its own, killed when the call ends,
+// so that nothing the program left in the background outlives the call;
+// and registered with a keeper (internal/proc), which kills it should the
+// calling process die first, even by kill -9.
 type program struct {
-	info  Info
-	args  []string // argv[0] and the extra arguments
-	opts  Options
-	stdin *os.File // /dev/null, shared by all calls
-	slots chan *outputFiles
-	temps atomic.Int64 // names of temporary input files
+	info   Info
+	args   []string // argv[0] and the extra arguments
+	opts   Options
+	stdin  *os.File // /dev/null, shared by all calls
+	slots  chan *outputFiles
+	temps  atomic.Int64 // names of temporary input files
+	keeper proc.Keeper
 }
 
 // outputFiles are the two files a call's output goes to.
@@ -51,6 +57,7 @@ func newProgram(name, path string, opts Options) (*program, error) {
 func (p *program) Info() Info { return p.info }
 
 func (p *program) Close() error {
+	p.keeper.Close()
 	p.stdin.Close()
 	for {
 		select {
@@ -155,10 +162,16 @@ func (p *program) writeTemp(data []byte) (string, error) {
 }
 
 func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]byte, error) {
-	pid, err := spawn(argv, p.stdin, slot.stdout, slot.stderr)
+	reg, err := p.keeper.Reserve()
 	if err != nil {
 		return nil, p.fail(-1, nil, err)
 	}
+	pid, err := spawn(argv, p.stdin, slot.stdout, slot.stderr)
+	if err != nil {
+		reg.Release()
+		return nil, p.fail(-1, nil, err)
+	}
+	reg.Set(pid)
 	k := &killer{pid: pid}
 	var timer *time.Timer
 	if p.opts.Timeout > 0 {
@@ -167,16 +180,12 @@ func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]
 	stop := context.AfterFunc(ctx, func() { k.terminate(false) })
 
 	// Wait for the exit without reaping, so that the process group cannot be
-	// reused by another process while the killer may still signal it; then
-	// reap.
-	var info unix.Siginfo
-	for {
-		err = unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
+	// reused by another process while the killer may still signal it; kill
+	// what the program left in its group; then reap.
+	proc.WaitExit(pid)
 	k.exited()
+	syscall.Kill(-pid, syscall.SIGKILL)
+	reg.Release()
 	if timer != nil {
 		timer.Stop()
 	}

@@ -70,7 +70,14 @@ var cctoolsNames = map[string]string{"BITWISE": "bytediff", "SWALIGN": "swalign"
 //   - a path ending in ".so": a C shared library exporting
 //     void *allpairs_function(const void *a, int alength, const void *b, int blength),
 //     which returns a malloc'd NUL-terminated result that the engine frees.
-//     It is called from many threads at once and must be thread-safe.
+//     It is called from many threads at once and must be thread-safe. It runs
+//     in this process: if it crashes (SIGSEGV, SIGBUS, SIGFPE, SIGILL, or
+//     SIGABRT from abort or a failed libc check), the process writes one
+//     line to standard error naming the function, the signal and the call
+//     (its [Label], else its inputs' paths) and exits with status 1, since
+//     the function may have corrupted memory the process shares. Opening the
+//     first library installs the handler that does this; fatal signals from
+//     anywhere else still reach Go's.
 //   - anything else: an external program, run as `spec [opts.Args] A B`. A
 //     name without a slash is looked up in the current directory, then in
 //     $PATH.

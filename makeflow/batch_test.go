@@ -77,11 +77,12 @@ func startWorkQueue(t *testing.T, n int, opts BatchOptions) (*Batch, *workqueue.
 	var wg sync.WaitGroup
 	for range n {
 		wg.Add(1)
+		workdir := t.TempDir() // removed after the worker stops
 		go func() {
 			defer wg.Done()
 			worker.Run(ctx, worker.Config{
 				Masters: []string{m.Addr().String()}, Cores: 1, MemoryMB: 1000, DiskMB: 1000,
-				Workdir: t.TempDir(), MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
+				Workdir: workdir, MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond,
 			})
 		}()
 	}

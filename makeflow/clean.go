@@ -10,17 +10,20 @@ import (
 	"strings"
 )
 
-// CleanMode says what Clean removes.
+// CleanMode says what Clean removes. A workflow's outputs are the files
+// named in MAKEFLOW_OUTPUTS; a workflow that does not set it has as outputs
+// the files some rule makes and no rule reads (as in CCTools: an empty
+// MAKEFLOW_OUTPUTS means no outputs). Its intermediates are the other files
+// rules make.
 type CleanMode int
 
 const (
-	// CleanAll removes every file a rule makes, failed-rule directories,
-	// and the transaction log.
+	// CleanAll removes every file a rule makes, failed-rule and stale-output
+	// directories, and the transaction log.
 	CleanAll CleanMode = iota
-	// CleanOutputs removes only the files named in MAKEFLOW_OUTPUTS.
+	// CleanOutputs removes only the workflow's outputs.
 	CleanOutputs
-	// CleanIntermediates removes the files rules make that are not named
-	// in MAKEFLOW_OUTPUTS.
+	// CleanIntermediates removes the files rules make that are not outputs.
 	CleanIntermediates
 )
 
@@ -38,24 +41,51 @@ type CleanOptions struct {
 
 // Clean removes what a workflow made. It never removes a file that no rule
 // makes, a file named in MAKEFLOW_INPUTS, the workflow file itself or a
-// directory that holds it or the workflow directory. Nested workflows
-// ("MAKEFLOW sub.mf" rules) are cleaned too, when their files can be read.
+// directory that holds one of them or the workflow directory. Nested
+// workflows ("MAKEFLOW sub.mf" rules) are cleaned too, when their files can
+// be read.
+//
+// Clean first locks the transaction log of the workflow and of every nested
+// one, as a run does; if another process holds one (a makeflow running the
+// workflow), it removes nothing and returns a *LockedError.
 func Clean(w *Workflow, opts CleanOptions) error {
 	c := &cleaner{opts: opts, out: opts.Out, visited: map[string]bool{}}
 	if c.out == nil {
 		c.out = io.Discard
 	}
-	return c.clean(w, opts.Dir, opts.LogPath)
+	defer c.unlock()
+	if err := c.lock(w, opts.Dir, opts.LogPath); err != nil {
+		return fmt.Errorf("clean: nothing was removed: %w", err)
+	}
+	for _, job := range c.jobs {
+		c.clean(job)
+	}
+	if len(c.errs) > 0 {
+		return fmt.Errorf("clean: %s", strings.Join(c.errs, "; "))
+	}
+	return nil
 }
 
 type cleaner struct {
 	opts    CleanOptions
 	out     io.Writer
-	visited map[string]bool // workflow files cleaned, against nesting loops
+	visited map[string]bool // workflow files seen, against nesting loops
+	jobs    []cleanJob
 	errs    []string
 }
 
-func (c *cleaner) clean(w *Workflow, dir, logPath string) error {
+// A cleanJob is one workflow to clean, with its log locked.
+type cleanJob struct {
+	w       *Workflow
+	dir     string
+	logPath string
+	log     *os.File // the locked log; nil if its directory does not exist
+	created bool     // the log did not exist before Clean locked it
+}
+
+// lock locks the logs of w and of its nested workflows, in that order, and
+// records a job for each.
+func (c *cleaner) lock(w *Workflow, dir, logPath string) error {
 	if dir == "" {
 		dir = "."
 	}
@@ -68,15 +98,52 @@ func (c *cleaner) clean(w *Workflow, dir, logPath string) error {
 		}
 		c.visited[abs] = true
 	}
-	protected := c.protected(w, dir)
+	job := cleanJob{w: w, dir: dir, logPath: logPath}
+	_, statErr := os.Lstat(logPath)
+	f, err := openLocked(logPath, os.O_RDONLY)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// No directory for a log: nothing of this workflow runs.
+	case err != nil:
+		return err
+	default:
+		job.log, job.created = f, statErr != nil
+	}
+	c.jobs = append(c.jobs, job)
+	for _, r := range w.Rules {
+		if r.Nested == nil {
+			continue
+		}
+		sub, subDir, err := r.Nested.Open(dir, c.opts.Environ)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				fmt.Fprintf(c.out, "warning: cannot clean nested workflow %s: %v\n", r.Nested.File, err)
+			}
+			continue
+		}
+		if err := c.lock(sub, subDir, ""); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *cleaner) unlock() {
+	for _, job := range c.jobs {
+		if job.log != nil {
+			job.log.Close()
+		}
+	}
+}
+
+func (c *cleaner) clean(job cleanJob) {
+	w, dir := job.w, job.dir
+	g := newGuard(w, dir)
 	keep := map[string]bool{}
 	for _, f := range w.Inputs {
 		keep[f] = true
 	}
-	outputs := map[string]bool{}
-	for _, f := range w.Outputs {
-		outputs[f] = true
-	}
+	outputs := outputFiles(w)
 	for _, r := range w.Rules {
 		for _, f := range r.Targets {
 			switch {
@@ -87,67 +154,67 @@ func (c *cleaner) clean(w *Workflow, dir, logPath string) error {
 			case c.opts.Mode == CleanIntermediates && outputs[f.Name]:
 				continue
 			}
-			c.remove(dir, f.Name, protected)
-		}
-		if r.Nested != nil {
-			c.cleanNested(r.Nested, dir)
+			c.remove(dir, f.Name, g)
 		}
 	}
 	if c.opts.Mode == CleanAll {
 		for _, r := range w.Rules {
-			c.remove(dir, failedDir(r.ID), protected)
+			c.remove(dir, failedDir(r.ID), g)
+			for _, d := range staleDirs(dir, r.ID) {
+				c.remove(dir, d, g)
+			}
 		}
 		if leftovers, err := filepath.Glob(filepath.Join(dir, ".makeflow-sandbox-*")); err == nil {
 			for _, p := range leftovers {
 				os.RemoveAll(p)
 			}
 		}
-		c.remove("", logPath, protected)
 	}
-	if len(c.errs) > 0 {
-		return fmt.Errorf("clean: %s", strings.Join(c.errs, "; "))
-	}
-	return nil
-}
-
-func (c *cleaner) cleanNested(n *Nested, dir string) {
-	sub, subDir, err := n.Open(dir, c.opts.Environ)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			fmt.Fprintf(c.out, "warning: cannot clean nested workflow %s: %v\n", n.File, err)
-		}
-		return
-	}
-	if err := c.clean(sub, subDir, ""); err != nil {
-		c.errs = append(c.errs, err.Error())
-	}
-}
-
-// protected returns absolute paths that must survive: the workflow file,
-// and the workflow directory and its ancestors.
-func (c *cleaner) protected(w *Workflow, dir string) []string {
-	var paths []string
-	for _, p := range []string{w.Path, dir} {
-		if abs, err := filepath.Abs(p); err == nil {
-			paths = append(paths, abs)
+	if job.log != nil && (c.opts.Mode == CleanAll || job.created) {
+		// Removed while still locked: a run that opened it meanwhile finds
+		// it gone once it has the lock, and makes a new one (lockLog).
+		quiet := job.created && c.opts.Mode != CleanAll
+		if quiet {
+			os.Remove(job.logPath)
+		} else {
+			c.remove("", job.logPath, g)
 		}
 	}
-	return paths
 }
 
-// remove deletes name (relative to dir) unless it is, or holds, a
-// protected path.
-func (c *cleaner) remove(dir, name string, protected []string) {
+// outputFiles returns the workflow's outputs: the files MAKEFLOW_OUTPUTS
+// names, or, if it is not set, the files rules make that no rule reads.
+func outputFiles(w *Workflow) map[string]bool {
+	outputs := map[string]bool{}
+	if w.Outputs != nil {
+		for _, f := range w.Outputs {
+			outputs[f] = true
+		}
+		return outputs
+	}
+	read := map[string]bool{}
+	for _, r := range w.Rules {
+		for _, f := range r.Sources {
+			read[f.Name] = true
+		}
+	}
+	for _, r := range w.Rules {
+		for _, f := range r.Targets {
+			if !read[f.Name] {
+				outputs[f.Name] = true
+			}
+		}
+	}
+	return outputs
+}
+
+// remove deletes name (relative to dir) unless the guard keeps it or
+// something under it.
+func (c *cleaner) remove(dir, name string, g *guard) {
 	p := inDir(dir, name)
-	abs, err := filepath.Abs(p)
-	if err != nil {
+	if what := g.holds(p); what != "" {
+		fmt.Fprintf(c.out, "warning: not removing %s: it holds %s\n", name, what)
 		return
-	}
-	for _, keep := range protected {
-		if keep == abs || strings.HasPrefix(keep, abs+string(filepath.Separator)) || abs == "/" {
-			fmt.Fprintf(c.out, "warning: not removing %s: it holds the workflow\n", name)
-			return
-		}
 	}
 	if _, err := os.Lstat(p); err != nil {
 		return

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/rightsize/rightsize/internal/proc"
 )
 
 // LocalOptions configures a Local executor. The zero value is usable.
@@ -54,9 +56,12 @@ const copyGrace = 2 * time.Second
 // A rule with a WALL_TIME is stopped like a cancelled one (SIGTERM, then
 // SIGKILL) when it runs longer, and fails with a message that says so.
 //
-// Commands die with the process that started them (Linux's parent-death
-// signal), so that a killed makeflow leaves no job behind to race its
-// re-run; processes the commands start in the background are not tracked.
+// When a command exits, whatever it left running in its process group is
+// killed. Every process group is also registered with a keeper process
+// (internal/proc) that kills it should this process die first, kill -9
+// included, so that a killed makeflow leaves no job behind to race its
+// re-run; Run has the keeper hold the log's lock until those jobs are gone.
+// A process that leaves its group (setsid) is not followed.
 type Local struct {
 	opts    LocalOptions
 	results chan *Result
@@ -70,11 +75,15 @@ type Local struct {
 
 	mu    sync.Mutex
 	procs map[*Job]*localProc
+
+	keeper proc.Keeper
 }
 
 type localProc struct {
 	job      *Job
 	proc     *os.Process
+	reg      proc.Slot // the process group, registered with the keeper
+	exited   bool      // the process has exited: no more signals (under Local.mu)
 	started  time.Time
 	sandbox  string
 	canceled atomic.Bool
@@ -125,7 +134,20 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 func (l *Local) Results() <-chan *Result { return l.results }
 
 // Close implements Executor.
-func (l *Local) Close() error { return l.devnull.Close() }
+func (l *Local) Close() error {
+	l.keeper.Close()
+	return l.devnull.Close()
+}
+
+// holdLock has the keeper hold f (the locked log) until every job this
+// executor started is gone, should this process die; the returned function
+// lets it go.
+func (l *Local) holdLock(f *os.File) (release func() error, err error) {
+	if err := l.keeper.Hold(f); err != nil {
+		return nil, err
+	}
+	return func() error { return l.keeper.Hold() }, nil
+}
 
 // Submit implements Executor: it starts the job's command and returns its
 // process id.
@@ -180,27 +202,32 @@ func (l *Local) Submit(job *Job) (int64, error) {
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
+	reg, err := l.keeper.Reserve()
+	if err != nil {
+		return fail(err)
+	}
 	lp.started = time.Now()
-	var proc *os.Process
-	var err error
+	var p *os.Process
 	if path, argv := directCommand(job.Command, attr.Env, dir); path != "" {
 		shellEnv := attr.Env
 		attr.Env = l.pwdEnv(shellEnv, dir)
-		proc, err = os.StartProcess(path, argv, attr)
+		p, err = os.StartProcess(path, argv, attr)
 		// On any error the shell runs it instead, and fails the way the
 		// user would expect (command not found, permission denied...).
 		attr.Env = shellEnv
 	}
-	if proc == nil {
-		proc, err = os.StartProcess(l.opts.Shell, []string{filepath.Base(l.opts.Shell), "-c", job.Command}, attr)
+	if p == nil {
+		p, err = os.StartProcess(l.opts.Shell, []string{filepath.Base(l.opts.Shell), "-c", job.Command}, attr)
 	}
 	if err != nil {
+		reg.Release()
 		return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
 	}
+	reg.Set(p.Pid)
 	for _, f := range childEnds {
 		f.Close()
 	}
-	lp.proc = proc
+	lp.proc, lp.reg = p, reg
 	for i, r := range lp.readEnds {
 		done := make(chan struct{})
 		lp.copiers = append(lp.copiers, done)
@@ -227,7 +254,7 @@ func (l *Local) Submit(job *Job) (int64, error) {
 	}
 	l.mu.Unlock()
 	go l.wait(lp)
-	return int64(proc.Pid), nil
+	return int64(p.Pid), nil
 }
 
 // Cancel implements Executor: SIGTERM to the job's process group, then
@@ -243,14 +270,20 @@ func (l *Local) Cancel(job *Job) {
 }
 
 // terminate sends SIGTERM to lp's process group, and SIGKILL after
-// KillDelay, once. l.mu must be held.
+// KillDelay, once, unless the process has exited. l.mu must be held.
 func (l *Local) terminate(lp *localProc) {
-	if lp.kill != nil {
+	if lp.kill != nil || lp.exited {
 		return
 	}
 	pgid := lp.proc.Pid
 	syscall.Kill(-pgid, syscall.SIGTERM)
-	lp.kill = time.AfterFunc(l.opts.KillDelay, func() { syscall.Kill(-pgid, syscall.SIGKILL) })
+	lp.kill = time.AfterFunc(l.opts.KillDelay, func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !lp.exited {
+			syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	})
 }
 
 // wallTime is the job's WALL_TIME limit, or 0 for none.
@@ -259,6 +292,15 @@ func wallTime(job *Job) time.Duration {
 }
 
 func (l *Local) wait(lp *localProc) {
+	// Until the process is reaped, its group's id cannot be reused: stop
+	// signalling, kill what the command left in its group, release the
+	// group, then reap.
+	proc.WaitExit(lp.proc.Pid)
+	l.mu.Lock()
+	lp.exited = true
+	l.mu.Unlock()
+	syscall.Kill(-lp.proc.Pid, syscall.SIGKILL)
+	lp.reg.Release()
 	state, werr := lp.proc.Wait()
 	res := &Result{Job: lp.job, ExitCode: -1, Started: lp.started, Ended: time.Now()}
 	for i, done := range lp.copiers {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -233,6 +234,7 @@ type driver struct {
 	pending  []Start // decided but not yet submitted
 	spare    []Start // the other buffer for pending
 	report   Report
+	keep     *guard // see guard()
 	aborting bool
 	err      error // what stopped the run early, if anything
 }
@@ -319,24 +321,90 @@ func (d *driver) setup() error {
 	if o.DryRun {
 		return nil
 	}
+	if h, ok := d.local.(lockHolder); ok {
+		if d.log.release, err = h.holdLock(d.log.f); err != nil {
+			d.closeLog()
+			return err
+		}
+	}
 	d.log.event("STARTED")
-	// Rules that must run again lose what they left behind, so that
-	// nothing stale is taken for a result; the log records the reset.
-	for _, id := range rc.reset {
-		for _, f := range d.w.Rules[id].Targets {
-			if d.remove(f.Name) {
-				fmt.Fprintf(d.out, "deleted %s\n", f.Name)
-			}
-		}
-		if rec.state[id] != Waiting {
-			d.log.node(id, Waiting, 0, d.sched.Counts())
-		}
+	if err := d.clearStale(rc, rec); err != nil {
+		d.closeLog()
+		return err
 	}
 	if err := d.log.sync(); err != nil {
 		d.closeLog()
 		return fmt.Errorf("write log: %w", err)
 	}
 	return nil
+}
+
+// clearStale makes way for the rules that will run: nothing an earlier
+// instance of a rule left may stay where the rule writes, or a command that
+// appends to its output would double it, and a failing one would leave an
+// old file that looks made. Outputs the log says this workflow made or was
+// making are deleted, as CCTools does, and the log records the reset. Any
+// other file in the way (the log was lost or cut short, or the file was
+// there before the workflow ran) is moved aside into makeflow.stale.<rule>:
+// nothing says it is not the only copy of something.
+func (d *driver) clearStale(rc *recovery, rec *logRecord) error {
+	reset := make([]bool, len(d.w.Rules))
+	for _, id := range rc.reset {
+		reset[id] = true
+	}
+	for id, r := range d.w.Rules {
+		if rc.done[id] {
+			continue
+		}
+		var aside []string
+		for _, f := range r.Targets {
+			p := inDir(d.dir, f.Name)
+			if _, err := os.Lstat(p); err != nil {
+				continue
+			}
+			if what := d.guard().holds(p); what != "" {
+				return fmt.Errorf("rule %d (%s) must run, but its output %s holds %s, which makeflow will not remove: move it out of the way and run again",
+					id, r.Pos, quoteName(f.Name), what)
+			}
+			_, made := rec.made[f.Name]
+			if !reset[id] && !made && !rec.expected[f.Name] {
+				aside = append(aside, f.Name)
+				continue
+			}
+			if err := os.RemoveAll(p); err != nil {
+				return fmt.Errorf("rule %d (%s) must run, but its old output cannot be removed: %w", id, r.Pos, err)
+			}
+			fmt.Fprintf(d.out, "deleted %s\n", f.Name)
+		}
+		if len(aside) > 0 {
+			quoted := make([]string, len(aside))
+			for i, name := range aside {
+				quoted[i] = quoteName(name)
+			}
+			to := freeStaleDir(d.dir, id)
+			if _, err := d.moveInto(to, aside); err != nil {
+				return fmt.Errorf("rule %d (%s) must run, but a file in its way cannot be moved aside: %w; remove it and run again", id, r.Pos, err)
+			}
+			them := "them"
+			if len(aside) == 1 {
+				them = "it"
+			}
+			fmt.Fprintf(d.out, "moved %s to %s/: rule %d (%s) must run, and the log does not say that this workflow made %s\n",
+				strings.Join(quoted, " "), to, id, r.Pos, them)
+		}
+		if reset[id] && rec.state[id] != Waiting {
+			d.log.node(id, Waiting, 0, d.sched.Counts())
+		}
+	}
+	return nil
+}
+
+// guard returns what removing outputs must not destroy, made on first use.
+func (d *driver) guard() *guard {
+	if d.keep == nil {
+		d.keep = newGuard(d.w, d.dir)
+	}
+	return d.keep
 }
 
 // warnOversized notes rules that ask for more than this machine has: they
@@ -357,6 +425,7 @@ func (d *driver) warnOversized(l Limits) {
 // closeLog gives up the log when setup fails.
 func (d *driver) closeLog() {
 	if d.log != nil {
+		d.log.unhold()
 		d.log.f.Close()
 		d.log = nil
 	}
@@ -600,10 +669,15 @@ func (d *driver) verify(r *Rule) ([]int64, error) {
 }
 
 // remove deletes a file or directory the workflow made and reports
-// whether there was one.
+// whether there was one. It leaves alone one that holds an input or the
+// workflow, with a warning.
 func (d *driver) remove(name string) bool {
 	p := inDir(d.dir, name)
 	if _, err := os.Lstat(p); err != nil {
+		return false
+	}
+	if what := d.guard().holds(p); what != "" {
+		fmt.Fprintf(d.out, "warning: not removing %s: it holds %s\n", name, what)
 		return false
 	}
 	if err := os.RemoveAll(p); err != nil {
@@ -625,35 +699,77 @@ func (d *driver) removeOutputs(r *Rule) {
 // failedDir is where a failed rule's partial outputs are kept.
 func failedDir(id int) string { return "makeflow.failed." + strconv.Itoa(id) }
 
+// staleDir is the n-th directory (from 0) where files in the way of rule
+// id were moved: makeflow.stale.<id>, then makeflow.stale.<id>.<n>.
+func staleDir(id, n int) string {
+	name := "makeflow.stale." + strconv.Itoa(id)
+	if n > 0 {
+		name += "." + strconv.Itoa(n)
+	}
+	return name
+}
+
+// staleDirs returns the stale directories of rule id that exist in dir.
+func staleDirs(dir string, id int) []string {
+	var names []string
+	for n := 0; ; n++ {
+		name := staleDir(id, n)
+		if _, err := os.Lstat(inDir(dir, name)); err != nil {
+			return names
+		}
+		names = append(names, name)
+	}
+}
+
+// freeStaleDir returns the first stale directory name of rule id that is
+// not taken: an earlier one is never replaced.
+func freeStaleDir(dir string, id int) string {
+	return staleDir(id, len(staleDirs(dir, id)))
+}
+
 // saveFailed moves what a failed rule left into makeflow.failed.<id>, so
 // that it is neither lost for debugging nor taken for a result.
 func (d *driver) saveFailed(r *Rule) string {
 	name := failedDir(r.ID)
-	dst := inDir(d.dir, name)
-	os.RemoveAll(dst)
-	saved := false
+	os.RemoveAll(inDir(d.dir, name))
+	var left []string
 	for _, f := range r.Targets {
-		src := inDir(d.dir, f.Name)
-		if _, err := os.Lstat(src); err != nil {
-			continue
-		}
-		rel := f.Name
-		if filepath.IsAbs(rel) || strings.HasPrefix(rel, "..") {
-			rel = filepath.Base(rel)
-		}
-		to := filepath.Join(dst, rel)
-		if err := os.MkdirAll(filepath.Dir(to), 0o777); err != nil {
-			continue
-		}
-		if err := os.Rename(src, to); err == nil {
-			saved = true
+		if _, err := os.Lstat(inDir(d.dir, f.Name)); err == nil && d.guard().holds(inDir(d.dir, f.Name)) == "" {
+			left = append(left, f.Name)
 		}
 	}
-	if !saved {
-		os.RemoveAll(dst)
+	if moved, _ := d.moveInto(name, left); moved == 0 {
+		os.RemoveAll(inDir(d.dir, name))
 		return ""
 	}
 	return name
+}
+
+// moveInto moves the workflow files names into the directory dirName
+// (relative to the workflow's), keeping their relative paths (an absolute
+// or upward one keeps only its base name), and returns how many it moved
+// and the first error. It never replaces a file.
+func (d *driver) moveInto(dirName string, names []string) (moved int, err error) {
+	dst := inDir(d.dir, dirName)
+	for _, name := range names {
+		rel := name
+		if filepath.IsAbs(rel) || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			rel = filepath.Base(rel)
+		}
+		to := filepath.Join(dst, rel)
+		var merr error
+		if _, serr := os.Lstat(to); serr == nil {
+			merr = fmt.Errorf("move %s to %s: %w", name, to, fs.ErrExist)
+		} else if merr = os.MkdirAll(filepath.Dir(to), 0o777); merr == nil {
+			merr = os.Rename(inDir(d.dir, name), to)
+		}
+		if merr == nil {
+			moved++
+		} else if err == nil {
+			err = merr
+		}
+	}
+	return moved, err
 }
 
 // abort stops starting rules and cancels the running ones.

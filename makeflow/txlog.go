@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The transaction log, <workflow>.makeflowlog, in CCTools' line format:
@@ -43,24 +45,108 @@ type logWriter struct {
 	buf      []byte
 	lastSync time.Time
 	err      error // first write error; sticky
+	// release, if set, makes the executor's keeper let go of the lock
+	// (see lockHolder).
+	release func() error
 }
 
-// openLog opens the log for appending and locks it, so that two runs of
-// one workflow cannot interleave their records. The lock goes with the
-// process, also when it is killed.
+// A lockHolder is an executor whose jobs could outlive a killed makeflow
+// (Local). It has them killed should this process die, and holdLock makes
+// the process that does so hold the log's lock until they are gone, so
+// that a re-run cannot start a rule while its previous instance runs.
+type lockHolder interface {
+	holdLock(f *os.File) (release func() error, err error)
+}
+
+// lockWait bounds how long openLog waits for the keeper of a dead
+// makeflow to release the lock; it gives up on processes that do not end
+// well before.
+const lockWait = 30 * time.Second
+
+// openLog opens the log for appending and locks it (openLocked), so that
+// two runs of one workflow cannot interleave their records, and no clean
+// removes what a run is making. The lock goes with the process, also when
+// it is killed, but then to the keeper of its jobs (lockHolder) until they
+// are gone: if the process that took the lock has died, lockLog waits for
+// that.
 func openLog(path string) (*logWriter, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o666)
+	f, err := openLocked(path, os.O_WRONLY|os.O_APPEND)
 	if err != nil {
-		return nil, fmt.Errorf("open log: %w", err)
-	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		f.Close()
-		if errors.Is(err, syscall.EWOULDBLOCK) {
-			return nil, fmt.Errorf("another makeflow is running this workflow: %s is locked", path)
-		}
-		return nil, fmt.Errorf("lock log %s: %w", path, err)
+		return nil, err
 	}
 	return &logWriter{f: f, w: bufio.NewWriterSize(f, 64<<10), lastSync: time.Now()}, nil
+}
+
+// lockLog takes the exclusive lock of the log f, opened from path. If
+// a live process holds it, it returns a *LockedError at once; if the
+// makeflow that took it has died, its keeper holds the lock until the
+// rules it started are gone, and lockLog waits for that, up to lockWait.
+func lockLog(f *os.File, path string) error {
+	deadline := time.Now().Add(lockWait)
+	pause := time.Millisecond
+	for unknown := 0; ; {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			return fmt.Errorf("lock log %s: %w", path, err)
+		}
+		pid := lockOwner(f)
+		if pid == 0 {
+			// No owner in /proc/locks: the lock may have been released
+			// between the two looks (a keeper that just finished), so
+			// look again before calling it held.
+			unknown++
+		}
+		switch {
+		case (pid == 0 && unknown >= 3) || (pid != 0 && processAlive(pid)):
+			return &LockedError{Path: path, Holders: lockHolders(path)}
+		case time.Now().After(deadline):
+			return fmt.Errorf("%s is still locked %v after the makeflow that locked it (pid %d) died: processes it started have not ended", path, lockWait, pid)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, 100*time.Millisecond)
+	}
+}
+
+// lockOwner returns the process that took the flock lock on f, from
+// /proc/locks, or 0 if it cannot tell.
+func lockOwner(f *os.File) int {
+	st, err := f.Stat()
+	if err != nil {
+		return 0
+	}
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok {
+		return 0
+	}
+	// "1: FLOCK  ADVISORY  WRITE 4242 fe:00:1234 0 EOF"; waiting locks
+	// have "->" after the number.
+	id := fmt.Sprintf("%02x:%02x:%d", unix.Major(uint64(sys.Dev)), unix.Minor(uint64(sys.Dev)), sys.Ino)
+	data, err := os.ReadFile("/proc/locks")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		fs := strings.Fields(line)
+		if len(fs) >= 6 && fs[1] == "FLOCK" && fs[5] == id {
+			pid, _ := strconv.Atoi(fs[4])
+			return max(pid, 0)
+		}
+	}
+	return 0
+}
+
+// processAlive reports whether process pid exists and is not a zombie.
+func processAlive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return syscall.Kill(pid, 0) != syscall.ESRCH
+	}
+	// pid (comm) state ...
+	i := bytes.LastIndexByte(data, ')')
+	return i < 0 || i+2 >= len(data) || data[i+2] != 'Z'
 }
 
 func now() int64 { return time.Now().UnixMicro() }
@@ -130,8 +216,21 @@ func (l *logWriter) maybeSync() error {
 	return l.err
 }
 
+// unhold lets the keeper of the executor's jobs go of the lock.
+func (l *logWriter) unhold() error {
+	if l.release == nil {
+		return nil
+	}
+	err := l.release()
+	l.release = nil
+	return err
+}
+
 func (l *logWriter) close() error {
 	err := l.sync()
+	if herr := l.unhold(); err == nil {
+		err = herr
+	}
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}

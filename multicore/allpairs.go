@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
+	"time"
 
 	"github.com/edsrzf/mmap-go"
 	"github.com/rightsize/rightsize/funcs"
@@ -66,15 +68,29 @@ type AllPairs struct {
 	// BSizes are the sizes of B's items, if the caller knows them; otherwise
 	// Run looks them up.
 	BSizes []int64
+	// Done reports the cells an earlier run computed (a checkpoint); they
+	// are skipped, and a block with none left to compute is not mapped.
+	// Nil means none. It is called from many goroutines at once.
+	Done func(i, j int) bool
 	// Results receives the finished cells, a batch at a time; calls are
 	// serialised. The slice is reused after Results returns; the values in
-	// it are the receiver's to keep.
+	// it are the receiver's to keep. So that a receiver that writes them
+	// out loses none to a crash, a cell is delivered the moment it is
+	// computed — except those of Go functions, whose panics are failed
+	// cells rather than a dead process (a shared library's crash is one):
+	// they come in batches of at most BatchTime of work, which saves a write
+	// per cell when cells take microseconds.
 	Results func([]CellResult)
 }
 
-// Run computes every cell of the region, delivering each to Results, and
-// returns when all are done or ctx is cancelled (returning ctx's error). A
-// failing cell is delivered with its error and does not stop the run.
+// BatchTime bounds how long a Go function's finished cells are held before
+// they are delivered.
+const BatchTime = 5 * time.Millisecond
+
+// Run computes every cell of the region that is not done, delivering them to
+// Results as they finish, and returns when all are done or ctx is cancelled
+// (returning ctx's error). A failing cell is delivered with its error and
+// does not stop the run.
 func (ap *AllPairs) Run(ctx context.Context) error {
 	region := ap.Region
 	if region == (Region{}) {
@@ -114,12 +130,16 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 		defer emitMu.Unlock()
 		ap.Results(rs)
 	}
+	var batch time.Duration
+	if ap.Func.Info().Kind == funcs.GoFunc {
+		batch = BatchTime
+	}
 	for w := 0; w < cores; w++ {
 		go func() {
-			var results []CellResult
+			out := &batcher{emit: emit, every: batch}
 			for u := range units {
-				results = ap.runUnit(ctx, u.Unit, u.block, inMemory, results[:0])
-				emit(results)
+				ap.runUnit(ctx, u.Unit, u.block, inMemory, out)
+				out.flush()
 				wg.Done()
 			}
 		}()
@@ -127,11 +147,18 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 	defer close(units)
 
 	for b := range plan.Blocks() {
+		todo := plan.Units(b)
+		if ap.Done != nil {
+			todo = slices.DeleteFunc(todo, ap.unitDone)
+			if len(todo) == 0 {
+				continue
+			}
+		}
 		var block *mappedBlock
 		if inMemory {
 			block = mapBlock(ap.A, b.I0, b.I1)
 		}
-		for _, u := range plan.Units(b) {
+		for _, u := range todo {
 			if ctx.Err() != nil {
 				break
 			}
@@ -149,8 +176,53 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 	return nil
 }
 
-// runUnit computes the cells of one unit, appending them to results.
-func (ap *AllPairs) runUnit(ctx context.Context, u Unit, block *mappedBlock, inMemory bool, results []CellResult) []CellResult {
+// unitDone reports whether every cell of u is done.
+func (ap *AllPairs) unitDone(u Unit) bool {
+	for i := u.I0; i < u.I1; i++ {
+		j0 := u.J0
+		if ap.Symmetric {
+			j0 = max(j0, i)
+		}
+		for j := j0; j < u.J1; j++ {
+			if !ap.Done(i, j) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// batcher gathers a worker's finished cells and delivers them at once, or
+// once every so often.
+type batcher struct {
+	emit    func([]CellResult)
+	every   time.Duration // 0: deliver each cell at once
+	results []CellResult
+	last    time.Time // of the last delivery
+}
+
+func (b *batcher) add(r CellResult) {
+	b.results = append(b.results, r)
+	if b.every == 0 {
+		b.flush()
+		return
+	}
+	if now := time.Now(); now.Sub(b.last) >= b.every {
+		b.flush()
+		b.last = now
+	}
+}
+
+func (b *batcher) flush() {
+	if len(b.results) > 0 {
+		b.emit(b.results)
+		b.results = b.results[:0]
+	}
+}
+
+// runUnit computes the cells of one unit that are not done, passing each to
+// out.
+func (ap *AllPairs) runUnit(ctx context.Context, u Unit, block *mappedBlock, inMemory bool, out *batcher) {
 	bs := make([]funcs.Input, u.J1-u.J0)
 	bErrs := make([]error, len(bs))
 	for j := u.J0; j < u.J1; j++ {
@@ -173,20 +245,22 @@ func (ap *AllPairs) runUnit(ctx context.Context, u Unit, block *mappedBlock, inM
 		}
 		for j := j0; j < u.J1; j++ {
 			if ctx.Err() != nil {
-				return results
+				return
+			}
+			if ap.Done != nil && ap.Done(i, j) {
+				continue
 			}
 			if err := cmp.Or(aErr, bErrs[j-u.J0]); err != nil {
-				results = append(results, CellResult{I: i, J: j, Err: err})
+				out.add(CellResult{I: i, J: j, Err: err})
 				continue
 			}
 			v, err := ap.Func.Call(ctx, aIn, bs[j-u.J0])
 			if ctx.Err() != nil {
-				return results // the call was cut short; it is not a result
+				return // the call was cut short; it is not a result
 			}
-			results = append(results, CellResult{I: i, J: j, Value: v, Err: err})
+			out.add(CellResult{I: i, J: j, Value: v, Err: err})
 		}
 	}
-	return results
 }
 
 // mappedBlock is a block of A's files mapped into memory.

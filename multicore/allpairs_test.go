@@ -181,6 +181,28 @@ func TestAllPairsAgainstNaive(t *testing.T) {
 	}
 }
 
+// TestAllPairsDone: the cells Done reports are not computed, and every
+// other cell is, once.
+func TestAllPairsDone(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	a := randomFiles(t, rng, t.TempDir(), 9)
+	f, _ := funcs.NewRegistry().OpenPair("builtin:bytediff", funcs.Options{})
+	defer f.Close()
+	for _, symmetric := range []bool{false, true} {
+		want := naive(t, a, a, symmetric)
+		done := func(i, j int) bool { return (i*7+j*3)%4 == 0 || i < 3 } // the first block, and more
+		for k := range want {
+			if done(k[0], k[1]) {
+				delete(want, k)
+			}
+		}
+		got := run(t, &multicore.AllPairs{A: a, B: a, Func: f, Cores: 2, BlockSize: 3, Symmetric: symmetric, Done: done})
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("symmetric=%v: with cells done, computed\n%v\nwant\n%v", symmetric, got, want)
+		}
+	}
+}
+
 func TestAllPairsFailingCells(t *testing.T) {
 	dir := t.TempDir()
 	var files []string

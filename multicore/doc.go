@@ -6,6 +6,9 @@
 // then moves to the next block, so that each input is read from disk once per
 // block rather than once per cell (seed 000, Fig. 3.3–3.5). It never splits
 // the problem into independent sub-problems per core; that thrashes the cache.
+// It skips the cells a checkpoint already holds, and hands each finished cell
+// over as soon as it is computed, so that a caller writing them out loses
+// few to a crash.
 //
 // RunWavefront computes a Wavefront rectangle on this machine: a fixed
 // number of goroutines take blocks from a wavefront.Scheduler the moment

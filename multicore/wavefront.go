@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/wavefront"
 )
 
@@ -54,7 +55,10 @@ type Wavefront struct {
 	Files *wavefront.Dir
 	// TempDir is where a program's input files are kept when Files is nil;
 	// "" means FastTempDir(). Each value is written once, shared by the three
-	// cells that read it, and removed when they are done.
+	// cells that read it, and removed when they are done. They live in a
+	// directory rightsize-wavefront-* there, removed at the end of the run
+	// or, should the process die (kill -9 included), by a keeper process;
+	// a run also removes those that dead runs left behind.
 	TempDir string
 	// States, if not nil, follows every cell of Region (running, complete,
 	// failed) for progress bars and pictures.
@@ -115,7 +119,9 @@ type engine struct {
 	refs     []atomic.Int32
 	done     []bool // over ext: done before the run (boundary included)
 	inMemory bool
+	spillMu  sync.Mutex
 	spillDir string
+	keeper   proc.Keeper // removes spillDir if the process dies
 	skipped  int
 	computed atomic.Int64
 }
@@ -203,18 +209,11 @@ func (e *engine) store(x, y int, v funcs.Input) error {
 		}
 		v = funcs.Input{Data: data}
 	case !e.inMemory && v.Path == "":
-		if e.spillDir == "" {
-			root := e.w.TempDir
-			if root == "" {
-				root = FastTempDir()
-			}
-			dir, err := os.MkdirTemp(root, "rightsize-wavefront-")
-			if err != nil {
-				return err
-			}
-			e.spillDir = dir
+		dir, err := e.spill()
+		if err != nil {
+			return err
 		}
-		path := filepath.Join(e.spillDir, strconv.Itoa(x)+"."+strconv.Itoa(y))
+		path := filepath.Join(dir, strconv.Itoa(x)+"."+strconv.Itoa(y))
 		if err := os.WriteFile(path, v.Data, 0o600); err != nil {
 			return fmt.Errorf("cell (%d,%d): %w", x, y, err)
 		}
@@ -237,10 +236,32 @@ func (e *engine) release(i int) {
 	e.vals[i] = funcs.Input{}
 }
 
+// spill returns the directory for the values given to a program as files,
+// creating it at the first call. It is registered with a keeper, which
+// removes it should this process die before cleanup; and the directories
+// that dead runs left in the same place are removed first.
+func (e *engine) spill() (string, error) {
+	e.spillMu.Lock()
+	defer e.spillMu.Unlock()
+	if e.spillDir == "" {
+		root := e.w.TempDir
+		if root == "" {
+			root = FastTempDir()
+		}
+		dir, err := e.keeper.MkdirTemp(root, "rightsize-wavefront-")
+		if err != nil {
+			return "", err
+		}
+		e.spillDir = dir
+	}
+	return e.spillDir, nil
+}
+
 func (e *engine) cleanup() {
 	if e.spillDir != "" {
-		os.RemoveAll(e.spillDir)
+		e.keeper.RemoveDir(e.spillDir)
 	}
+	e.keeper.Close()
 }
 
 // run drives the scheduler with w.Cores goroutines. Each takes a ready
@@ -339,6 +360,12 @@ func (e *engine) runBlock(ctx context.Context, b wavefront.Rect) (*wavefront.Cel
 	if e.inMemory {
 		callCtx = context.WithoutCancel(ctx)
 	}
+	// A shared library that crashes the process names the cell it computed.
+	var label *funcs.Label
+	if e.w.Cell.Info().Kind == funcs.SharedLibrary {
+		label = new(funcs.Label)
+		callCtx = funcs.WithLabel(callCtx, label)
+	}
 	for y := b.Y; y < b.Y+b.H; y++ {
 		for x := b.X; x < b.X+b.W; x++ {
 			i := e.index(x, y)
@@ -350,6 +377,9 @@ func (e *engine) runBlock(ctx context.Context, b wavefront.Rect) (*wavefront.Cel
 				return nil, err
 			}
 			left, below, diag := e.index(x-1, y), e.index(x, y-1), e.index(x-1, y-1)
+			if label != nil {
+				label.SetCell(x, y)
+			}
 			out, err := e.w.Cell.Call(callCtx, e.vals[left], e.vals[below], e.vals[diag])
 			if err != nil {
 				e.resetStates(b)

@@ -46,6 +46,7 @@ type entry struct {
 	attempts   []*attempt // running: its attempts on workers (a speculative copy makes two)
 	fetching   *attempt   // fetching: the attempt whose outputs are coming
 	fastAborts int
+	forsaken   int // times a worker gave it back
 	think      time.Duration
 }
 

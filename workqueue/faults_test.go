@@ -20,6 +20,9 @@ import (
 var binDir string
 
 func TestMain(m *testing.M) {
+	if n := os.Getenv(floodEnv); n != "" {
+		os.Exit(floodMaster(n))
+	}
 	os.Exit(testutil.RunWithCommands(m, func(dir string) {
 		binDir = dir
 	}, "workqueue"))
@@ -29,14 +32,23 @@ func TestMain(m *testing.M) {
 // kill it.
 func startWorkerProcess(t *testing.T, m *Master, cores int) *exec.Cmd {
 	t.Helper()
+	workdir := t.TempDir()
 	cmd := exec.Command(filepath.Join(binDir, "workqueue"), "worker", "--cores", fmt.Sprint(cores),
-		"--memory", "1000", "--disk", "1000", "-t", "60", "-i", "0.05", "-s", t.TempDir(), "-q",
+		"--memory", "1000", "--disk", "1000", "-t", "60", "-i", "0.05", "-s", workdir, "-q",
 		"127.0.0.1", fmt.Sprint(m.Port()))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		// A killed worker leaves its sandboxes' parent unlistable.
+		dirs, _ := filepath.Glob(filepath.Join(workdir, "worker-*", "tasks"))
+		for _, d := range dirs {
+			os.Chmod(d, 0o700)
+		}
+	})
 	return cmd
 }
 
@@ -245,9 +257,10 @@ func startWorkerTo(t *testing.T, masters []string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	workdir := t.TempDir() // removed after the worker stops
 	go func() {
 		defer close(done)
-		worker.Run(ctx, worker.Config{Masters: masters, Cores: 1, MemoryMB: 100, DiskMB: 100, Workdir: t.TempDir(),
+		worker.Run(ctx, worker.Config{Masters: masters, Cores: 1, MemoryMB: 100, DiskMB: 100, Workdir: workdir,
 			MinBackoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond, Logger: testutil.Logger(t).With("side", "worker")})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
@@ -324,7 +337,7 @@ func TestPasswordOurWorker(t *testing.T) {
 // TestCloseWithSilentPeer: Close does not wait for a peer that connected
 // and said nothing.
 func TestCloseWithSilentPeer(t *testing.T) {
-	m, err := Listen(Config{Addr: "127.0.0.1:0", Logger: testutil.Logger(t)})
+	m, err := Listen(Config{Addr: "127.0.0.1:0", HandshakeTimeout: time.Minute, Logger: testutil.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +351,7 @@ func TestCloseWithSilentPeer(t *testing.T) {
 	go func() { m.Close(); close(closed) }()
 	select {
 	case <-closed:
-	case <-time.After(20 * time.Second): // far below the 30 s hello deadline
+	case <-time.After(20 * time.Second): // far below the handshake deadline
 		t.Fatal("Close waited for a silent peer")
 	}
 }

@@ -3,6 +3,7 @@ package workqueue
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -66,17 +67,36 @@ func TestCCToolsWorkerReusesCachedInputs(t *testing.T) {
 	}
 }
 
+// TestPasswordWithCCToolsWorker: work_queue_worker --password gets in with
+// the right password (the master answering only after it), and with a
+// wrong one is refused, the master saying so with its address.
 func TestPasswordWithCCToolsWorker(t *testing.T) {
-	dir := t.TempDir()
-	pw := filepath.Join(dir, "pw")
-	os.WriteFile(pw, []byte("s3cret\n"), 0o600)
-	m := startMaster(t, Config{Password: []byte("s3cret\n")})
-	startCCToolsWorker(t, m, "--password", pw)
-	m.Submit(&Task{Command: "echo authenticated", Tag: "a"})
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	r, err := m.Wait(ctx)
-	if err != nil || strings.TrimSpace(string(r.Output)) != "authenticated" {
-		t.Fatalf("task behind a password: %v %+v", err, r)
+	for _, tc := range []struct{ name, password string }{
+		{"right password", "s3cret\n"},
+		{"wrong password", "guess\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pw := filepath.Join(t.TempDir(), "pw")
+			os.WriteFile(pw, []byte(tc.password), 0o600)
+			seen := make(notices, 10)
+			m := startMaster(t, Config{Password: []byte("s3cret\n"), Notices: slog.New(seen)})
+			startCCToolsWorker(t, m, "--password", pw)
+			if tc.password != "s3cret\n" {
+				if n := seen.next(t); !strings.Contains(n, "wrong or missing password") || !strings.Contains(n, "from=127.0.0.1:") {
+					t.Errorf("notice %q, want a wrong password from 127.0.0.1", n)
+				}
+				if st := m.Stats(); st.WorkersJoined != 0 {
+					t.Errorf("%d workers joined", st.WorkersJoined)
+				}
+				return
+			}
+			m.Submit(&Task{Command: "echo authenticated", Tag: "a"})
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			r, err := m.Wait(ctx)
+			if err != nil || strings.TrimSpace(string(r.Output)) != "authenticated" {
+				t.Fatalf("task behind a password: %v %+v", err, r)
+			}
+		})
 	}
 }

@@ -51,7 +51,14 @@ type (
 		a   *attempt
 		err error
 	}
+	// evForsaken: a worker gave an attempt back (CCTools' FORSAKEN).
+	evForsaken struct{ a *attempt }
 )
+
+// maxForsaken is how often a task may be given back by workers before it
+// fails: our worker gives back the tasks that held a cached input when a
+// task writes to it, which happens once per input and worker.
+const maxForsaken = 5
 
 // tickInterval is how often fast abort and keepalives are checked.
 const tickInterval = 200 * time.Millisecond
@@ -143,6 +150,8 @@ func (l *loop) handle(ev event) {
 		}
 		l.apply(l.s.TaskDone(e.sched.ID, a.worker.id, false, now), now)
 		l.deliver(e, &Result{Status: InputMissing, ExitCode: -1, Err: ev.err, Worker: a.worker.addr, Dispatched: a.dispatched}, now)
+	case evForsaken:
+		l.forsaken(ev.a, now)
 	}
 }
 
@@ -250,6 +259,25 @@ func (l *loop) workerLeft(w *workerConn, err error, now time.Time) {
 		}
 	}
 	l.apply(acts, now)
+}
+
+// forsaken runs again a task its worker gave back: the task ends on every
+// worker (a speculative copy elsewhere is aborted too, since it holds the
+// same input) and starts again from the queue.
+func (l *loop) forsaken(a *attempt, now time.Time) {
+	e := a.e
+	if e.state != stateRunning || !e.drop(a) {
+		return
+	}
+	l.apply(l.s.TaskDone(e.sched.ID, a.worker.id, false, now), now)
+	e.forsaken++
+	if e.forsaken > maxForsaken {
+		l.deliver(e, &Result{Status: Forsaken, ExitCode: -1, Worker: a.worker.addr, Dispatched: a.dispatched,
+			Err: fmt.Errorf("task %d: given back by its workers %d times", e.id, e.forsaken)}, now)
+		return
+	}
+	e.state = stateWaiting
+	l.apply(l.s.Submit(e.sched, now), now)
 }
 
 // reported takes the result of the first attempt of a task to report and

@@ -1,10 +1,13 @@
 // Package workqueue is a Work Queue master as a Go library: submit tasks
 // (a command, input files and buffers, output files, environment,
 // resources, category), and collect results as workers finish them. Workers
-// connect over TCP and speak CCTools' protocol 9, so both rightsize workers
-// and Debian's work_queue_worker serve it. With a project name it
-// advertises itself to catalogs, including its capacity, so that workers
-// started with -M and pools find it.
+// connect over TCP (or TLS) and speak CCTools' protocol 9, so both
+// rightsize workers and Debian's work_queue_worker serve it; with a
+// password, a worker must prove it knows it before the master does. With a
+// project name it advertises itself to catalogs, including its capacity,
+// so that workers started with -M and pools find it. Connections that have
+// not finished their handshake are bounded in number and time, so that a
+// flood of them cannot starve the application of file descriptors.
 //
 // Matching, how many tasks a worker is trusted with, speculative copies,
 // fast abort and worker dropping are decided by package sched;
@@ -16,14 +19,17 @@ package workqueue
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rightsize/rightsize/workqueue/catalog"
@@ -47,9 +53,23 @@ type Config struct {
 	CatalogNetwork string
 	// AdvertiseInterval is the time between catalog updates (default 60 s).
 	AdvertiseInterval time.Duration
-	// Password, if set, is the password file's content; workers must
-	// answer the CCTools challenge with the same one.
+	// Password, if set, is the password file's content (see
+	// wire.ReadPasswordFile); workers must answer the CCTools challenge with
+	// the same one. The master proves that it holds the password only to a
+	// worker that has proved it first, and refuses a worker that sends back
+	// one of the master's own challenges.
 	Password []byte
+	// TLS, if set, makes workers connect over TLS (work_queue_worker --ssl,
+	// workqueue worker --ssl), and the catalog record says "ssl": true. The
+	// password exchange then runs inside TLS. See wire.ServerTLS.
+	TLS *tls.Config
+	// HandshakeTimeout is how long a new connection has to finish TLS, the
+	// password exchange and its hello (default 10 s). At most a few hundred
+	// connections are in their handshake at once (a quarter of them from one
+	// host), and the master keeps a quarter of the file descriptors it may
+	// open for the application's files, so that a flood of connections that
+	// never authenticate delays new workers but fails no task.
+	HandshakeTimeout time.Duration
 	// FastAbort applies to every category; FastAbortCategories override it
 	// per category. Off by default.
 	FastAbort           FastAbort
@@ -74,6 +94,13 @@ type Config struct {
 	Limits wire.Limits
 	// Logger receives the master's log (default: discarded).
 	Logger *slog.Logger
+	// Notices receives, as warnings, what an operator must hear about even
+	// when Logger discards: connections refused for a wrong or missing
+	// password, a reflected challenge or a failed TLS handshake (with the
+	// peer's address), at most 10 a minute, each saying how many were held
+	// back; and, at most once a minute, that the connection limits are
+	// reached. Default: Logger.
+	Notices *slog.Logger
 }
 
 func (c *Config) validate() error {
@@ -98,8 +125,14 @@ func (c *Config) validate() error {
 	if c.KeepaliveTimeout <= 0 {
 		c.KeepaliveTimeout = 30 * time.Second
 	}
+	if c.HandshakeTimeout <= 0 {
+		c.HandshakeTimeout = 10 * time.Second
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Notices == nil {
+		c.Notices = c.Logger
 	}
 	return nil
 }
@@ -116,6 +149,11 @@ type Master struct {
 	log     *slog.Logger
 	ln      net.Listener
 	started time.Time
+
+	admit      *admission
+	challenges wire.Challenges // issued to workers, across connections
+	refusals   throttle        // notices of refused connections
+	fullness   throttle        // notices that the connection limits are reached
 
 	events chan event
 	done   chan struct{} // closed by Close
@@ -148,7 +186,10 @@ func Listen(cfg Config) (*Master, error) {
 		events: make(chan event, 1024),
 		done:   make(chan struct{}),
 		ready:  make(chan struct{}, 1),
+		admit:  newAdmission(openFileLimit()),
 	}
+	m.refusals.burst, m.refusals.interval = 10, time.Minute
+	m.fullness.burst, m.fullness.interval = 1, time.Minute
 	l := newLoop(m)
 	m.loopWG.Add(2)
 	go func() { defer m.loopWG.Done(); l.run() }()
@@ -311,6 +352,9 @@ func (m *Master) deliver(r *Result) {
 func (m *Master) accept() {
 	var next sched.WorkerID
 	for {
+		if !m.waitForRoom() {
+			return
+		}
 		conn, err := m.ln.Accept()
 		if err != nil {
 			select {
@@ -326,44 +370,102 @@ func (m *Master) accept() {
 			time.Sleep(100 * time.Millisecond)
 			continue
 		}
+		host := hostOf(conn.RemoteAddr())
+		if !m.admit.admit(host) {
+			m.notice(&m.refusals, "refused connection", "from", conn.RemoteAddr().String(),
+				"reason", fmt.Sprintf("%d connections from this host are already in their handshake", m.admit.maxPerHost))
+			conn.Close()
+			continue
+		}
 		next++
 		id := next
 		m.connWG.Add(1)
 		go func() {
 			defer m.connWG.Done()
-			m.handshake(id, conn)
+			defer m.admit.closed()
+			m.handshake(id, conn, host)
 		}()
 	}
 }
 
+// waitForRoom waits until the master may accept another connection. It
+// returns false when the master is closed.
+func (m *Master) waitForRoom() bool {
+	if m.admit.full() {
+		a := m.admit
+		m.notice(&m.fullness, "connection limit reached: new workers wait until a connection ends or finishes its handshake",
+			"connections", a.maxConns, "handshakes", a.maxHandshakes, "handshake_timeout", m.cfg.HandshakeTimeout)
+	}
+	for m.admit.full() {
+		select {
+		case <-m.admit.room:
+		case <-m.done:
+			return false
+		}
+	}
+	return true
+}
+
+// notice logs msg on Notices, at most as often as th allows.
+func (m *Master) notice(th *throttle, msg string, args ...any) {
+	ok, held := th.allow(time.Now())
+	if !ok {
+		return
+	}
+	if held > 0 {
+		args = append(args, "notices_held_back", held)
+	}
+	m.cfg.Notices.Warn(msg, args...)
+}
+
 // handshake authenticates a new connection and reads its first message: a
 // worker's hello, or a status client's query.
-func (m *Master) handshake(id sched.WorkerID, conn net.Conn) {
-	c := wire.NewConn(conn, m.cfg.Limits)
-	conn.SetDeadline(time.Now().Add(30 * time.Second))
+func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
+	conn.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
 	// Close must not wait for a peer that is slow to say hello.
 	handshaking := make(chan struct{})
-	go func() {
+	go func(raw net.Conn) {
 		select {
 		case <-m.done:
-			conn.Close()
+			raw.Close()
 		case <-handshaking:
 		}
-	}()
-	defer func() {
-		select {
-		case <-handshaking:
-		default:
-			close(handshaking)
-		}
-	}()
+	}(conn)
+	over := func() {
+		close(handshaking)
+		m.admit.handshakeOver(host)
+	}
+	from := conn.RemoteAddr().String()
 	fail := func(reason string, args ...any) {
-		m.log.Warn("rejected connection", append([]any{"from", conn.RemoteAddr().String(), "reason", reason}, args...)...)
+		over()
+		m.log.Warn("rejected connection", append([]any{"from", from, "reason", reason}, args...)...)
 		conn.Close()
 	}
+	refuse := func(reason string, args ...any) {
+		over()
+		m.notice(&m.refusals, "refused connection", append([]any{"from", from, "reason", reason}, args...)...)
+		conn.Close()
+	}
+	if m.cfg.TLS != nil {
+		tc := tls.Server(conn, m.cfg.TLS)
+		if err := tc.Handshake(); err != nil {
+			if quiet(err) {
+				fail("TLS handshake", "err", err)
+			} else {
+				refuse("TLS handshake failed", "err", err)
+			}
+			return
+		}
+		conn = tc
+	}
+	c := wire.NewConn(conn, m.cfg.Limits)
 	if m.cfg.Password != nil {
-		if _, err := c.Authenticate(m.cfg.Password); err != nil {
-			fail("authentication", "err", err)
+		if err := c.AuthenticateServer(m.cfg.Password, &m.challenges); err != nil {
+			if quiet(err) {
+				fail("authentication", "err", err)
+			} else {
+				refuse("wrong or missing password", "err", err)
+			}
 			return
 		}
 	}
@@ -379,10 +481,11 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn) {
 			return
 		}
 		conn.SetDeadline(time.Time{})
-		close(handshaking)
+		over()
 		w := newWorkerConn(m, id, conn, c, msg)
 		w.run()
 	case wire.StatusQuery:
+		over()
 		reply := make(chan []byte, 1)
 		if m.send(evStatus{kind: msg.Kind, reply: reply}) {
 			select {
@@ -393,10 +496,40 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn) {
 		}
 		conn.Close()
 	case wire.Auth:
-		fail("worker wants a password and this master has none")
+		refuse("the worker has a password and this master has none")
 	default:
 		fail("unexpected first message", "message", fmt.Sprintf("%T", msg))
 	}
+}
+
+// NoticeLogger returns a logger for Config.Notices that writes warnings to
+// w as text lines without the time, for a person watching a terminal.
+func NoticeLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{
+		Level: slog.LevelWarn,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey && len(groups) == 0 {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+}
+
+// quiet reports whether a failed handshake is only a peer that went away
+// or said nothing in time: worth a line in the log, not a notice.
+func quiet(err error) bool {
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.Is(err, io.EOF) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// openFileLimit returns how many file descriptors this process may open.
+func openFileLimit() uint64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil || lim.Cur == 0 {
+		return 1024
+	}
+	return lim.Cur
 }
 
 // advertise sends the master's record to its catalogs now and then.

@@ -33,6 +33,7 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 		"priority":                     0,
 		"lifetime":                     max(180, 3*int(l.m.cfg.AdvertiseInterval.Seconds())),
 		"manager_preferred_connection": "by_ip",
+		"ssl":                          l.m.cfg.TLS != nil,
 		"tasks_waiting":                st.TasksWaiting,
 		"tasks_running":                st.TasksRunning,
 		"tasks_on_workers":             st.TasksRunning,

@@ -160,6 +160,7 @@ const (
 	InputMissing   ResultCode = 1  // an input could not be read or placed
 	OutputMissing  ResultCode = 2  // an output was not produced
 	Signaled       ResultCode = 8  // the command was killed by a signal
+	Forsaken       ResultCode = 40 // workers gave the task back too many times
 	MaxRetries     ResultCode = 48 // the task lost its worker too many times
 	MaxRunTime     ResultCode = 56 // the command ran past its WallTime
 	OutputTransfer ResultCode = 80 // an output could not be fetched or stored
@@ -175,6 +176,8 @@ func (c ResultCode) String() string {
 		return "output missing"
 	case Signaled:
 		return "signal"
+	case Forsaken:
+		return "given back by its workers too many times"
 	case MaxRetries:
 		return "lost its worker too many times"
 	case MaxRunTime:

@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rightsize/rightsize/workqueue/sched"
@@ -41,6 +43,8 @@ type workerConn struct {
 	pending []expect         // replies the worker owes, in order
 	closed  bool
 	signal  chan struct{}
+
+	recv *receiving // the output being received; owned by the reader
 
 	lastHeard     atomic.Int64
 	bytesSent     atomic.Int64
@@ -90,7 +94,8 @@ type fetchJob struct {
 	r         *Result
 	start     time.Time
 	remaining int
-	missing   []string
+	missing   []string // outputs not (wholly) sent, and why
+	stored    []bool   // by output: in place
 	err       error
 }
 
@@ -411,6 +416,12 @@ func (w *workerConn) sendDirEntries(dir string, depth int) error {
 // readLoop reads the worker's messages until the connection fails or the
 // worker breaks the protocol.
 func (w *workerConn) readLoop() error {
+	// A reply cut short leaves nothing behind: the retry starts clean.
+	defer func() {
+		if w.recv != nil {
+			w.recv.discard()
+		}
+	}()
 	var res sched.Resources
 	for {
 		msg, err := w.c.ReadMessage()
@@ -468,6 +479,15 @@ func (w *workerConn) result(m wire.Result) error {
 		w.log.Debug("result for a task no longer here", "wire_task", m.TaskID)
 		return nil
 	}
+	if ResultCode(m.Status) == Forsaken {
+		// Given back: the worker could not run it as it should (ours: a
+		// task wrote to a cached input the task held). Run it again.
+		w.log.Info("task given back by its worker", "task", a.e.id)
+		w.enqueue(op{kind: opKill, attempt: a})
+		w.unlinkUncached(a.e.inputs)
+		w.m.send(evForsaken{a: a})
+		return nil
+	}
 	w.completed.Add(1)
 	r := &Result{
 		Status: ResultCode(m.Status), ExitCode: m.Exit, Output: out, Worker: w.addr,
@@ -477,9 +497,128 @@ func (w *workerConn) result(m wire.Result) error {
 	// The loop decides whether this attempt's outputs are fetched: a task
 	// with a speculative copy has two attempts, and only the first to
 	// report may write the task's output files.
-	j := &fetchJob{a: a, r: r, start: time.Now(), remaining: len(a.e.outputs)}
+	j := &fetchJob{a: a, r: r, start: time.Now(), remaining: len(a.e.outputs), stored: make([]bool, len(a.e.outputs))}
 	w.m.send(evReported{a: a, ok: m.Status == 0 && m.Exit == 0, fetch: j})
 	return nil
+}
+
+// maxReplyEntries bounds the entries of one output as a worker sends it,
+// as wire.MaxDirDepth bounds their depth. A worker that follows symbolic
+// links (CCTools' does) turns a link loop into a tree 40 levels deep (where
+// the kernel stops resolving links), 2^40 entries wide with two links; a
+// hostile one sends anything.
+const maxReplyEntries = 1 << 17
+
+// receiving is the get reply being read: one output, written to a staging
+// path beside its destination (Local + ".wqpart"), and moved into place
+// only once the reply is complete and whole. A worker dying in the middle,
+// or an entry missing, leaves the destination as it was, and a retry
+// starts clean. The entries of a directory are made through an os.Root on
+// the staging directory, which holds nothing but what this reply made: no
+// name a worker sends is written outside the destination, or through a
+// symbolic link already there.
+type receiving struct {
+	j       *fetchJob
+	i       int // the output's index
+	out     fileRef
+	stage   string
+	kind    byte     // 0 until the output's own line came: 'f'ile, 'd'irectory, 'm'issing
+	root    *os.Root // the staged directory
+	entries int
+	failed  bool // not to be put in place
+}
+
+// fail records a local failure to store the output.
+func (r *receiving) fail(err error) {
+	r.failed = true
+	if r.j.err == nil {
+		r.j.err = fmt.Errorf("output %s: %w", r.out.remote, err)
+	}
+}
+
+// missing records that the output, or an entry of it, was not sent.
+func (r *receiving) missing(entry string, errno int) {
+	r.failed = true
+	why := missingReason(errno)
+	if entry != "" {
+		if why == "" {
+			why = "not found"
+		}
+		why = path.Join(r.out.remote, entry) + ": " + why
+	}
+	if why == "" {
+		r.j.missing = append(r.j.missing, r.out.remote)
+	} else {
+		r.j.missing = append(r.j.missing, r.out.remote+" ("+why+")")
+	}
+}
+
+// missingReason explains a missing item; "" for one that does not exist.
+// Our workers refuse symbolic links with ELOOP, other special files with
+// EINVAL, entries nested too deep with ENAMETOOLONG.
+func missingReason(errno int) string {
+	switch en := syscall.Errno(errno); en {
+	case syscall.ENOENT:
+		return ""
+	case syscall.ELOOP:
+		return "a symbolic link, not sent: make the command copy the file instead of linking it"
+	case syscall.EINVAL:
+		return "not a regular file or directory"
+	case syscall.ENAMETOOLONG:
+		return fmt.Sprintf("more than %d directories deep", wire.MaxDirDepth)
+	default:
+		return en.Error()
+	}
+}
+
+// discard removes what the reply staged.
+func (r *receiving) discard() {
+	if r.root != nil {
+		r.root.Close()
+	}
+	os.RemoveAll(r.stage)
+}
+
+// finish puts the output in place, if it came whole.
+func (r *receiving) finish() {
+	if r.root != nil {
+		r.root.Close()
+		r.root = nil
+	}
+	switch {
+	case r.kind == 0:
+		r.missing("", int(syscall.ENOENT)) // an empty reply
+	case r.kind != 'm' && !r.failed:
+		if err := install(r.stage, r.out.Local); err != nil {
+			r.fail(err)
+		} else {
+			r.j.stored[r.i] = true
+		}
+	}
+	if !r.j.stored[r.i] {
+		os.RemoveAll(r.stage)
+	}
+}
+
+// install moves stage to dest, replacing whatever is there, a symbolic
+// link included (it is not followed). A directory in the way is set aside
+// and removed only once stage is in place.
+func install(stage, dest string) error {
+	if err := os.Rename(stage, dest); err == nil {
+		return nil
+	} else if _, lerr := os.Lstat(dest); lerr != nil {
+		return err
+	}
+	old := dest + ".wqold"
+	os.RemoveAll(old)
+	if err := os.Rename(dest, old); err != nil {
+		return err
+	}
+	if err := os.Rename(stage, dest); err != nil {
+		os.Rename(old, dest)
+		return err
+	}
+	return os.RemoveAll(old)
 }
 
 // output stores one item of a get reply.
@@ -493,94 +632,145 @@ func (w *workerConn) output(msg wire.Message) error {
 	if head.fetch == nil {
 		return fmt.Errorf("protocol error: %q outside a get reply", strings.TrimSpace(string(msg.AppendTo(nil))))
 	}
-	j := head.fetch
-	out := j.a.e.outputs[head.out]
+	r := w.recv
+	if r == nil {
+		out := head.fetch.a.e.outputs[head.out]
+		r = &receiving{j: head.fetch, i: head.out, out: out, stage: out.Local + ".wqpart"}
+		w.recv = r
+	}
 	var name string
 	switch m := msg.(type) {
 	case wire.File:
 		name = m.Name
 	case wire.Dir:
+		if !m.Reply {
+			return fmt.Errorf("protocol error: %q in a get reply", strings.TrimSpace(string(m.AppendTo(nil))))
+		}
 		name = m.Name
 	case wire.Missing:
-		j.missing = append(j.missing, out.remote)
-		return nil
+		name = m.Name
 	}
-	dest, err := localPath(out, name)
+	if name == r.out.name {
+		return w.outputItself(r, msg)
+	}
+	rest, ok := strings.CutPrefix(name, r.out.name+"/")
+	if !ok {
+		// A name we did not ask for: the worker is broken or hostile.
+		return fmt.Errorf("protocol error: worker sent %q when asked for %q", name, r.out.name)
+	}
+	if err := wire.CheckRelativePath(rest); err != nil {
+		return fmt.Errorf("protocol error: %w", err)
+	}
+	if r.kind != 'd' {
+		return fmt.Errorf("protocol error: worker sent %q, in no directory", name)
+	}
+	rest = path.Clean(rest)
+	r.entries++
+	var err error
+	if _, missing := msg.(wire.Missing); !missing && strings.Count(rest, "/") >= wire.MaxDirDepth {
+		err = fmt.Errorf("more than %d directories deep (a symbolic link loop, on a worker that follows links?)", wire.MaxDirDepth)
+	} else if r.entries > maxReplyEntries {
+		err = fmt.Errorf("more than %d entries", maxReplyEntries)
+	}
 	if err != nil {
-		return err // a name we did not ask for: the worker is broken or hostile
+		// The rest of the reply cannot be skipped: the task fails, and
+		// the connection goes.
+		r.fail(err)
+		r.discard()
+		w.recv = nil
+		w.mu.Lock()
+		w.pending = w.pending[1:]
+		w.mu.Unlock()
+		w.finishFetch(r.j)
+		return fmt.Errorf("protocol error: %w", err)
 	}
 	switch m := msg.(type) {
+	case wire.Missing:
+		r.missing(rest, m.Errno)
 	case wire.Dir:
-		if err := os.MkdirAll(dest, 0o755); err != nil && j.err == nil {
-			j.err = err
+		if r.root != nil {
+			if err := r.root.MkdirAll(rest, 0o777); err != nil {
+				r.fail(err)
+			}
 		}
 	case wire.File:
-		if err := w.receive(dest, m.Size); err != nil {
-			var store *storeError
-			if !errors.As(err, &store) {
-				return err
-			}
-			if j.err == nil {
-				j.err = store.err
-			}
+		if r.root == nil { // the directory could not be made
+			return w.c.DiscardBody(m.Size)
 		}
+		if dir := path.Dir(rest); dir != "." {
+			err = r.root.MkdirAll(dir, 0o777)
+		}
+		var f *os.File
+		if err == nil {
+			f, err = r.root.OpenFile(rest, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		}
+		return w.receiveBody(r, f, err, m.Size)
 	}
 	return nil
 }
 
-// localPath maps a name in a get reply to where it goes on this machine: the
-// output's own cache name is its local path, and names below it are the
-// entries of an output directory.
-func localPath(out fileRef, name string) (string, error) {
-	if name == out.name {
-		return out.Local, nil
+// outputItself handles the line about the output itself: it comes first,
+// and once.
+func (w *workerConn) outputItself(r *receiving, msg wire.Message) error {
+	if r.kind != 0 {
+		return fmt.Errorf("protocol error: worker sent %q twice", r.out.name)
 	}
-	rest, ok := strings.CutPrefix(name, out.name+"/")
-	if !ok {
-		return "", fmt.Errorf("protocol error: worker sent %q when asked for %q", name, out.name)
+	r.kind = 'm'
+	if m, ok := msg.(wire.Missing); ok {
+		r.missing("", m.Errno)
+		return nil
 	}
-	if err := wire.CheckRelativePath(rest); err != nil {
-		return "", fmt.Errorf("protocol error: %w", err)
+	// What an earlier attempt left, or a killed master.
+	if err := os.RemoveAll(r.stage); err != nil {
+		r.fail(err)
+	} else if err := os.MkdirAll(filepath.Dir(r.stage), 0o777); err != nil {
+		r.fail(err)
 	}
-	return filepath.Join(out.Local, filepath.FromSlash(rest)), nil
+	switch m := msg.(type) {
+	case wire.Dir:
+		r.kind = 'd'
+		if r.failed {
+			return nil
+		}
+		if err := os.Mkdir(r.stage, 0o777); err != nil {
+			r.fail(err)
+			return nil
+		}
+		root, err := os.OpenRoot(r.stage)
+		if err != nil {
+			r.fail(err)
+			return nil
+		}
+		r.root = root
+	case wire.File:
+		r.kind = 'f'
+		if r.failed {
+			return w.c.DiscardBody(m.Size)
+		}
+		f, err := os.OpenFile(r.stage, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		return w.receiveBody(r, f, err, m.Size)
+	}
+	return nil
 }
 
-// storeError is a local failure to store an output; the stream is intact.
-type storeError struct{ err error }
-
-func (e *storeError) Error() string { return e.err.Error() }
-
-// receive writes a file body to dest through a temporary name.
-func (w *workerConn) receive(dest string, size int64) error {
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		if derr := w.c.DiscardBody(size); derr != nil {
-			return derr
-		}
-		return &storeError{err}
+// receiveBody copies a file's body to f. A local failure (openErr, a full
+// disk) fails the output and keeps the stream in step; a broken stream
+// ends the connection.
+func (w *workerConn) receiveBody(r *receiving, f *os.File, openErr error, size int64) error {
+	if openErr != nil {
+		r.fail(openErr)
+		return w.c.DiscardBody(size)
 	}
-	tmp := dest + ".wqpart"
-	f, err := os.Create(tmp)
-	if err != nil {
-		if derr := w.c.DiscardBody(size); derr != nil {
-			return derr
-		}
-		return &storeError{err}
+	err := w.c.CopyBody(wire.GuardWriter(f), size)
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	err = w.c.CopyBody(wire.GuardWriter(f), size)
-	cerr := f.Close()
 	if err != nil {
-		os.Remove(tmp)
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, wire.ErrTooLong) || isNetErr(err) {
 			return err
 		}
-		return &storeError{err}
-	}
-	if cerr == nil {
-		cerr = os.Rename(tmp, dest)
-	}
-	if cerr != nil {
-		os.Remove(tmp)
-		return &storeError{cerr}
+		r.fail(err)
+		return nil
 	}
 	w.bytesReceived.Add(size)
 	return nil
@@ -602,12 +792,27 @@ func (w *workerConn) endReply() error {
 	w.pending = w.pending[1:]
 	w.mu.Unlock()
 	if j := head.fetch; j != nil {
+		r := w.recv
+		w.recv = nil
+		if r == nil {
+			r = &receiving{j: j, i: head.out, out: j.a.e.outputs[head.out]}
+		}
+		r.finish()
 		j.remaining--
 		if j.remaining == 0 {
 			w.finishFetch(j)
 		}
 	}
 	return nil
+}
+
+// unlinkUncached removes from the worker the inputs not to be cached.
+func (w *workerConn) unlinkUncached(inputs []fileRef) {
+	for _, in := range inputs {
+		if !in.Cache {
+			w.enqueue(op{kind: opUnlink, name: in.name})
+		}
+	}
 }
 
 // finishFetch completes an attempt: status from what arrived, cleanup on
@@ -624,23 +829,15 @@ func (w *workerConn) finishFetch(j *fetchJob) {
 		r.Err = fmt.Errorf("task %d: outputs not produced: %s", e.id, strings.Join(j.missing, ", "))
 	}
 	w.enqueue(op{kind: opKill, attempt: j.a})
-	for _, in := range e.inputs {
-		if !in.Cache {
-			w.enqueue(op{kind: opUnlink, name: in.name})
-		}
-	}
-	for _, out := range e.outputs {
+	w.unlinkUncached(e.inputs)
+	for i, out := range e.outputs {
 		if !out.Cache {
 			w.enqueue(op{kind: opUnlink, name: out.name})
 			continue
 		}
 		// The worker keeps a cached output: a later task reading the
 		// local copy as an input need not send it back.
-		missing := false
-		for _, m := range j.missing {
-			missing = missing || m == out.remote
-		}
-		if info, err := os.Stat(out.Local); err == nil && !missing && j.err == nil {
+		if info, err := os.Stat(out.Local); err == nil && j.stored[i] && j.err == nil {
 			w.setCached(out.name, stampOf(info))
 		}
 	}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/rightsize/rightsize/internal/proc"
 )
 
 // Local is the Driver for processes on this machine: a small batch system
@@ -25,9 +27,10 @@ import (
 // When the shell exits, whatever the command left running in its group is
 // killed, as a batch system would at the end of a job. Remove, Close and the
 // wall-time limit send SIGTERM to the group, then SIGKILL after
-// Options.KillDelay. Each job's shell is also killed if the process that
-// started it dies (Linux's parent-death signal), so that a killed caller does
-// not leave jobs racing its re-run.
+// Options.KillDelay. Each job's process group is also registered with a
+// keeper process (internal/proc) that kills it if the process that started
+// it dies first, kill -9 included, so that a killed caller does not leave
+// jobs racing its re-run.
 type Local struct {
 	slots     int
 	killDelay time.Duration
@@ -40,6 +43,8 @@ type Local struct {
 	jobs    map[string]*localJob // not ended
 	seq     int
 	closed  bool
+
+	keeper proc.Keeper
 }
 
 type localJob struct {
@@ -49,6 +54,8 @@ type localJob struct {
 
 	// Set under Local.mu.
 	proc     *os.Process
+	reg      proc.Slot // the process group, registered with the keeper
+	exited   bool      // the shell has exited: no more signals
 	removed  bool
 	timedOut bool
 	timer    *time.Timer // wall time, then the SIGKILL after SIGTERM
@@ -136,7 +143,12 @@ func (d *Local) start(lj *localJob) {
 	cmd.Env = append(os.Environ(), lj.job.Env...)
 	cmd.Stdout, cmd.Stderr = outW, errW
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	err = cmd.Start()
+	reg, err := d.keeper.Reserve()
+	if err == nil {
+		if err = cmd.Start(); err != nil {
+			reg.Release()
+		}
+	}
 	outW.Close()
 	errW.Close()
 	if err != nil {
@@ -145,7 +157,8 @@ func (d *Local) start(lj *localJob) {
 		d.startFailed(lj, err)
 		return
 	}
-	lj.proc = cmd.Process
+	reg.Set(cmd.Process.Pid)
+	lj.proc, lj.reg = cmd.Process, reg
 	started := time.Now()
 	d.t.set(Event{ID: lj.id, Status: Status{State: Running, Started: started}})
 	if wt := lj.job.Resources.WallTime; wt > 0 {
@@ -181,9 +194,17 @@ func (d *Local) wait(lj *localJob, cmd *exec.Cmd, outR, errR *os.File) {
 	}
 	go copyTail(&stdout, outR)
 	go copyTail(&stderr, errR)
+	// Until the shell is reaped its group's id cannot be reused: stop
+	// signalling, kill what it left in its group, release the group, then
+	// reap.
+	proc.WaitExit(lj.proc.Pid)
+	d.mu.Lock()
+	lj.exited = true
+	d.mu.Unlock()
+	syscall.Kill(-lj.proc.Pid, syscall.SIGKILL)
+	lj.reg.Release()
 	waitErr := cmd.Wait()
 	ended := time.Now()
-	syscall.Kill(-lj.proc.Pid, syscall.SIGKILL)
 	// A process that left the group (setsid) may still hold the pipes;
 	// do not wait for it for long.
 	grace := time.NewTimer(2 * time.Second)
@@ -237,6 +258,9 @@ func (d *Local) wait(lj *localJob, cmd *exec.Cmd, outR, errR *os.File) {
 // terminate sends SIGTERM to lj's process group and SIGKILL after the kill
 // delay. Called with d.mu held, for a started job that has not ended.
 func (d *Local) terminate(lj *localJob) {
+	if lj.exited {
+		return // its group is being killed
+	}
 	syscall.Kill(-lj.proc.Pid, syscall.SIGTERM)
 	if lj.timer != nil {
 		lj.timer.Stop()
@@ -244,7 +268,7 @@ func (d *Local) terminate(lj *localJob) {
 	lj.timer = time.AfterFunc(d.killDelay, func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
-		if !lj.ended {
+		if !lj.exited {
 			syscall.Kill(-lj.proc.Pid, syscall.SIGKILL)
 		}
 	})
@@ -313,7 +337,9 @@ func (d *Local) Close(ctx context.Context) error {
 	var err error
 	select {
 	case <-exited:
+		d.keeper.Close()
 	case <-ctx.Done():
+		// The keeper kills them when this process exits.
 		err = fmt.Errorf("local jobs still exiting: %w", ctx.Err())
 	}
 	d.t.close()

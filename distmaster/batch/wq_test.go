@@ -25,12 +25,13 @@ func newWorkQueue(t *testing.T) *WorkQueue {
 	wq := d.(*WorkQueue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
+	workdir := t.TempDir() // removed after the worker stops
 	go func() {
 		defer close(done)
 		worker.Run(ctx, worker.Config{
 			Masters: []string{fmt.Sprintf("127.0.0.1:%d", wq.Master().Port())},
 			Cores:   4, MemoryMB: 1000, DiskMB: 1000,
-			Workdir: t.TempDir(), MinBackoff: 50 * time.Millisecond,
+			Workdir: workdir, MinBackoff: 50 * time.Millisecond,
 		})
 	}()
 	t.Cleanup(func() {

@@ -1,16 +1,15 @@
 // Package allpairscmd is the allpairs command: it parses the command line,
-// opens the function and the sets, and runs package allpairs with a progress
-// bar and error reports suited to a terminal.
+// opens the function, the sets and the checkpoint (deciding where it lives
+// and removing a default one once the result is whole), and runs package
+// allpairs, or the distributed master with -T, with a progress bar and error
+// reports suited to a terminal.
 package allpairscmd
 
 import (
-	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -24,7 +23,6 @@ import (
 	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/multicore"
-	"github.com/rightsize/rightsize/sparsematrix"
 )
 
 // maxShownFailures is how many failing cells are described in full; the
@@ -45,6 +43,7 @@ type options struct {
 	x, y, w, h int
 
 	matrix  string
+	trust   bool
 	jobSize string
 	dist    distcmd.Flags
 }
@@ -64,6 +63,10 @@ machine's cores and prints one line per cell, in no particular order:
 
     Aname<TAB>Bname<TAB>result
 
+A backslash, tab, newline or carriage return in a name or a result is written
+\\, \t, \n or \r (as 'wavefront export' writes TSV), so that every line has
+three fields, whatever the function prints.
+
 A and B are directories (their regular files, sorted by name; names starting
 with "." are skipped) or set-list files (one file path per line, relative to
 the current directory). In directories the name is the file name; in set lists
@@ -78,7 +81,9 @@ FUNC is one of:
                          void *allpairs_function(const void *a, int alength,
                                                  const void *b, int blength);
                        returning a malloc'd NUL-terminated string (freed by
-                       allpairs). It is called from many threads at once.
+                       allpairs). It is called from many threads at once. If
+                       it crashes (SIGSEGV, SIGABRT, ...), allpairs stops at
+                       once with status 1, naming the two items.
     builtin:NAME       a built-in: bytediff (number of differing bytes) or
                        swalign (Smith-Waterman local-alignment score; +3 match,
                        -3 mismatch, -2 per gap). CCTools' BITWISE and SWALIGN
@@ -88,16 +93,34 @@ allpairs holds a block of A in memory (-b items; by default as many as fit in
 half of the available memory), keeps all cores (-c) on it while B streams past,
 then moves to the next block.
 
+Every finished cell is appended at once to a checkpoint: --matrix FILE; else
+FILE.matrix beside -o FILE; else (standard output) a file in the cache
+directory ($XDG_CACHE_HOME or ~/.cache, under rightsize/allpairs/) named after
+the command's arguments. After a crash, kill or Ctrl-C (exit 130), run the same
+command again: only the missing cells are computed, and the lines of the
+others are written first. The checkpoint records what its cells were computed
+from — the function (a program's or library's content, its -e arguments) and
+every item's name, size and modification time: an item that changed has its
+row (or column) computed again, with a message; another function, or items
+added, removed or renamed, are refused with a message saying how to start over
+(--trust-checkpoint keeps the cells despite a changed function, when you know
+the change does not alter them). A default checkpoint is removed once the
+result is written whole; --matrix FILE is kept. -o FILE is written beside FILE
+and renamed over it at the end (also when cells failed), so that a refused or
+interrupted run leaves the previous FILE as it was.
+
 A cell whose function fails (non-zero exit, signal, --timeout) is reported on
 standard error with its exit status and the end of its standard error; the
-run goes on, every cell that succeeded is printed, and allpairs exits with
-status 1. Exit status 2 means bad flags or arguments, 130 an interrupt.
+run goes on, every cell that succeeded is written, the checkpoint is kept so
+that running the same command again retries only the failed cells, and
+allpairs exits with status 1. Exit status 2 means bad flags or arguments, 130
+an interrupt.
 
 Sub-problem mode (-M -X x -Y y -W w -H h) computes only rows x..x+w-1 of A
 and columns y..y+h-1 of B (counted from 0); the union of sub-problems is the
-whole matrix. With --matrix FILE the cells go to FILE as sparse-matrix records
-(x = index in A, y = index in B; values may hold any bytes) instead of lines.
-This is what a distributed master runs on a worker.
+whole matrix. With --matrix FILE and no -o the cells go only to FILE, as
+sparse-matrix records (x = index in A, y = index in B; values may hold any
+bytes). This is what a distributed master runs on a worker.
 
 Distributed mode (-T wq|local|slurm|sge|condor) cuts the matrix into blocks
 and runs each as a job: this same program in sub-problem mode, with the
@@ -105,10 +128,11 @@ function and the block's items shipped to Work Queue workers (and cached there,
 since a row of blocks shares them) or read from the shared filesystem by batch
 jobs. The job size comes from a brief benchmark of the function and the
 All-Pairs model (-v explains it; --job-size sets it). Every finished cell is
-appended to the checkpoint (--matrix; default -o FILE + ".matrix", or
-allpairs.matrix), which notes its problem and job size in FILE.plan: run the
-same command again after a crash or Ctrl-C and only the missing blocks are
-computed. The result lines are written from the checkpoint at the end.
+appended to the checkpoint, as above (its jobs' work directory is beside it,
+so put it on a filesystem the jobs share: -o FILE or --matrix FILE); the job
+size is kept beside it in CHECKPOINT.plan. Run the same command again after a
+crash or Ctrl-C and only the missing blocks are computed, with the same job
+size. The result lines are written from the checkpoint at the end.
 A failing block is submitted again (--retries) and then reported with the end
 of its standard error; a straggler is removed and resubmitted (--fast-abort;
 Work Queue's own fast abort with -T wq). With -T wq, start workers with
@@ -141,7 +165,8 @@ Work Queue's own fast abort with -T wq). With -T wq, start workers with
 	f.IntVarP(&o.y, "y", "Y", -1, "sub-problem: first column (item of B), from 0")
 	f.IntVarP(&o.w, "width", "W", -1, "sub-problem: number of rows (default: to the end of A)")
 	f.IntVarP(&o.h, "height", "H", -1, "sub-problem: number of columns (default: to the end of B)")
-	f.StringVar(&o.matrix, "matrix", "", "-M: write the cells to `FILE` as sparse-matrix records instead of lines; -T: the checkpoint (default OUTPUT.matrix or allpairs.matrix)")
+	f.StringVar(&o.matrix, "matrix", "", "keep the checkpoint in `FILE` (sparse-matrix records), not to be removed after the run; on this machine, without -o, write no lines")
+	f.BoolVar(&o.trust, "trust-checkpoint", false, "keep the checkpoint's cells although the function (or its -e arguments) changed since they were computed: you vouch that the change does not alter them")
 	f.StringVar(&o.jobSize, "job-size", "", "-T: items of A × items of B in each job, as `WxH` or N for N×N (default: chosen by the model)")
 	o.dist.Add(f)
 	return cmd
@@ -199,18 +224,6 @@ func (o *options) region(nA, nB int) *multicore.Region {
 		r.H = nB - r.Y
 	}
 	return &r
-}
-
-// openOutput returns where the result lines go: -o FILE, created now, or
-// standard output (file nil).
-func (o *options) openOutput(s cmdutil.Streams) (out io.Writer, file *os.File, err error) {
-	if o.output == "" {
-		return s.Out, nil, nil
-	}
-	if file, err = os.Create(o.output); err != nil {
-		return nil, nil, err
-	}
-	return file, file, nil
 }
 
 // progressBar returns the progress bar of a run of cells, drawn on
@@ -287,37 +300,41 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 		return cmdutil.Usagef("%v", err)
 	}
 
-	out, file, err := o.openOutput(s)
-	if err != nil {
-		return err
-	}
-	if file != nil {
-		defer file.Close()
-	}
-	if o.matrix != "" {
-		m, err := os.Create(o.matrix)
-		if err != nil {
-			return err
-		}
-		defer m.Close()
-		bw := bufio.NewWriterSize(m, 256<<10)
-		defer func() {
-			if ferr := cmp.Or(bw.Flush(), m.Close()); ferr != nil && err == nil {
-				err = fmt.Errorf("write %s: %w", o.matrix, ferr)
-			}
-		}()
-		p.Matrix = sparsematrix.NewWriter(bw)
-	}
-
 	bar := o.progressBar(s, plan.Cells)
 	defer bar.Stop()
 	errOut := bar.Writer(s.Err)
-	if o.output == "" && cmdutil.IsTerminal(s.Out) {
-		out = bar.Writer(out)
+	ck, err := o.openCheckpoint(errOut, args, a, b, fn.Info(), p.Region)
+	if err != nil {
+		return err
+	}
+	if ck != nil {
+		p.Checkpoint = ck.Checkpoint
+	}
+	complete := false
+	defer func() {
+		if cerr := ck.finish(complete); cerr != nil && err == nil {
+			err = fmt.Errorf("checkpoint: %w", cerr)
+		}
+	}()
+	var out *output
+	var lines io.Writer // nil with --matrix and no -o: the cells are in the checkpoint
+	if o.matrix == "" || o.output != "" {
+		if out, err = o.openOutput(s); err != nil {
+			return err
+		}
+		defer out.abort()
+		lines = out.w
+		if o.output == "" && cmdutil.IsTerminal(s.Out) {
+			lines = bar.Writer(lines)
+		}
 	}
 	if o.verbose {
-		fmt.Fprintf(errOut, "allpairs: %s (%d items) × %s (%d items) with %s (%v): %v\n",
-			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, plan)
+		where := "no checkpoint"
+		if ck != nil {
+			where = "checkpoint " + ck.Path()
+		}
+		fmt.Fprintf(errOut, "allpairs: %s (%d items) × %s (%d items) with %s (%v), %s: %v\n",
+			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, where, plan)
 	}
 	var shown atomic.Int64
 	p.OnFailure = func(ce *allpairs.CellError) {
@@ -327,27 +344,38 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 	}
 	p.OnProgress = bar.SetDone
 
-	sum, err := allpairs.Run(ctx, p, out)
+	sum, err := allpairs.Run(ctx, p, lines)
 	bar.Stop()
-	if file != nil {
-		if cerr := file.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("write %s: %w", o.output, cerr)
-		}
-	}
 	if o.verbose {
 		rate := float64(sum.Done) / max(sum.Elapsed.Seconds(), 1e-9)
-		fmt.Fprintf(s.Err, "allpairs: %d cells in %v (%.0f cells/s), %d failed\n", sum.Done, sum.Elapsed.Round(time.Millisecond), rate, sum.Failed)
+		fmt.Fprintf(s.Err, "allpairs: %d cells in %v (%.0f cells/s), %d failed, %d were already in the checkpoint\n",
+			sum.Done, sum.Elapsed.Round(time.Millisecond), rate, sum.Failed, sum.Resumed)
 	}
 	var failed *allpairs.FailedError
+	if (err == nil || errors.As(err, &failed)) && out != nil {
+		if cerr := out.commit(); cerr != nil {
+			return cerr
+		}
+	}
+	finished := sum.Resumed + sum.Done - sum.Failed
 	switch {
-	case errors.As(err, &failed):
+	case err == nil:
+		complete = true
+		return nil
+	case failed != nil:
 		more := ""
 		if failed.Failed > maxShownFailures {
 			more = fmt.Sprintf(" (the first %d are shown above)", maxShownFailures)
 		}
-		return fmt.Errorf("%d of %d cells failed%s; the %d that succeeded were written", failed.Failed, failed.Cells, more, sum.Done-sum.Failed)
+		return fmt.Errorf("%d of %d cells failed%s; the %d that succeeded were written, and %s",
+			failed.Failed, failed.Cells, more, finished, ck.kept("they", "retry the failed cells"))
 	case errors.Is(err, context.Canceled):
-		return fmt.Errorf("interrupted after %d of %d cells; those were written: %w", sum.Done-sum.Failed, sum.Plan.Cells, err)
+		written := "those were written"
+		if o.output != "" {
+			written = o.output + " was left as it was"
+		}
+		return fmt.Errorf("interrupted after %d of %d cells (%s); %s: %w",
+			finished, sum.Plan.Cells, written, ck.kept(fmt.Sprintf("the %d finished cells", finished), "resume"), err)
 	}
-	return err
+	return fmt.Errorf("%w (%s)", err, ck.kept(fmt.Sprintf("the %d finished cells", finished), "resume"))
 }

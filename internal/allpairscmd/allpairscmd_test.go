@@ -18,11 +18,15 @@ import (
 	"github.com/rightsize/rightsize/internal/testutil"
 )
 
-var binDir string
+var binDir, cacheDir string
 
 func TestMain(m *testing.M) {
 	os.Exit(testutil.RunWithCommands(m, func(dir string) {
 		binDir = dir
+		// The checkpoints of runs on standard output go to the cache
+		// directory: the tests', not the user's.
+		cacheDir = filepath.Join(dir, "cache")
+		os.Setenv("XDG_CACHE_HOME", cacheDir)
 	}, "allpairs", "workqueue"))
 }
 

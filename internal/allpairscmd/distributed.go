@@ -2,6 +2,7 @@ package allpairscmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -13,20 +14,8 @@ import (
 	"github.com/rightsize/rightsize/internal/distcmd"
 )
 
-// checkpointPath is where a distributed run keeps its cells: --matrix, or
-// beside -o, or allpairs.matrix in the current directory.
-func (o *options) checkpointPath() string {
-	switch {
-	case o.matrix != "":
-		return o.matrix
-	case o.output != "":
-		return o.output + ".matrix"
-	}
-	return "allpairs.matrix"
-}
-
 // runDistributed runs the problem as blocks on the batch system of -T.
-func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) error {
+func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) (err error) {
 	a, b, fn, err := open(o, reg, args)
 	if err != nil {
 		return err
@@ -36,7 +25,6 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		return cmdutil.Usagef("--symmetric needs A and B to be the same set")
 	}
 	jobW, jobH, _ := parseJobSize(o.jobSize) // checked with the flags
-	checkpoint := o.checkpointPath()
 
 	cells := int64(len(a.Items)) * int64(len(b.Items))
 	if o.symmetric {
@@ -45,41 +33,53 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	bar := o.progressBar(s, cells)
 	defer bar.Stop()
 	msgs := bar.Writer(s.Err)
+	ck, err := o.openCheckpoint(msgs, args, a, b, fn.Info(), nil)
+	if err != nil {
+		return err
+	}
+	if ck == nil {
+		return errors.New("a distributed run needs a checkpoint to collect the blocks: give -o FILE or --matrix FILE")
+	}
+	complete := false
+	defer func() {
+		if cerr := ck.finish(complete); cerr != nil && err == nil {
+			err = fmt.Errorf("checkpoint: %w", cerr)
+		}
+	}()
 	explain := io.Discard
 	if o.verbose {
 		explain = distcmd.Prefixed(msgs, "allpairs: ")
 		fmt.Fprintf(explain, "%s (%d items) × %s (%d items) with %s (%v), checkpoint %s\n",
-			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, checkpoint)
+			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, ck.Path())
 	}
 
-	d, closeDriver, err := o.dist.Open("allpairs", "allpairs", filepath.Dir(checkpoint), msgs)
+	d, closeDriver, err := o.dist.Open("allpairs", "allpairs", filepath.Dir(ck.Path()), msgs)
 	if err != nil {
 		return err
 	}
 	defer closeDriver()
 
-	out, file, err := o.openOutput(s)
+	out, err := o.openOutput(s)
 	if err != nil {
 		return err
 	}
-	if file != nil {
-		defer file.Close()
-	}
-	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(checkpoint), explain)
+	defer out.abort()
+	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(ck.Path()), explain)
 	res, err := distmaster.RunAllPairs(ctx, cfg, &distmaster.AllPairs{
 		A: a, B: b,
 		Func:       distmaster.FunctionOf(fn.Info(), o.extraArgs, o.timeout),
 		Pair:       fn,
 		Symmetric:  o.symmetric,
-		Checkpoint: checkpoint,
+		Checkpoint: ck.Checkpoint,
 		JobW:       jobW, JobH: jobH,
-		Out:      out,
+		Out:      out.w,
 		Progress: bar.SetDone,
 	})
 	bar.Stop()
-	if file != nil {
-		if cerr := file.Close(); cerr != nil && err == nil {
-			err = fmt.Errorf("write %s: %w", o.output, cerr)
+	fe, failed := distcmd.IsFailed(err)
+	if err == nil || failed {
+		if cerr := out.commit(); cerr != nil && err == nil {
+			err = cerr
 		}
 	}
 	if o.verbose {
@@ -91,12 +91,13 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 				res.Predicted.Round(time.Second), res.Elapsed.Round(time.Second))
 		}
 	}
-	kept := fmt.Sprintf("the %d finished cells are kept in %s", res.Resumed+res.Computed, checkpoint)
-	if fe, ok := distcmd.IsFailed(err); ok {
+	kept := fmt.Sprintf("the %d finished cells are kept in %s", res.Resumed+res.Computed, ck.Path())
+	switch {
+	case failed:
 		return distcmd.ReportFailures(msgs, "allpairs", fe, kept+" and were written")
-	}
-	if err != nil {
+	case err != nil:
 		return distcmd.Stopped(err, kept)
 	}
+	complete = true
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/rightsize/rightsize/distmaster/batch"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/workqueue"
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // maxShownBlocks is how many failed blocks are described in full.
@@ -36,6 +37,8 @@ type Flags struct {
 	Port      int
 	Project   string
 	Password  string
+	SSLCert   string
+	SSLKey    string
 	PortFile  string
 	MaxJobs   int
 	Retries   int
@@ -51,6 +54,8 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.IntVarP(&f.Port, "port", "p", 9123, "-T wq: the port workers connect to (0: any free port; see -Z)")
 	fs.StringVarP(&f.Project, "project-name", "N", "", "-T wq: advertise the master to the catalog under this `NAME` (workers find it with -M NAME)")
 	fs.StringVar(&f.Password, "password", "", "-T wq: workers must prove they know the password in `FILE`")
+	fs.StringVar(&f.SSLCert, "ssl-cert", "", "-T wq: workers connect over TLS; the master's certificate is in `FILE` (PEM; needs --ssl-key)")
+	fs.StringVar(&f.SSLKey, "ssl-key", "", "-T wq: the private key of --ssl-cert, in `FILE` (PEM)")
 	fs.StringVarP(&f.PortFile, "port-file", "Z", "", "-T wq: write the port the master listens on to `FILE`")
 	fs.IntVarP(&f.MaxJobs, "max-jobs", "J", 0, "-T: at most `N` jobs submitted at once (default 1000; local: the cores)")
 	fs.IntVar(&f.Retries, "retries", 2, "-T: submit a failing block again up to `N` times before giving it up")
@@ -61,7 +66,7 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 // those that mean nothing without -T wq.
 var (
 	distributedOnly = []string{"max-jobs", "retries", "fast-abort"}
-	wqOnly          = []string{"port", "project-name", "password", "port-file"}
+	wqOnly          = []string{"port", "project-name", "password", "ssl-cert", "ssl-key", "port-file"}
 )
 
 // Check reports flags that do not fit together, as usage errors. extra
@@ -86,6 +91,8 @@ func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
 		}
 	}
 	switch {
+	case (f.SSLCert == "") != (f.SSLKey == ""):
+		return cmdutil.Usagef("--ssl-cert and --ssl-key go together")
 	case f.Port < 0 || f.Port > 65535:
 		return cmdutil.Usagef("--port %d: not a port", f.Port)
 	case f.MaxJobs < 0:
@@ -111,8 +118,9 @@ func (f *Flags) fastAbort() distmaster.FastAbort {
 
 // Open opens the batch driver for jobs of category, with the batch
 // systems' spool directory in spool. For Work Queue it says on msgs where
-// workers should connect, and writes the port file. The returned function
-// closes the driver.
+// workers should connect, writes the port file, and reports on msgs a
+// password file or key others can read and the connections the master
+// refuses. The returned function closes the driver.
 //
 // Warnings go to msgs too, with or without -v: fast aborts, failed blocks
 // retried, and Work Queue workers dropped or kept out and why. They are
@@ -122,13 +130,22 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 	opts := batch.Options{Spool: spool}
 	if f.BatchType == "wq" {
 		wq := &workqueue.Config{Addr: ":" + strconv.Itoa(f.Port), Project: f.Project, Logger: f.log}
+		warn := func(msg string) { fmt.Fprintf(msgs, "%s: warning: %s\n", tool, msg) }
 		if f.Password != "" {
-			pw, err := os.ReadFile(f.Password)
+			pw, err := wire.ReadPasswordFile(f.Password, warn)
 			if err != nil {
 				return nil, nil, fmt.Errorf("password: %w", err)
 			}
 			wq.Password = pw // as the workers read it: the whole file
 		}
+		if f.SSLCert != "" {
+			tc, err := wire.ServerTLS(f.SSLCert, f.SSLKey, warn)
+			if err != nil {
+				return nil, nil, err
+			}
+			wq.TLS = tc
+		}
+		wq.Notices = workqueue.NoticeLogger(Prefixed(msgs, tool+": "))
 		opts.WorkQueue = wq
 	}
 	d, err := distmaster.OpenDriver(f.BatchType, opts, category, f.fastAbort())

@@ -195,3 +195,40 @@ func TestRecoveryLikeCCTools(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanLikeCCTools runs every clean mode with both implementations on
+// the same finished workflow, with and without MAKEFLOW_OUTPUTS: the same
+// files remain.
+func TestCleanLikeCCTools(t *testing.T) {
+	needCCTools(t)
+	const rules = "mid log.txt: in\n\tcat in > mid; echo made > log.txt\nfinal: mid\n\tcat mid > final\nside:\n\techo s > side\n"
+	for _, decl := range []string{"", "MAKEFLOW_OUTPUTS=final\n", "MAKEFLOW_OUTPUTS=\"\"\n"} {
+		for _, mode := range []string{"all", "outputs", "intermediates"} {
+			t.Run(fmt.Sprintf("%q/%s", strings.TrimSpace(decl), mode), func(t *testing.T) {
+				var remaining [2][]string
+				for i, program := range []string{binary, cctoolsMakeflow} {
+					dir := t.TempDir()
+					writeFiles(t, dir, map[string]string{"w.mf": decl + rules, "in": "data\n"})
+					if r := runProgram(t, dir, program, "w.mf"); r.code != 0 {
+						t.Fatalf("%s: run: %v", program, r)
+					}
+					if r := runProgram(t, dir, program, "--clean="+mode, "w.mf"); r.code != 0 {
+						t.Fatalf("%s: clean: %v", program, r)
+					}
+					entries, err := os.ReadDir(dir)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, e := range entries {
+						if !strings.HasSuffix(e.Name(), ".batchlog") {
+							remaining[i] = append(remaining[i], e.Name())
+						}
+					}
+				}
+				if !slices.Equal(remaining[0], remaining[1]) {
+					t.Errorf("after --clean=%s ours left %q, CCTools left %q", mode, remaining[0], remaining[1])
+				}
+			})
+		}
+	}
+}

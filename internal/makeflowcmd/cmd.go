@@ -23,6 +23,7 @@ import (
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/makeflow"
 	"github.com/rightsize/rightsize/workqueue"
+	"github.com/rightsize/rightsize/workqueue/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -54,6 +55,8 @@ type options struct {
 	portFile     string
 	project      string
 	passwordFile string
+	sslCert      string
+	sslKey       string
 	catalogs     string
 	fastAbort    float64
 	sharedFS     []string
@@ -113,7 +116,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringVarP(&o.batchType, "batch-type", "T", defaultType, "where rules run: local, wq (Work Queue workers), slurm, sge, condor, or dryrun")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
-	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs or intermediates; runs nothing")
+	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
 	f.Lookup("clean").NoOptDefVal = "all"
 	f.StringVarP(&o.logPath, "makeflow-log", "l", "", "transaction log (default WORKFLOW.makeflowlog)")
 	f.BoolVarP(&o.retry, "retry", "R", false, "retry failed rules up to 5 times")
@@ -133,6 +136,8 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringVarP(&o.project, "project-name", "N", "", "-T wq: advertise the master to the catalog under this project name")
 	f.StringVarP(&o.project, "manager-name", "M", "", "same as -N")
 	f.StringVar(&o.passwordFile, "password", "", "-T wq: workers must know the password in `FILE`")
+	f.StringVar(&o.sslCert, "ssl-cert", "", "-T wq: workers connect over TLS; the master's certificate is in `FILE` (PEM; needs --ssl-key)")
+	f.StringVar(&o.sslKey, "ssl-key", "", "-T wq: the private key of --ssl-cert, in `FILE` (PEM)")
 	f.StringVarP(&o.catalogs, "catalog-server", "C", "", "-T wq: catalog servers HOST:PORT[,HOST:PORT] for -N")
 	f.Float64VarP(&o.fastAbort, "fast-abort", "F", 0, "-T wq: abort and re-send a task running longer than `MULT` times its category's mean")
 	f.StringArrayVar(&o.sharedFS, "shared-fs", nil, "-T wq: files under the absolute `DIR` are on a filesystem the workers share; they are used in place, not transferred (repeatable)")
@@ -152,11 +157,14 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		return err
 	}
 	if bt.name != "wq" {
-		for _, name := range []string{"port", "port-file", "project-name", "manager-name", "password", "catalog-server", "fast-abort"} {
+		for _, name := range []string{"port", "port-file", "project-name", "manager-name", "password", "ssl-cert", "ssl-key", "catalog-server", "fast-abort"} {
 			if changed(name) {
 				return cmdutil.Usagef("--%s is for the Work Queue master of -T wq, not -T %s", name, bt.name)
 			}
 		}
+	}
+	if (o.sslCert == "") != (o.sslKey == "") {
+		return cmdutil.Usagef("--ssl-cert and --ssl-key go together")
 	}
 	if changed("batch-options") && (!bt.remote || bt.name == "wq") {
 		return cmdutil.Usagef("-B is for -T slurm, sge or condor, not -T %s", bt.name)
@@ -362,8 +370,10 @@ func batchOptions(bt batchType, o *options, logger *slog.Logger) makeflow.BatchO
 
 // newBatch starts the batch driver for bt and returns the executor that
 // runs rules through it. For Work Queue it starts the master and says
-// where it listens, as CCTools does; the master's warnings (fast aborts,
-// workers dropped and why) go to errOut even without -d.
+// where it listens, as CCTools does; it warns on errOut about a password
+// file or key others can read, and reports there the connections it
+// refuses and the master's warnings (fast aborts, workers dropped and why),
+// even without -d.
 func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io.Writer, logger *slog.Logger) (*makeflow.Batch, error) {
 	opts := batch.Options{Spool: dir, Logger: logger}
 	switch bt.name {
@@ -381,12 +391,23 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		if logger == nil {
 			cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
 		}
+		warn := func(msg string) { fmt.Fprintf(errOut, "makeflow: warning: %s\n", msg) }
 		if o.passwordFile != "" {
-			pw, err := os.ReadFile(inDir(dir, o.passwordFile))
+			pw, err := wire.ReadPasswordFile(inDir(dir, o.passwordFile), warn)
 			if err != nil {
 				return nil, fmt.Errorf("--password: %w", err)
 			}
 			cfg.Password = pw
+		}
+		if o.sslCert != "" {
+			tc, err := wire.ServerTLS(inDir(dir, o.sslCert), inDir(dir, o.sslKey), warn)
+			if err != nil {
+				return nil, fmt.Errorf("--ssl-cert: %w", err)
+			}
+			cfg.TLS = tc
+		}
+		if logger == nil {
+			cfg.Notices = workqueue.NoticeLogger(errOut)
 		}
 		for _, c := range strings.Split(o.catalogs, ",") {
 			if c = strings.TrimSpace(c); c != "" {

@@ -52,14 +52,35 @@ THE LOG, RECOVERY AND FAILURES
   is not done runs: a rule runs again if its outputs were deleted, if an
   input changed since it ran, or if a rule it depends on runs again.
 
+  Each rule runs in a process group of its own: whatever it leaves running
+  in the background is killed when it ends. If makeflow dies, even by
+  kill -9, a keeper process kills every rule still running and keeps the
+  log locked until they are gone; a re-run waits for that (up to 30 s)
+  rather than start a rule while its previous run goes on. A process that
+  leaves its group (setsid) is not followed.
+
   When a rule fails, everything that does not need its outputs still runs;
   then makeflow exits with status 1 and lists the failed rules with their
   exit status and the end of their standard error. Partial outputs of a
   failed rule are moved to makeflow.failed.<rule>. Failed rules are retried
   only with -r N (or -R).
 
-  -c removes everything the rules made, and the log; it never removes a
-  file that no rule makes.
+  Before a rule runs, nothing may be left where it writes: outputs that the
+  log says an earlier run made (or was making) are deleted; any other file
+  in the way (the log was lost or cut short, or the file was there before)
+  is moved into makeflow.stale.<rule>/ (then .<rule>.1, ...), never lost.
+
+  Only one makeflow at a time runs a workflow: a run locks its log, and
+  another run or a clean of the same workflow refuses, naming the process
+  that holds the lock, and changes nothing.
+
+  -c (--clean=all) removes everything the rules made, the makeflow.failed
+  and makeflow.stale directories, and the log. --clean=outputs removes only
+  the workflow's outputs: the files in MAKEFLOW_OUTPUTS if the workflow sets
+  it, otherwise (as in CCTools) the files rules make that no rule reads.
+  --clean=intermediates removes the other files rules make, and keeps the
+  outputs and the log. No clean removes a file that no rule makes (an input),
+  one named in MAKEFLOW_INPUTS, or a directory holding one.
 
 ON A CLUSTER
   -T wq runs every rule that is not LOCAL on Work Queue workers: makeflow
@@ -75,7 +96,10 @@ ON A CLUSTER
   (/data/ref.fa->ref.fa) and use the remote name in the command, or name a
   directory that every worker sees under the same path with --shared-fs DIR;
   makeflow refuses such a workflow before it starts, with the file's
-  position. Workers need --password FILE when makeflow is given one.
+  position. Workers need --password FILE when makeflow is given one;
+  workers it refuses are reported on standard error. With --ssl-cert CERT
+  --ssl-key KEY workers connect over TLS: give them --ssl, or --ssl-ca CERT
+  so that they check they reached this makeflow (README: Security).
 
   -T slurm, -T sge and -T condor submit one batch job per rule; the jobs run
   in the workflow's directory, which must be on a filesystem the cluster's
@@ -103,4 +127,5 @@ EXAMPLES
   makeflow -T wq blast.mf        run on Work Queue workers (port 9123)
   makeflow -T slurm -J 50 blast.mf  run on SLURM, at most 50 jobs at once
   makeflow --dot blast.mf | dot -Tsvg > blast.svg
-  makeflow -c blast.mf           remove what the workflow made`
+  makeflow -c blast.mf           remove what the workflow made
+  makeflow --clean=intermediates blast.mf   keep only the final results`

@@ -329,6 +329,8 @@ func TestRemoteUsageErrors(t *testing.T) {
 	}{
 		{[]string{"-T", "slurm", "-p", "9000", "w.mf"}, "--port is for the Work Queue master of -T wq, not -T slurm"},
 		{[]string{"-T", "local", "--password", "pw", "w.mf"}, "--password is for the Work Queue master of -T wq, not -T local"},
+		{[]string{"-T", "slurm", "--ssl-cert", "c", "--ssl-key", "k", "w.mf"}, "--ssl-cert is for the Work Queue master of -T wq, not -T slurm"},
+		{[]string{"-T", "wq", "--ssl-cert", "c", "w.mf"}, "--ssl-cert and --ssl-key go together"},
 		{[]string{"-T", "wq", "-B", "--exclusive", "w.mf"}, "-B is for -T slurm, sge or condor, not -T wq"},
 		{[]string{"-T", "wq", "--shared-fs", "data", "w.mf"}, "--shared-fs data: must be an absolute path"},
 		{[]string{"-T", "wq", "-F", "0.5", "w.mf"}, "-F 0.5: the fast-abort multiplier must be at least 1"},
@@ -517,12 +519,49 @@ func TestWorkQueueProjectAndPassword(t *testing.T) {
 		}
 	}
 	startWorkers(t, 1, worker("wrong"))
-	time.Sleep(time.Second)
+	// Refused workers are reported without -d, with their address.
+	m.until(t, "refused worker reported", func() bool {
+		e := m.err.String()
+		return strings.Contains(e, "refused connection") && strings.Contains(e, "from=127.0.0.1:")
+	})
 	if exists(filepath.Join(dir, "out")) {
 		t.Fatal("a worker with the wrong password ran a rule")
 	}
 	startWorkers(t, 1, worker("pw"))
-	if r := m.wait(t); r.code != 0 || readFile(t, filepath.Join(dir, "out")) != "served\n" {
+	r := m.wait(t)
+	if r.code != 0 || readFile(t, filepath.Join(dir, "out")) != "served\n" {
 		t.Errorf("run: %v", r)
+	}
+	if !strings.Contains(r.err, "makeflow: warning: password file pw can be read by others (permissions 0644)") {
+		t.Errorf("no warning about a password file others can read:\n%s", r.err)
+	}
+}
+
+// TestWorkQueueTLS: with --ssl-cert and --ssl-key, workers connect over
+// TLS; one started with --ssl-ca and the password is served, one without
+// TLS is refused and reported.
+func TestWorkQueueTLS(t *testing.T) {
+	cert, key := testutil.SelfSignedCert(t, "master")
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"w.mf": "out:\n\techo secret > out\n", "pw": "sesame\n"})
+	os.Chmod(filepath.Join(dir, "pw"), 0o600)
+	port := freePort(t)
+	m := start(t, dir, nil, "-T", "wq", "-p", port, "--password", "pw", "--ssl-cert", cert, "--ssl-key", key, "w.mf")
+	m.until(t, "listening message", func() bool { return strings.Contains(m.out.String(), "listening for workers on port "+port+".\n") })
+	worker := func(extra ...string) func(string) []string {
+		return func(workdir string) []string {
+			return append([]string{workqueueBinary, "worker", "--password", filepath.Join(dir, "pw"), "-s", workdir,
+				"--min-backoff", "0.1", "--max-backoff", "0.5", "-t", "300", "127.0.0.1", port}, extra...)
+		}
+	}
+	startWorkers(t, 1, worker())
+	m.until(t, "plain worker refused", func() bool { return strings.Contains(m.err.String(), "TLS handshake failed") })
+	startWorkers(t, 1, worker("--ssl-ca", cert))
+	r := m.wait(t)
+	if r.code != 0 || readFile(t, filepath.Join(dir, "out")) != "secret\n" {
+		t.Errorf("run: %v", r)
+	}
+	if strings.Contains(r.err, "warning") {
+		t.Errorf("warnings with a private password file and key:\n%s", r.err)
 	}
 }

@@ -218,3 +218,22 @@ func WriteScript(t testing.TB, dir, name, body string) string {
 	}
 	return path
 }
+
+// SelfSignedCert makes a self-signed TLS certificate and its key with
+// openssl, as the README tells users to, and returns their paths (the key
+// readable by its owner only).
+func SelfSignedCert(t testing.TB, name string) (cert, key string) {
+	t.Helper()
+	openssl := NeedCommand(t, "openssl", "apt-get install openssl")
+	dir := t.TempDir()
+	cert, key = filepath.Join(dir, name+".pem"), filepath.Join(dir, name+".key")
+	out, err := exec.Command(openssl, "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+		"-nodes", "-keyout", key, "-out", cert, "-subj", "/CN="+name, "-days", "2").CombinedOutput()
+	if err != nil {
+		t.Fatalf("openssl: %v\n%s", err, out)
+	}
+	if err := os.Chmod(key, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
+}

@@ -65,12 +65,14 @@ func runExport(o *exportOptions, path string) error {
 		return err
 	}
 	var w io.Writer = o.streams.Out
-	var file *os.File
+	var file *cmdutil.OutputFile
 	if o.output != "" {
-		if file, err = os.Create(o.output); err != nil {
+		// Written beside it and renamed into place: a failed export leaves
+		// the previous file as it was.
+		if file, err = cmdutil.CreateOutput(o.output); err != nil {
 			return err
 		}
-		defer file.Close()
+		defer file.Abort()
 		w = file
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
@@ -86,7 +88,7 @@ func runExport(o *exportOptions, path string) error {
 		err = bw.Flush()
 	}
 	if err == nil && file != nil {
-		err = file.Close()
+		err = file.Commit()
 	}
 	return err
 }

@@ -1,5 +1,6 @@
 // Package wavefrontcmd is the wavefront command: it reads an R directory,
-// resumes from its sparse-matrix checkpoint, runs the multicore engine and
+// resumes from its sparse-matrix checkpoint (checking what its cells were
+// computed from), runs the multicore engine or the distributed master, and
 // reports progress, failures and the result. `wavefront export` turns the
 // result into TSV, CSV or a grid.
 package wavefrontcmd
@@ -43,6 +44,7 @@ type options struct {
 	timeout    time.Duration
 	output     string
 	files      bool
+	trust      bool
 	bitmap     string
 	interval   time.Duration
 	// set records which of -X -Y -W -H were given.
@@ -62,11 +64,22 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 Rdir, each cell the moment its three neighbours exist, on all of this
 machine's cores. FUNC is a program run as 'FUNC [-e args] LEFT BELOW DIAG'
 (paths of the three cells; the result is its standard output), a .so
-exporting wavefront_function, or builtin:NAME (sum, swcell, rdgame).
+exporting wavefront_function, or builtin:NAME (sum, swcell, rdgame). A .so
+that crashes (SIGSEGV, SIGABRT, ...) stops the run at once with status 1,
+naming the cell; the cells finished before are kept.
 
 Every finished cell is appended at once to Rdir/R.matrix (or -o FILE), which
 is also the checkpoint: run the same command again after a crash or Ctrl-C
 and it continues where it stopped. 'wavefront export Rdir' prints the result.
+The checkpoint records what its cells were computed from: the function (a
+program's or library's content, its -e arguments) and a digest of every
+boundary file (every cell read from outside it). When a boundary file has
+changed, the cells that depend on it are computed again, with a message;
+another function is refused with a message saying how to start over
+(--trust-checkpoint keeps the cells, when you know the change does not alter
+them). Every record carries a checksum: a damaged file is refused with the
+byte where the damage starts and the 'truncate -s' command that keeps the
+intact records before it.
 
 Sub-problem mode computes one rectangle: -X and -Y give its first cell
 (1-based), -W and -H its size. The cells it reads — the column left of it and
@@ -117,6 +130,7 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).`,
 	f.DurationVar(&o.timeout, "timeout", 0, "fail a cell whose function runs longer than this (e.g. 10m; default none)")
 	f.StringVarP(&o.output, "output", "o", "", "the sparse-matrix result and checkpoint (default Rdir/R.matrix; - for standard output, without resume)")
 	f.BoolVar(&o.files, "files", false, "also write every computed cell as Rdir/R.x.y")
+	f.BoolVar(&o.trust, "trust-checkpoint", false, "keep the checkpoint's cells although the function (or its -e arguments) changed since they were computed: you vouch that the change does not alter them")
 	f.StringVarP(&o.bitmap, "bitmap", "B", "", "keep a PNG picture of the progress in `FILE`")
 	f.DurationVar(&o.interval, "bitmap-interval", 5*time.Second, "how often the --bitmap picture is rewritten")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "-T: say how the run is set up (the function's measured time, the model, the block size) and every retry and fast abort")
@@ -275,6 +289,15 @@ func run(ctx context.Context, o *options) error {
 	region, err := o.region(p)
 	if err != nil {
 		return err
+	}
+	if ckPath != "-" {
+		notes, err := reconcile(p, out, ckPath, cell.Info(), o.extraArgs, o.trust, region)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", err)
+		}
+		for _, n := range notes {
+			fmt.Fprintf(o.streams.Err, "wavefront: %s\n", n)
+		}
 	}
 	if err := checkInputs(p, region, o.rdir); err != nil {
 		return err

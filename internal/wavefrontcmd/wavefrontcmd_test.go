@@ -211,7 +211,8 @@ func TestBadInput(t *testing.T) {
 
 // TestFailingFunction checks that a failure is reported with its cell and
 // stderr, the run exits non-zero, the finished cells are kept, and a re-run
-// with a fixed function computes only what is missing.
+// with a fixed function is refused, unless --trust-checkpoint vouches for
+// the cells, and then computes only what is missing.
 func TestFailingFunction(t *testing.T) {
 	dir := makeRdir(t, 6, 6)
 	writeCell(t, dir, 4, 0, "poison\n")
@@ -241,6 +242,11 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	fixed := testutil.WriteScript(t, bin, "f", `echo call >> `+log+`
 cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	code, _, stderr = runWF(t, fixed, dir)
+	if code != 1 || !strings.Contains(stderr, "holds cells of another function: "+fixed+" has changed since they were computed") ||
+		!strings.Contains(stderr, "--trust-checkpoint") {
+		t.Fatalf("re-run with another function: exit %d\n%s", code, stderr)
+	}
+	code, _, stderr = runWF(t, "--trust-checkpoint", fixed, dir)
 	if code != 0 || !strings.Contains(stderr, "resuming: 18 of 36 cells") || !strings.Contains(stderr, "computed 18 cells (18 were already done)") {
 		t.Fatalf("re-run: exit %d\n%s", code, stderr)
 	}

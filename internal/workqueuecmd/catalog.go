@@ -26,7 +26,13 @@ func newCatalogCmd(s cmdutil.Streams) *cobra.Command {
 		Short: "run a catalog server that masters report to and workers and status query",
 		Long: `Accepts master updates as JSON over UDP on --port and over TCP on the port
 above (as CCTools' catalog_server does), and answers HTTP queries on --port:
-/query.json, /query/<base64 filter>, and a text summary at /.`,
+/query.json, /query/<base64 filter>, and a text summary at /.
+
+It believes whoever sends a record, as CCTools' does, but bounds what it
+keeps so that its answer stays readable: a record of at most 64 KiB of JSON
+(a CCTools master's is about 2.4 KB), at most 100 records per sending
+address (a new one replaces that address's oldest), 16 MiB in all (then new
+records are dropped until old ones expire).`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if port < 0 || port > 65534 {

@@ -19,6 +19,7 @@ import (
 	"github.com/rightsize/rightsize/distmaster/batch"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/workqueue/factory"
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // sgeWorkerMemory is about the address space, in MB, that this program's
@@ -31,6 +32,8 @@ type factoryOptions struct {
 	project      string
 	catalogs     string
 	passwordFile string
+	ssl          bool
+	sslCA        string
 	limits       factory.Limits
 	worker       factory.Worker
 	workerBinary string
@@ -95,6 +98,8 @@ cluster, the submit host's name, not 127.0.0.1.`,
 	f.StringVarP(&o.project, "manager-name", "M", "", "serve the masters of this project (regular expression), found through the catalog")
 	f.StringVarP(&o.catalogs, "catalog", "C", "", "catalog servers HOST:PORT[,HOST:PORT] (default $CATALOG_HOST:$CATALOG_PORT or localhost:9097)")
 	f.StringVarP(&o.passwordFile, "password", "P", "", "password file shared with the masters")
+	f.BoolVar(&o.ssl, "ssl", false, "the masters want TLS: the factory and its workers connect with --ssl")
+	f.StringVar(&o.sslCA, "ssl-ca", "", "likewise, trusting only a master certificate in `FILE` or signed by one there (workers get --ssl-ca too)")
 	f.IntVarP(&o.limits.Min, "min", "w", 0, "fewest workers to keep submitted")
 	f.IntVarP(&o.limits.Max, "max", "W", o.limits.Max, "most workers to keep submitted")
 	f.IntVar(&o.limits.Min, "min-workers", 0, "same as --min (CCTools' name)")
@@ -172,6 +177,22 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 		cfg.Worker.Command = []string{self, "worker"}
 	}
 	cfg.Worker.Args = strings.Fields(o.extraOptions)
+	if o.ssl || o.sslCA != "" {
+		tc, err := wire.ClientTLS(o.sslCA)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.TLS = tc
+		if o.sslCA == "" {
+			cfg.Worker.Args = append(cfg.Worker.Args, "--ssl")
+		} else {
+			ca, err := filepath.Abs(o.sslCA)
+			if err != nil {
+				return cfg, err
+			}
+			cfg.Worker.Args = append(cfg.Worker.Args, "--ssl-ca", ca)
+		}
+	}
 	return cfg, nil
 }
 

@@ -4,13 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/workqueue/wire"
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
@@ -27,6 +27,8 @@ type workerOptions struct {
 	minBackoff   time.Duration
 	maxBackoff   time.Duration
 	passwordFile string
+	ssl          bool
+	sslCA        string
 	singleShot   bool
 	features     []string
 	log          logFlags
@@ -38,17 +40,27 @@ func newWorkerCmd(s cmdutil.Streams) *cobra.Command {
 		Use:   "worker [flags] HOST PORT | HOST:PORT[;HOST:PORT...] | -M PROJECT",
 		Short: "run tasks for a Work Queue master (rightsize or CCTools)",
 		Long: `Connects to a master, by address or by project name through the catalog,
-and runs its tasks, each in a sandbox of its own under a fresh workspace.
-Files the master marks cacheable are kept for later tasks. When the master
-goes away the worker reconnects (to the next master of the project, with -M)
-until --connect-timeout; it exits after --idle-timeout without work.`,
+and runs its tasks, each in a new sandbox of its own under a fresh workspace,
+removed when the task ends with whatever it left running in its process group.
+Files the master marks cacheable are kept for later tasks; a task that writes
+to one is run again with a copy of its own. Outputs are sent as regular files
+and directories only: a symbolic link is reported, never followed. When the
+master goes away the worker reconnects (to the next master of the project,
+with -M) until --connect-timeout; it exits after --idle-timeout without work.
+
+With --password the master must prove it knows the password too, however
+the worker found it. --ssl connects over TLS (found with -M, a master that
+advertises TLS is reached over TLS without it); --ssl-ca FILE also checks
+that the master's certificate is FILE's or signed by one in FILE, so that
+no other master can take the worker.`,
 		Args: cmdutil.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := o.config(args)
+			log := o.log.logger(s.Err)
+			cfg, err := o.config(args, func(msg string) { log.Warn(msg) })
 			if err != nil {
 				return err
 			}
-			cfg.Logger = o.log.logger(s.Err)
+			cfg.Logger = log
 			err = worker.Run(cmd.Context(), cfg)
 			if errors.Is(err, worker.ErrIdle) {
 				return nil
@@ -70,13 +82,17 @@ until --connect-timeout; it exits after --idle-timeout without work.`,
 	f.VarP(seconds{&o.minBackoff}, "min-backoff", "i", "first pause between connection attempts (default 1s)")
 	f.VarP(seconds{&o.maxBackoff}, "max-backoff", "b", "longest pause between connection attempts (default 60s)")
 	f.StringVarP(&o.passwordFile, "password", "P", "", "password file shared with the master")
+	f.BoolVar(&o.ssl, "ssl", false, "connect to the master over TLS (as CCTools' --ssl: any certificate)")
+	f.StringVar(&o.sslCA, "ssl-ca", "", "connect over TLS and trust only a master certificate in `FILE` or signed by one there")
 	f.BoolVar(&o.singleShot, "single-shot", false, "exit after the first session with a master")
 	f.StringArrayVar(&o.features, "feature", nil, "a user-defined feature to announce (repeatable)")
 	o.log.add(cmd)
 	return cmd
 }
 
-func (o *workerOptions) config(args []string) (worker.Config, error) {
+// config builds the worker's configuration; warn receives what the user
+// should fix but that does not stop the worker.
+func (o *workerOptions) config(args []string, warn func(string)) (worker.Config, error) {
 	cfg := worker.Config{
 		Project: o.project, Cores: o.cores, MemoryMB: o.memory, DiskMB: o.disk, GPUs: o.gpus,
 		Workdir: o.workdir, IdleTimeout: o.idle, ConnectTimeout: o.connect,
@@ -111,11 +127,18 @@ func (o *workerOptions) config(args []string) (worker.Config, error) {
 		return cfg, cmdutil.Usagef("resources must not be negative")
 	}
 	if o.passwordFile != "" {
-		pw, err := os.ReadFile(o.passwordFile)
+		pw, err := wire.ReadPasswordFile(o.passwordFile, warn)
 		if err != nil {
 			return cfg, fmt.Errorf("reading password: %w", err)
 		}
 		cfg.Password = pw
+	}
+	if o.ssl || o.sslCA != "" {
+		tc, err := wire.ClientTLS(o.sslCA)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.TLS = tc
 	}
 	return cfg, nil
 }

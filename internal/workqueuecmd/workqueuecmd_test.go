@@ -49,6 +49,23 @@ func TestWorkerPasswordFileMissing(t *testing.T) {
 	}
 }
 
+// TestWorkerWarnsAboutOpenPasswordFile: as ssh does with a private key.
+func TestWorkerWarnsAboutOpenPasswordFile(t *testing.T) {
+	pw := filepath.Join(t.TempDir(), "pw")
+	os.WriteFile(pw, []byte("sesame\n"), 0o644)
+	_, _, stderr := run(context.Background(), "worker", "--password", pw, "-t", "0.01", "127.0.0.1", "1")
+	if !strings.Contains(stderr, "password file "+pw+" can be read by others (permissions 0644)") {
+		t.Errorf("no warning about the password file:\n%s", stderr)
+	}
+	os.Chmod(pw, 0o600)
+	if _, _, stderr := run(context.Background(), "worker", "--password", pw, "-t", "0.01", "127.0.0.1", "1"); strings.Contains(stderr, "can be read by others") {
+		t.Errorf("warning about a private password file:\n%s", stderr)
+	}
+	if code, _, stderr := run(context.Background(), "worker", "--ssl-ca", pw, "127.0.0.1", "1"); code != cmdutil.ExitFailure || !strings.Contains(stderr, "no PEM certificate") {
+		t.Errorf("--ssl-ca with a file that holds no certificate: exit %d:\n%s", code, stderr)
+	}
+}
+
 // TestCatalogAndStatus runs `workqueue catalog`, a master advertising to it
 // with a `workqueue worker` found by project name, and `workqueue status`
 // in its three forms.

@@ -3,7 +3,9 @@
 // above) and answers HTTP queries for them, and the client side that sends
 // records, queries a catalog and reads the masters out of the answer. It is
 // wire-compatible with CCTools: CCTools masters can report to it and
-// work_queue_status and work_queue_worker -M can query it.
+// work_queue_status and work_queue_worker -M can query it. The server bounds
+// records by size, by sending address and in all (ServerConfig), so that no
+// sender can make its answer unreadable; it does not authenticate senders.
 //
 // It does not decide anything about the masters it lists; the worker pool and
 // the status command do that with what Query returns.
@@ -183,16 +185,28 @@ func Query(ctx context.Context, addr, filter string) ([]Record, error) {
 		return nil, fmt.Errorf("catalog %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxQueryAnswer))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxQueryAnswer+1))
 	if err != nil {
 		return nil, fmt.Errorf("catalog %s: %w", addr, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("catalog %s: %s: %s", addr, resp.Status, bytes.TrimSpace(body))
+		return nil, fmt.Errorf("catalog %s: %s: %.200s", addr, resp.Status, bytes.TrimSpace(body))
 	}
-	var recs []Record
-	if err := json.Unmarshal(body, &recs); err != nil {
+	if len(body) > maxQueryAnswer {
+		return nil, fmt.Errorf("catalog %s: answer larger than %d MiB", addr, maxQueryAnswer>>20)
+	}
+	// An element that is not an object (another catalog's oddity) is
+	// skipped rather than spoiling the whole answer.
+	var raw []json.RawMessage
+	if err := json.Unmarshal(body, &raw); err != nil {
 		return nil, fmt.Errorf("catalog %s: bad answer: %w", addr, err)
+	}
+	recs := make([]Record, 0, len(raw))
+	for _, r := range raw {
+		var rec Record
+		if err := json.Unmarshal(r, &rec); err == nil && rec != nil {
+			recs = append(recs, rec)
+		}
 	}
 	return recs, nil
 }

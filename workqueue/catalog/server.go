@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"sort"
@@ -29,14 +30,25 @@ type ServerConfig struct {
 	// Lifetime is how long a record lives without an update (default 30
 	// minutes); a record's own "lifetime" field may shorten it.
 	Lifetime time.Duration
+	// MaxRecord bounds one record, as JSON (default 64 KiB: a CCTools
+	// master's record is about 2.4 KB plus 250 bytes per category). Larger
+	// updates are dropped.
+	MaxRecord int
+	// MaxPerSource bounds the records from one address (default 100): a
+	// new one beyond it replaces that address's oldest.
+	MaxPerSource int
+	// MaxTotal bounds all records together, as JSON (default 16 MiB, a
+	// quarter of what Query reads): beyond it, updates of records already
+	// held are still taken, new records are dropped until old ones expire.
+	MaxTotal int
 	// Logger receives the server's log (default: discarded).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
 }
 
-// maxUpdate bounds one update (CCTools sends a few KB).
-const maxUpdate = 1 << 20
+// maxTCPUpdates bounds the TCP updates read at once.
+const maxTCPUpdates = 64
 
 // Server is a running catalog server.
 type Server struct {
@@ -47,9 +59,22 @@ type Server struct {
 	tcp  net.Listener
 	srv  *http.Server
 
-	mu      sync.Mutex
-	records map[string]Record
-	expires map[string]time.Time
+	mu        sync.Mutex
+	records   map[string]*entry
+	bySource  map[string]map[string]bool // source address → keys of its records
+	total     int                        // bytes of JSON in records
+	seq       uint64                     // updates stored so far
+	lastSweep time.Time
+	lastFull  time.Time // when a "catalog full" warning was last logged
+}
+
+// entry is one record as stored: its JSON is what queries answer.
+type entry struct {
+	rec     Record
+	json    []byte
+	source  string
+	seq     uint64 // when it was stored, in updates
+	expires time.Time
 }
 
 // Listen opens the server's sockets. Call Serve to run it.
@@ -66,11 +91,20 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	if cfg.MaxRecord <= 0 {
+		cfg.MaxRecord = 64 << 10
+	}
+	if cfg.MaxPerSource <= 0 {
+		cfg.MaxPerSource = 100
+	}
+	if cfg.MaxTotal <= 0 {
+		cfg.MaxTotal = 16 << 20
+	}
 	host, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, records: map[string]Record{}, expires: map[string]time.Time{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, records: map[string]*entry{}, bySource: map[string]map[string]bool{}}
 	// With port 0 the three sockets must still sit on p and p+1: retry
 	// until a free pair turns up.
 	for attempt := 0; ; attempt++ {
@@ -150,7 +184,10 @@ func (s *Server) serveUDP() error {
 }
 
 func (s *Server) serveTCP() error {
+	// A flood of connections waits in the kernel's queue, not in ours.
+	slots := make(chan struct{}, maxTCPUpdates)
 	for {
+		slots <- struct{}{}
 		conn, err := s.tcp.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
@@ -159,10 +196,12 @@ func (s *Server) serveTCP() error {
 			return err
 		}
 		go func() {
+			defer func() { <-slots }()
 			defer conn.Close()
-			conn.SetDeadline(time.Now().Add(30 * time.Second))
-			body, err := io.ReadAll(io.LimitReader(conn, maxUpdate+1))
-			if err != nil || len(body) > maxUpdate {
+			conn.SetDeadline(time.Now().Add(10 * time.Second))
+			limit := s.maxUpdate()
+			body, err := io.ReadAll(io.LimitReader(conn, int64(limit)+1))
+			if err != nil || len(body) > limit {
 				s.log.Warn("catalog: bad TCP update", "from", conn.RemoteAddr(), "err", err, "bytes", len(body))
 				return
 			}
@@ -174,7 +213,7 @@ func (s *Server) serveTCP() error {
 // update stores one update: JSON, zlib-compressed JSON (first byte 0x1A, as
 // CCTools compresses) or the legacy "name value" lines.
 func (s *Server) update(body []byte, from net.Addr) {
-	rec, err := decodeUpdate(body)
+	rec, err := decodeUpdate(body, s.maxUpdate())
 	if err != nil {
 		s.log.Warn("catalog: rejected update", "from", from, "err", err)
 		return
@@ -189,6 +228,15 @@ func (s *Server) update(body []byte, from net.Addr) {
 	if rec.String("name") == "" {
 		rec["name"] = host
 	}
+	js, err := json.Marshal(rec)
+	if err != nil {
+		s.log.Warn("catalog: rejected update", "from", from, "err", err)
+		return
+	}
+	if len(js) > s.cfg.MaxRecord {
+		s.log.Warn("catalog: rejected update", "from", from, "bytes", len(js), "limit", s.cfg.MaxRecord)
+		return
+	}
 	life := s.cfg.Lifetime
 	if l := rec.Float("lifetime"); l > 0 && time.Duration(l*float64(time.Second)) < life {
 		life = time.Duration(l * float64(time.Second))
@@ -197,24 +245,96 @@ func (s *Server) update(body []byte, from net.Addr) {
 	if u := rec.String("uuid"); u != "" {
 		key += ":" + u
 	}
+	e := &entry{rec: rec, json: js, source: host, expires: now.Add(life)}
 	s.mu.Lock()
-	s.records[key] = rec
-	s.expires[key] = now.Add(life)
-	s.mu.Unlock()
+	defer s.mu.Unlock()
+	if now.Sub(s.lastSweep) >= time.Second {
+		s.sweep(now)
+	}
+	old := s.records[key]
+	if old == nil && len(s.bySource[host]) >= s.cfg.MaxPerSource {
+		s.remove(s.oldest(host))
+	}
+	grow := len(js)
+	if old != nil {
+		grow -= len(old.json)
+	}
+	if s.total+grow > s.cfg.MaxTotal {
+		if now.Sub(s.lastFull) >= time.Minute {
+			s.lastFull = now
+			s.log.Warn("catalog full: dropping updates until records expire", "from", from, "bytes", s.total, "limit", s.cfg.MaxTotal)
+		}
+		return
+	}
+	if old != nil {
+		s.remove(key)
+	}
+	s.seq++
+	e.seq = s.seq
+	s.records[key] = e
+	if s.bySource[host] == nil {
+		s.bySource[host] = map[string]bool{}
+	}
+	s.bySource[host][key] = true
+	s.total += len(js)
 }
 
-func decodeUpdate(body []byte) (Record, error) {
+// sweep removes expired records. Call with mu held.
+func (s *Server) sweep(now time.Time) {
+	s.lastSweep = now
+	for k, e := range s.records {
+		if now.After(e.expires) {
+			s.remove(k)
+		}
+	}
+}
+
+// oldest returns the key of the record of source's last updated longest
+// ago. Call with mu held.
+func (s *Server) oldest(source string) string {
+	var key string
+	var seq uint64
+	for k := range s.bySource[source] {
+		if e := s.records[k]; key == "" || e.seq < seq {
+			key, seq = k, e.seq
+		}
+	}
+	return key
+}
+
+// remove drops the record under key. Call with mu held.
+func (s *Server) remove(key string) {
+	e := s.records[key]
+	if e == nil {
+		return
+	}
+	delete(s.records, key)
+	s.total -= len(e.json)
+	if keys := s.bySource[e.source]; keys != nil {
+		delete(keys, key)
+		if len(keys) == 0 {
+			delete(s.bySource, e.source)
+		}
+	}
+}
+
+// maxUpdate bounds an update before it is parsed (decompressed, if it
+// was): four times MaxRecord, since a record may shrink when its spaces
+// are dropped.
+func (s *Server) maxUpdate() int { return 4 * s.cfg.MaxRecord }
+
+func decodeUpdate(body []byte, limit int) (Record, error) {
 	if len(body) > 0 && body[0] == 0x1A {
 		zr, err := zlib.NewReader(bytes.NewReader(body[1:]))
 		if err != nil {
 			return nil, err
 		}
-		body, err = io.ReadAll(io.LimitReader(zr, maxUpdate+1))
+		body, err = io.ReadAll(io.LimitReader(zr, int64(limit)+1))
 		if err != nil {
 			return nil, err
 		}
-		if len(body) > maxUpdate {
-			return nil, errors.New("update too large")
+		if len(body) > limit {
+			return nil, fmt.Errorf("update of more than %d bytes", limit)
 		}
 	}
 	body = bytes.TrimSpace(body)
@@ -234,7 +354,7 @@ func decodeUpdate(body []byte) (Record, error) {
 		if name == "" {
 			continue
 		}
-		if f, err := strconv.ParseFloat(value, 64); err == nil {
+		if f, err := strconv.ParseFloat(value, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
 			rec[name] = f
 		} else {
 			rec[name] = value
@@ -248,20 +368,26 @@ func decodeUpdate(body []byte) (Record, error) {
 
 // Records returns the live records, expiring old ones.
 func (s *Server) Records() []Record {
+	live := s.live()
+	out := make([]Record, len(live))
+	for i, e := range live {
+		out[i] = e.rec
+	}
+	return out
+}
+
+// live returns the live entries in the order of their keys.
+func (s *Server) live() []*entry {
 	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sweep(now)
 	keys := make([]string, 0, len(s.records))
 	for k := range s.records {
-		if now.After(s.expires[k]) {
-			delete(s.records, k)
-			delete(s.expires, k)
-			continue
-		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	out := make([]Record, len(keys))
+	out := make([]*entry, len(keys))
 	for i, k := range keys {
 		out[i] = s.records[k]
 	}
@@ -299,25 +425,23 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	var out []Record
-	for _, rec := range s.Records() {
-		if filter.Match(rec) {
-			out = append(out, rec)
-		}
-	}
 	w.Header().Set("Content-Type", "application/json")
-	// One record per line inside the array, as CCTools writes it.
+	// One record per line inside the array, as CCTools writes it. Every
+	// record was checked when it came in, and all of them fit in MaxTotal.
 	var b bytes.Buffer
 	b.WriteString("[\n")
-	for i, rec := range out {
-		j, err := json.Marshal(rec)
-		if err != nil {
+	n := 0
+	for _, e := range s.live() {
+		if !filter.Match(e.rec) {
 			continue
 		}
-		b.Write(j)
-		if i < len(out)-1 {
-			b.WriteByte(',')
+		if n > 0 {
+			b.WriteString(",\n")
 		}
+		b.Write(e.json)
+		n++
+	}
+	if n > 0 {
 		b.WriteByte('\n')
 	}
 	b.WriteString("]\n")

@@ -2,6 +2,7 @@ package factory
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,10 +17,17 @@ import (
 const maxStatusAnswer = 16 << 20
 
 // askMaster asks the master at addr for its queue status, as `workqueue
-// status HOST PORT` does, authenticating first when password is set.
-func askMaster(ctx context.Context, addr string, password []byte) (Demand, error) {
+// status HOST PORT` does, over TLS when tc is set, authenticating first
+// when password is set.
+func askMaster(ctx context.Context, addr string, password []byte, tc *tls.Config) (Demand, error) {
 	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	var conn net.Conn
+	var err error
+	if tc != nil {
+		conn, err = (&tls.Dialer{NetDialer: &d, Config: tc}).DialContext(ctx, "tcp", addr)
+	} else {
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return Demand{}, fmt.Errorf("asking master %s: %w", addr, err)
 	}
@@ -30,7 +38,7 @@ func askMaster(ctx context.Context, addr string, password []byte) (Demand, error
 	if password != nil {
 		// The exchange is in lock step: once it is over, the master has
 		// sent nothing more, so the raw connection can be read next.
-		if _, err := wire.NewConn(conn, wire.Limits{}).Authenticate(password); err != nil {
+		if err := wire.NewConn(conn, wire.Limits{}).AuthenticateClient(password, nil); err != nil {
 			return Demand{}, fmt.Errorf("asking master %s: %w", addr, err)
 		}
 	}

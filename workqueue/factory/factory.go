@@ -23,11 +23,11 @@ package factory
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -36,6 +36,7 @@ import (
 
 	"github.com/rightsize/rightsize/distmaster/batch"
 	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // Config configures Run. The zero value of each field means its documented
@@ -58,6 +59,9 @@ type Config struct {
 	// PasswordFile is the masters' password file: the workers are given its
 	// path, and the factory uses it to ask a Master for its status.
 	PasswordFile string
+	// TLS, if set, is how the factory reaches a Master that wants TLS (see
+	// wire.ClientTLS); give the workers --ssl in Worker.Args.
+	TLS *tls.Config
 
 	// Worker says what each worker job runs.
 	Worker Worker
@@ -143,7 +147,12 @@ func (c *Config) validate() (password []byte, project *regexp.Regexp, err error)
 		if c.PasswordFile, err = filepath.Abs(c.PasswordFile); err != nil {
 			return nil, nil, err
 		}
-		if password, err = os.ReadFile(c.PasswordFile); err != nil {
+		warn := func(msg string) {
+			if c.Logger != nil {
+				c.Logger.Warn(msg)
+			}
+		}
+		if password, err = wire.ReadPasswordFile(c.PasswordFile, warn); err != nil {
 			return nil, nil, fmt.Errorf("factory: password: %w", err)
 		}
 	}
@@ -380,7 +389,7 @@ func (f *factory) ask(ctx context.Context, answers chan<- answer) {
 		if f.project != nil {
 			a.demand, a.err = askCatalogs(actx, f.cfg.Catalogs, f.project)
 		} else {
-			a.demand, a.err = askMaster(actx, f.cfg.Master, f.password)
+			a.demand, a.err = askMaster(actx, f.cfg.Master, f.password, f.cfg.TLS)
 		}
 		cancel()
 		select {

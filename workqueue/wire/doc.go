@@ -1,7 +1,9 @@
 // Package wire reads and writes the Work Queue wire protocol as Debian's
 // CCTools speaks it (protocol 9): the line messages masters and workers
 // exchange, the task description, length-prefixed bodies, URL-encoded file
-// names, and the password challenge.
+// names, and the password challenge, run so that neither side is an answer
+// oracle for a peer without the password. It also reads password files and
+// builds the TLS configurations of masters and workers.
 //
 // Every length it reads from a peer is bounded by Limits, and every name is
 // decoded and can be checked (CheckCacheName, CheckRelativePath) before it

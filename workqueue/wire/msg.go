@@ -55,7 +55,8 @@ type (
 		Name string
 		Size int64
 	}
-	// Missing is "missing NAME ERRNO", in answer to Get.
+	// Missing is "missing NAME ERRNO", in answer to Get: NAME, or an
+	// entry of the directory NAME, could not be sent.
 	Missing struct {
 		Name  string
 		Errno int

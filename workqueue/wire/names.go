@@ -112,3 +112,8 @@ func CheckRelativePath(name string) error {
 	}
 	return nil
 }
+
+// MaxDirDepth is how many directories deep a directory sent in either
+// direction may go. Deeper entries are refused: nothing real nests so deep,
+// and a hostile peer could otherwise nest without end.
+const MaxDirDepth = 64

@@ -174,55 +174,6 @@ type failWriter struct{}
 
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
-func TestAuthenticate(t *testing.T) {
-	cases := []struct {
-		name       string
-		pa, pb     string
-		wantOK     bool
-		wantFirstB string
-	}{
-		{"same password", "s3cret\n", "s3cret\n", true, ""},
-		{"different password", "s3cret\n", "other\n", false, ""},
-	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			a, b := tcpPair(t)
-			errs := make(chan error, 1)
-			go func() {
-				_, err := NewConn(a, Limits{}).Authenticate([]byte(tc.pa))
-				errs <- err
-			}()
-			_, errB := NewConn(b, Limits{}).Authenticate([]byte(tc.pb))
-			errA := <-errs
-			if ok := errA == nil && errB == nil; ok != tc.wantOK {
-				t.Errorf("a: %v, b: %v; want ok=%v", errA, errB, tc.wantOK)
-			}
-		})
-	}
-}
-
-func TestAuthenticateAnswerMatchesCCTools(t *testing.T) {
-	// From the captured exchange: the worker's answer to the master's challenge.
-	const challenge = "d[vNZSorS^O`u^YgvbWumJbf_aWIq[Hf\\rYmhwkHtOwUUZQeWTIS^Jj]pYhgw]x"
-	if got := answer([]byte("s3cret\n"), challenge); !strings.HasPrefix(got, "9a71c4fb") {
-		t.Errorf("answer = %s, want 9a71c4fb...", got)
-	}
-}
-
-func TestAuthenticatePeerWithoutPassword(t *testing.T) {
-	a, b := tcpPair(t)
-	go func() {
-		c := NewConn(b, Limits{})
-		c.Send(Hello{Protocol: 9, Host: "h", OS: "Linux", Arch: "x86_64", Version: "1"})
-		c.Flush()
-		io.Copy(io.Discard, b)
-	}()
-	first, err := NewConn(a, Limits{}).Authenticate([]byte("pw"))
-	if !errors.Is(err, ErrAuth) || !strings.HasPrefix(first, "workqueue 9") {
-		t.Errorf("Authenticate = %q, %v; want the peer's hello and ErrAuth", first, err)
-	}
-}
-
 // tcpPair returns both ends of a loopback TCP connection: the exchange needs
 // the kernel's buffering, which net.Pipe does not have.
 func tcpPair(t *testing.T) (net.Conn, net.Conn) {

@@ -120,3 +120,56 @@ func waitForPort(t *testing.T, stdout interface{ Read([]byte) (int, error) }) in
 	t.Fatal("makeflow never said which port it listens on")
 	return 0
 }
+
+// TestCCToolsMakeflowRulesWritingInputs: rules that append to the cached
+// input they share. The worker drops the entry (cache-invalid) and gives
+// the rules that held it back (forsaken); CCTools' master sends the file
+// again and reruns them: every rule sees the input as makeflow made it.
+func TestCCToolsMakeflowRulesWritingInputs(t *testing.T) {
+	makeflow := testutil.NeedCCTools(t, "makeflow")
+	const workflow = `shared.dat:
+	LOCAL seq 1 20 > shared.dat
+a.out: shared.dat
+	echo more >> shared.dat; wc -l < shared.dat > a.out
+b.out: shared.dat
+	wc -l < shared.dat > b.out
+c.out: shared.dat
+	echo more >> shared.dat; wc -l < shared.dat > c.out
+d.out: shared.dat
+	wc -l < shared.dat > d.out
+`
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "wf.mf"), []byte(workflow), 0o644)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, makeflow, "-T", "wq", "-p", "0", "wf.mf")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "OMPI_ALLOW_RUN_AS_ROOT=1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1")
+	stdout, _ := cmd.StdoutPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	port := waitForPort(t, stdout)
+	werr := make(chan error, 1)
+	go func() {
+		werr <- Run(ctx, Config{Masters: []string{"127.0.0.1:" + strconv.Itoa(port)}, Cores: 2, MemoryMB: 1000, DiskMB: 1000,
+			Workdir: t.TempDir(), SingleShot: true, Logger: testutil.Logger(t)})
+	}()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("makeflow -T wq: %v\n%s", err, stderr.String())
+	}
+	if err := <-werr; err != nil {
+		t.Errorf("worker: %v", err)
+	}
+	for name, want := range map[string]string{"a.out": "21", "b.out": "20", "c.out": "21", "d.out": "20"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil || strings.TrimSpace(string(got)) != want {
+			t.Errorf("%s: %q %v, want %s", name, got, err, want)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "shared.dat")); strings.Count(string(b), "\n") != 20 {
+		t.Errorf("makeflow's shared.dat changed: %q", b)
+	}
+}

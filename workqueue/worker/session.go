@@ -9,13 +9,14 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -28,7 +29,8 @@ type session struct {
 	log   *slog.Logger
 	conn  net.Conn
 	c     *wire.Conn
-	cache string // files received or produced, by cache name
+	files *cache // files received or produced, by cache name
+	boxes *sandboxes
 
 	wmu sync.Mutex
 
@@ -39,8 +41,7 @@ type session struct {
 	idle     atomic.Bool
 	lastWork atomic.Int64 // unix nanoseconds of the last task activity
 
-	tasks     sync.WaitGroup // task goroutines
-	sandboxes *sandboxes
+	tasks sync.WaitGroup // task goroutines
 }
 
 // maxOutput bounds the output (stdout and stderr) returned for one task.
@@ -50,13 +51,11 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 	defer conn.Close()
 	s := &session{
 		w: w, log: w.log, conn: conn,
-		c:         wire.NewConn(conn, wire.Limits{File: w.res.diskMB << 20}),
-		cache:     filepath.Join(w.workspace, "cache"),
-		running:   map[int]*task{},
-		sandboxes: &sandboxes{dir: w.workspace},
+		c:       wire.NewConn(conn, wire.Limits{File: w.res.diskMB << 20}),
+		running: map[int]*task{},
 	}
-	if err := os.MkdirAll(s.cache, 0o755); err != nil {
-		return fmt.Errorf("creating cache: %w", err)
+	if err := s.openWorkspace(); err != nil {
+		return err
 	}
 	s.lastWork.Store(time.Now().UnixNano())
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
@@ -69,10 +68,12 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 		// workspace while it is cleaned for the next master.
 		s.kill(-1)
 		s.tasks.Wait()
+		s.files.close()
+		s.boxes.close()
 	}()
 
 	if w.cfg.Password != nil {
-		if _, err := s.c.Authenticate(w.cfg.Password); err != nil {
+		if err := s.c.AuthenticateClient(w.cfg.Password, &w.issued); err != nil {
 			return err
 		}
 	}
@@ -175,7 +176,7 @@ func (s *session) handle(m wire.Message) error {
 		if err := wire.CheckCacheName(m.Name); err != nil {
 			return err
 		}
-		return s.receiveFile(filepath.Join(s.cache, m.Name), m)
+		return s.receiveFile(s.files.dir, m, true)
 	case wire.Dir:
 		if m.Reply {
 			return fmt.Errorf("unexpected %q from master", m.AppendTo(nil))
@@ -183,7 +184,7 @@ func (s *session) handle(m wire.Message) error {
 		if err := wire.CheckCacheName(m.Name); err != nil {
 			return err
 		}
-		return s.receiveDir(filepath.Join(s.cache, m.Name))
+		return s.receiveDir(m.Name)
 	case wire.Task:
 		spec, err := s.c.ReadTask(m.ID)
 		if err != nil {
@@ -222,17 +223,22 @@ func (s *session) unlink(name string) error {
 	if err := wire.CheckCacheName(name); err != nil {
 		return err
 	}
-	if err := os.RemoveAll(filepath.Join(s.cache, name)); err != nil {
+	if err := s.files.remove(name); err != nil {
 		s.log.Warn("unlink", "name", name, "err", err)
 	}
 	return nil
 }
 
-// receiveFile stores a put's body at path, through a temporary name so that
-// a task never sees half a file.
-func (s *session) receiveFile(path string, m wire.Put) error {
-	tmp := path + ".part"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, m.Mode|0o600)
+// receiveFile stores a put's body in dir (the cache, or a directory being
+// received), through a temporary name so that a task never sees half a
+// file.
+func (s *session) receiveFile(dir *os.File, m wire.Put, top bool) error {
+	tmp := m.Name + ".part"
+	err := removeAt(dir, tmp)
+	var f *os.File
+	if err == nil {
+		f, err = createAt(dir, tmp, uint32(m.Mode|0o600))
+	}
 	if err != nil {
 		s.log.Warn("storing file", "name", m.Name, "err", err)
 		return s.c.DiscardBody(m.Size)
@@ -241,11 +247,15 @@ func (s *session) receiveFile(path string, m wire.Put) error {
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err == nil {
-		err = os.Rename(tmp, path)
+	if err == nil && top {
+		err = s.files.store(dir, tmp, m.Name)
+	} else if err == nil {
+		if rerr := unix.Renameat(int(dir.Fd()), tmp, int(dir.Fd()), m.Name); rerr != nil {
+			err = &os.PathError{Op: "rename", Path: m.Name, Err: rerr}
+		}
 	}
 	if err != nil {
-		os.Remove(tmp)
+		removeAt(dir, tmp)
 		if errors.Is(err, wire.ErrTooLong) || errors.Is(err, io.ErrUnexpectedEOF) || isNetErr(err) {
 			return err
 		}
@@ -261,26 +271,31 @@ func isNetErr(err error) bool {
 	return errors.As(err, &ne) || errors.Is(err, net.ErrClosed)
 }
 
-// receiveDir reads a directory's entries, up to its end, into dir.
-func (s *session) receiveDir(dir string) error {
-	tmp := dir + ".part"
-	os.RemoveAll(tmp)
-	if err := s.readDir(tmp, 0); err != nil {
-		os.RemoveAll(tmp)
+// receiveDir reads a directory's entries, up to its end, into the cache
+// entry name.
+func (s *session) receiveDir(name string) error {
+	tmp := name + ".part"
+	if err := removeAt(s.files.dir, tmp); err != nil {
 		return err
 	}
-	os.RemoveAll(dir)
-	return os.Rename(tmp, dir)
+	dir, err := openDir(s.files.dir, tmp, true)
+	if err != nil {
+		return err
+	}
+	err = s.readDir(dir, 0)
+	dir.Close()
+	if err == nil {
+		err = s.files.store(s.files.dir, tmp, name)
+	}
+	if err != nil {
+		removeAt(s.files.dir, tmp)
+	}
+	return err
 }
 
-const maxDirDepth = 64
-
-func (s *session) readDir(dir string, depth int) error {
-	if depth > maxDirDepth {
-		return fmt.Errorf("directory nested more than %d deep", maxDirDepth)
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+func (s *session) readDir(dir *os.File, depth int) error {
+	if depth > wire.MaxDirDepth {
+		return fmt.Errorf("directory nested more than %d deep", wire.MaxDirDepth)
 	}
 	for {
 		m, err := s.c.ReadMessage()
@@ -294,14 +309,20 @@ func (s *session) readDir(dir string, depth int) error {
 			if err := wire.CheckCacheName(m.Name); err != nil {
 				return err
 			}
-			if err := s.receiveFile(filepath.Join(dir, m.Name), m); err != nil {
+			if err := s.receiveFile(dir, m, false); err != nil {
 				return err
 			}
 		case wire.Dir:
 			if err := wire.CheckCacheName(m.Name); err != nil || m.Reply {
 				return fmt.Errorf("bad directory entry %q", m.Name)
 			}
-			if err := s.readDir(filepath.Join(dir, m.Name), depth+1); err != nil {
+			sub, err := openDir(dir, m.Name, true)
+			if err != nil {
+				return err
+			}
+			err = s.readDir(sub, depth+1)
+			sub.Close()
+			if err != nil {
 				return err
 			}
 		default:
@@ -312,10 +333,21 @@ func (s *session) readDir(dir string, depth int) error {
 }
 
 // sendOutput answers get: the cached file or, recursively, directory.
+// Only regular files and directories are sent, and nothing is followed: a
+// symbolic link (in or to an output) is answered "missing NAME ELOOP", any
+// other kind of file "missing NAME EINVAL", an entry nested too deep
+// "missing NAME ENAMETOOLONG". Protocol 9 has no way to send a link back,
+// and a link followed could reach outside the workspace or loop for ever.
 func (s *session) sendOutput(name string) error {
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	if err := s.streamItem(filepath.Join(s.cache, name), name); err != nil {
+	var err error
+	if en, refused := s.files.refusedErrno(name); refused {
+		err = s.c.Send(wire.Missing{Name: name, Errno: int(en)})
+	} else {
+		err = s.streamItem(s.files.dir, name, name, 0)
+	}
+	if err != nil {
 		return err
 	}
 	if err := s.c.Send(wire.End{}); err != nil {
@@ -324,32 +356,61 @@ func (s *session) sendOutput(name string) error {
 	return s.c.Flush()
 }
 
-func (s *session) streamItem(path, name string) error {
-	info, err := os.Stat(path)
-	if err != nil {
+// streamItem sends base, in dir, under the name name.
+func (s *session) streamItem(dir *os.File, base, name string, depth int) error {
+	missing := func(err error) error {
+		if errnoOf(err) == unix.ELOOP {
+			s.log.Warn("not sending a symbolic link", "name", name)
+		}
 		return s.c.Send(wire.Missing{Name: name, Errno: errno(err)})
 	}
-	if info.IsDir() {
-		entries, err := os.ReadDir(path)
+	if depth > wire.MaxDirDepth {
+		return missing(unix.ENAMETOOLONG)
+	}
+	st, err := lstatAt(dir, base)
+	if err != nil {
+		return missing(err)
+	}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFDIR:
+		sub, err := openAt(dir, base, dirFlags, 0)
 		if err != nil {
-			return s.c.Send(wire.Missing{Name: name, Errno: errno(err)})
+			return missing(err)
+		}
+		defer sub.Close()
+		list, err := names(sub)
+		if err != nil {
+			return missing(err)
 		}
 		if err := s.c.Send(wire.Dir{Name: name, Reply: true}); err != nil {
 			return err
 		}
-		for _, e := range entries {
-			if err := s.streamItem(filepath.Join(path, e.Name()), name+"/"+e.Name()); err != nil {
+		for _, n := range list {
+			if err := s.streamItem(sub, n, name+"/"+n, depth+1); err != nil {
 				return err
 			}
 		}
 		return nil
+	case unix.S_IFREG:
+		// O_NONBLOCK: should it have become a FIFO since, opening it must
+		// not wait for a writer.
+		f, err := openAt(dir, base, unix.O_RDONLY|unix.O_NONBLOCK, 0)
+		if err != nil {
+			return missing(err)
+		}
+		defer f.Close()
+		info, err := f.Stat()
+		if err != nil {
+			return missing(err)
+		}
+		if !info.Mode().IsRegular() {
+			return missing(unix.EINVAL)
+		}
+		return s.c.SendFrom(wire.File{Name: name, Size: info.Size()}, f, info.Size())
+	case unix.S_IFLNK:
+		return missing(unix.ELOOP)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return s.c.Send(wire.Missing{Name: name, Errno: errno(err)})
-	}
-	defer f.Close()
-	return s.c.SendFrom(wire.File{Name: name, Size: info.Size()}, f, info.Size())
+	return missing(unix.EINVAL)
 }
 
 func errno(err error) int {

@@ -3,17 +3,14 @@ package worker
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
@@ -22,6 +19,7 @@ const (
 	resultSuccess      = 0
 	resultInputMissing = 1
 	resultSignal       = 8
+	resultForsaken     = 40 // given back: the master runs it again
 	resultMaxRunTime   = 56
 )
 
@@ -53,29 +51,51 @@ func (s *session) start(spec *wire.TaskSpec) {
 	s.tasks.Add(1)
 	go func() {
 		defer s.tasks.Done()
-		sandbox, err := s.sandboxes.take()
-		if err != nil {
-			t.status, t.exit, t.output = resultInputMissing, -1, []byte(err.Error()+"\n")
-		} else {
-			t.run(s, sandbox)
-			s.sandboxes.put(sandbox)
-		}
+		sandbox := t.run(s)
 		s.taskDone(t)
+		if sandbox != nil {
+			s.boxes.done(sandbox) // once the result is out
+		}
 	}()
 }
 
-// run places the inputs, runs the command and collects the outputs.
-func (t *task) run(s *session, sandbox string) {
-	if err := t.prepare(s.cache, sandbox); err != nil {
+// run gives the task a new sandbox, places its inputs, runs the command,
+// kills what it left running, and collects its outputs into the cache; it
+// returns the sandbox, to be removed. A task that held a cached input some
+// task wrote to is given back (forsaken), with no output, for the master
+// to run again.
+func (t *task) run(s *session) *os.File {
+	sandbox, err := s.boxes.take()
+	if err != nil {
+		t.status, t.exit, t.output = resultInputMissing, -1, []byte(err.Error()+"\n")
+		return nil
+	}
+	p := &placement{}
+	ran := t.execute(s, sandbox, p)
+	if why := s.files.release(p); why != "" {
+		s.log.Warn("task given back", "task", t.spec.ID, "why", why)
+		t.status, t.exit, t.output = resultForsaken, 0, nil // CCTools reads no output after it
+		return sandbox
+	}
+	if ran {
+		t.collect(s, sandbox)
+	}
+	return sandbox
+}
+
+// execute places the inputs and runs the command; it reports whether the
+// command ran.
+func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
+	if err := t.prepare(s.files, sandbox, p); err != nil {
 		s.log.Warn("task input", "task", t.spec.ID, "err", err)
 		t.status, t.exit, t.output = resultInputMissing, -1, []byte(err.Error()+"\n")
-		return
+		return false
 	}
 	// Output goes through a pipe, not a file: creating and deleting a file
 	// per task costs more than the rest of the dispatch on slow disks.
 	out := &cappedBuffer{limit: maxOutput}
 	cmd := exec.Command("/bin/sh", "-c", t.spec.Command)
-	cmd.Dir = sandbox
+	cmd.Dir = sandbox.Name()
 	cmd.Env = append(os.Environ(), t.spec.Env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -85,28 +105,43 @@ func (t *task) run(s *session, sandbox string) {
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
-		return
+		return false
 	}
-	err := cmd.Start()
+	// The keeper kills the task's group should the worker die first.
+	reg, err := s.w.keeper.Reserve()
 	if err == nil {
-		t.proc = cmd.Process
+		if err = cmd.Start(); err == nil {
+			reg.Set(cmd.Process.Pid)
+			t.proc = cmd.Process
+		} else {
+			reg.Release()
+		}
 	}
 	t.mu.Unlock()
 	if err != nil {
 		t.status, t.exit, t.output = resultSuccess, 127, []byte(fmt.Sprintf("cannot start /bin/sh: %v\n", err))
-		return
+		return false
 	}
 	var timedOut atomic.Bool
 	if t.spec.WallTime > 0 {
 		timer := time.AfterFunc(time.Duration(t.spec.WallTime)*time.Second, func() {
 			timedOut.Store(true)
-			killGroup(cmd.Process)
+			t.kill()
 		})
 		defer timer.Stop()
 	}
+	// Whatever the command left running in its process group dies with
+	// it, before its sandbox and inputs are looked at. Until the shell is
+	// reaped its group's id cannot be reused: stop signalling, kill the
+	// group, release it, then reap.
+	proc.WaitExit(cmd.Process.Pid)
+	t.mu.Lock()
+	t.proc = nil
+	t.mu.Unlock()
+	killGroup(cmd.Process)
+	reg.Release()
 	err = cmd.Wait()
 	t.execUsec = time.Since(started).Microseconds()
-	killGroup(cmd.Process)
 	t.output = out.buf
 	t.status, t.exit = resultSuccess, 0
 	var ee *exec.ExitError
@@ -121,7 +156,7 @@ func (t *task) run(s *session, sandbox string) {
 			t.exit = ws.ExitStatus()
 		}
 	}
-	t.collect(s.cache, sandbox)
+	return true
 }
 
 // cappedBuffer keeps the first limit bytes written and drops the rest.
@@ -140,95 +175,29 @@ func (b *cappedBuffer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// prepare places every input in the sandbox.
-func (t *task) prepare(cache, sandbox string) error {
+// prepare places every input in the sandbox, following no symbolic link.
+func (t *task) prepare(files *cache, sandbox *os.File, p *placement) error {
 	for _, in := range t.spec.Inputs {
-		src := filepath.Join(cache, in.CacheName)
-		dst := filepath.Join(sandbox, in.Remote)
-		if dir := filepath.Dir(dst); dir != sandbox {
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return err
-			}
-		}
-		if err := place(src, dst); err != nil {
+		if err := files.place(p, sandbox, in); err != nil {
 			return fmt.Errorf("input %s (%s): %w", in.Remote, in.CacheName, err)
 		}
 	}
 	for _, d := range t.spec.EmptyDirs {
-		if err := os.MkdirAll(filepath.Join(sandbox, d), 0o755); err != nil {
-			return err
+		dir, err := openDir(sandbox, d, true)
+		if err != nil {
+			return fmt.Errorf("directory %s: %w", d, err)
 		}
+		dir.Close()
 	}
 	return nil
 }
 
-// place puts a cached file or directory at dst: hard links where possible,
-// copies otherwise.
-func place(src, dst string) error {
-	info, err := os.Lstat(src)
-	if err != nil {
-		return err
-	}
-	if info.IsDir() {
-		return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			rel, _ := filepath.Rel(src, p)
-			target := filepath.Join(dst, rel)
-			if d.IsDir() {
-				return os.MkdirAll(target, 0o755)
-			}
-			return linkOrCopy(p, target)
-		})
-	}
-	return linkOrCopy(src, dst)
-}
-
-func linkOrCopy(src, dst string) error {
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	os.Remove(dst)
-	if err := os.Link(src, dst); err == nil {
-		return nil
-	}
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	info, err := in.Stat()
-	if err != nil {
-		return err
-	}
-	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, info.Mode().Perm())
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
-}
-
 // collect moves the task's outputs from its sandbox into the cache, where
 // get finds them. A missing output is left missing.
-func (t *task) collect(cache, sandbox string) {
+func (t *task) collect(s *session, sandbox *os.File) {
 	for _, o := range t.spec.Outputs {
-		src := filepath.Join(sandbox, o.Remote)
-		dst := filepath.Join(cache, o.CacheName)
-		if err := os.Rename(src, dst); err == nil {
-			continue
-		}
-		if _, err := os.Lstat(src); err != nil {
-			continue
-		}
-		// dst exists (a directory) or lies on another file system.
-		os.RemoveAll(dst)
-		if err := os.Rename(src, dst); err != nil {
-			place(src, dst)
+		if err := s.files.collect(sandbox, o); err != nil {
+			s.log.Warn("task output", "task", t.spec.ID, "output", o.Remote, "err", err)
 		}
 	}
 }
@@ -243,59 +212,19 @@ func (t *task) sendResult(c *wire.Conn) error {
 func (t *task) stop() {
 	t.mu.Lock()
 	t.stopped = true
-	p := t.proc
 	t.mu.Unlock()
-	if p != nil {
-		killGroup(p)
+	t.kill()
+}
+
+// kill kills the task's process group if its process has not exited.
+func (t *task) kill() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.proc != nil {
+		killGroup(t.proc)
 	}
 }
 
 func killGroup(p *os.Process) {
 	syscall.Kill(-p.Pid, syscall.SIGKILL)
-}
-
-// sandboxes hands out empty task directories and takes them back emptied,
-// so that a task costs no mkdir and rmdir.
-type sandboxes struct {
-	dir  string
-	mu   sync.Mutex
-	free []string
-	next int
-}
-
-func (p *sandboxes) take() (string, error) {
-	p.mu.Lock()
-	if n := len(p.free); n > 0 {
-		d := p.free[n-1]
-		p.free = p.free[:n-1]
-		p.mu.Unlock()
-		return d, nil
-	}
-	p.next++
-	d := filepath.Join(p.dir, "t."+strconv.Itoa(p.next))
-	p.mu.Unlock()
-	return d, os.Mkdir(d, 0o755)
-}
-
-// put empties a sandbox and keeps it for the next task; one that cannot be
-// emptied is removed.
-func (p *sandboxes) put(d string) {
-	f, err := os.Open(d)
-	if err != nil {
-		return
-	}
-	names, err := f.Readdirnames(-1)
-	f.Close()
-	for _, n := range names {
-		if err == nil {
-			err = os.RemoveAll(filepath.Join(d, n))
-		}
-	}
-	if err != nil {
-		os.RemoveAll(d)
-		return
-	}
-	p.mu.Lock()
-	p.free = append(p.free, d)
-	p.mu.Unlock()
 }

@@ -3,16 +3,29 @@
 // a cache, runs each task's command in a sandbox of its own, and sends back
 // results and output files. It speaks protocol 9, so it serves both the
 // rightsize master and Debian's CCTools masters (makeflow -T wq and others).
+// With a password it serves only a master that proves it knows it, and
+// with TLS and a trusted certificate only the master that holds its key.
 //
-// Nothing a master sends can make it write outside its workspace: cache
-// names must be single path elements and sandbox names relative paths
-// without "..". It does not schedule, retry or decide anything: the master
-// does.
+// Nothing a master sends makes the worker itself read or write outside
+// its workspace: cache names must be single path elements, sandbox names
+// relative paths without "..", and the worker reaches every file it makes,
+// moves or reads there through open directories, following no symbolic
+// link (a link in an output is reported missing, not sent). Each task gets
+// a fresh sandbox, removed when it ends, and whatever it left running in
+// its process group is killed. Cached inputs reach tasks as hard links to
+// copies the worker watches, never the cache's own files: a task that
+// writes to one is given back to the master to run again, with the tasks
+// that held it, and later tasks get a copy of their own.
+//
+// It does not contain the commands it runs: they run as the worker's user
+// and can do whatever that user can, outside the workspace too. It does
+// not schedule, retry or decide anything: the master does.
 package worker
 
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -20,14 +33,15 @@ import (
 	"math"
 	"net"
 	"os"
-	"path/filepath"
 	"regexp"
 	"runtime"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // Config says where a worker connects and what it offers. The zero value of
@@ -63,8 +77,16 @@ type Config struct {
 	// (defaults 1 s and 60 s).
 	MinBackoff, MaxBackoff time.Duration
 	// Password, if set, is the password file's content for the CCTools
-	// challenge; the master must hold the same one.
+	// challenge (see wire.ReadPasswordFile); the master must hold the same
+	// one, however the worker found it. The worker answers the master's
+	// challenge first, as CCTools masters expect, but never one of its own
+	// challenges sent back to it.
 	Password []byte
+	// TLS, if set, makes the worker connect to every master over TLS (see
+	// wire.ClientTLS). Without it, the worker uses TLS (without checking
+	// the certificate, as CCTools does) only with masters whose catalog
+	// record says "ssl": true.
+	TLS *tls.Config
 	// SingleShot ends the worker after its first session with a master.
 	SingleShot bool
 	// Features are user-defined features announced to the master.
@@ -136,7 +158,27 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("worker: creating workspace: %w", err)
 	}
-	defer os.RemoveAll(ws)
+	// Should the worker die, kill -9 included, its keeper kills what the
+	// tasks run and removes the workspace. (Deferred first, so that it
+	// closes after the workspace is cleaned below.)
+	keeper := &proc.Keeper{}
+	defer keeper.Close()
+	if err := keeper.AddDir(ws); err != nil {
+		os.Remove(ws)
+		return fmt.Errorf("worker: %w", err)
+	}
+	// Held open: whatever happens to its path, the worker works below the
+	// directory it made.
+	wsDir, err := os.Open(ws)
+	if err != nil {
+		os.Remove(ws)
+		return fmt.Errorf("worker: opening workspace: %w", err)
+	}
+	defer func() {
+		cleanWorkspace(wsDir)
+		wsDir.Close()
+		os.Remove(ws)
+	}()
 	log := cfg.Logger
 	log.Info("workspace created", "dir", ws, "cores", res.cores, "memory_mb", res.memoryMB, "disk_mb", res.diskMB, "gpus", res.gpus)
 	if cfg.Ready != nil {
@@ -144,7 +186,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	w := &worker{cfg: cfg, log: log, res: res, workspace: ws, id: "worker-" + hex.EncodeToString(id)}
+	w := &worker{cfg: cfg, log: log, res: res, workspace: wsDir, id: "worker-" + hex.EncodeToString(id), keeper: keeper}
 	return w.loop(ctx)
 }
 
@@ -189,8 +231,10 @@ type worker struct {
 	cfg       Config
 	log       *slog.Logger
 	res       resources
-	workspace string
+	workspace *os.File
 	id        string
+	keeper    *proc.Keeper
+	issued    wire.Challenges // challenges sent to masters: never answered
 }
 
 // errExit and errRelease end a session at the master's request.
@@ -224,7 +268,7 @@ func (w *worker) loop(ctx context.Context) error {
 		w.log.Info("connected", "master", addr)
 		err = w.session(ctx, conn)
 		lastSession = time.Now()
-		if cerr := w.cleanWorkspace(); cerr != nil {
+		if cerr := cleanWorkspace(w.workspace); cerr != nil {
 			return cerr
 		}
 		switch {
@@ -261,22 +305,25 @@ func (w *worker) loop(ctx context.Context) error {
 	}
 }
 
-// connect dials the first reachable master.
+// connect dials the first reachable master, over TLS when Config.TLS is
+// set or the master's catalog record says so.
 func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
-	addrs := w.cfg.Masters
+	targets := make([]target, len(w.cfg.Masters))
+	for i, a := range w.cfg.Masters {
+		targets[i] = target{addr: a}
+	}
 	if w.cfg.Project != "" {
 		found, err := w.lookup(ctx)
 		if err != nil {
 			return nil, "", err
 		}
-		addrs = found
+		targets = found
 	}
 	var errs []error
-	for _, addr := range addrs {
-		d := net.Dialer{Timeout: 10 * time.Second}
-		conn, err := d.DialContext(ctx, "tcp", addr)
+	for _, t := range targets {
+		conn, err := w.dial(ctx, t)
 		if err == nil {
-			return conn, addr, nil
+			return conn, t.addr, nil
 		}
 		errs = append(errs, err)
 	}
@@ -286,30 +333,47 @@ func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
 	return nil, "", errors.Join(errs...)
 }
 
+// target is a master to try.
+type target struct {
+	addr string
+	ssl  bool // its catalog record says it wants TLS
+}
+
+func (w *worker) dial(ctx context.Context, t target) (net.Conn, error) {
+	d := net.Dialer{Timeout: 10 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", t.addr)
+	if err != nil {
+		return nil, err
+	}
+	cfg := w.cfg.TLS
+	if cfg == nil && !t.ssl {
+		return conn, nil
+	}
+	if cfg == nil {
+		cfg = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12}
+	}
+	tc := tls.Client(conn, cfg)
+	hctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if err := tc.HandshakeContext(hctx); err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("TLS with %s: %w", t.addr, err)
+	}
+	return tc, nil
+}
+
 // lookup asks the catalogs for masters whose project matches, newest first.
-func (w *worker) lookup(ctx context.Context) ([]string, error) {
+func (w *worker) lookup(ctx context.Context) ([]target, error) {
 	re := regexp.MustCompile("^(" + w.cfg.Project + ")$")
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	masters, err := catalog.FindMasters(ctx, w.cfg.Catalogs, re)
-	addrs := make([]string, len(masters))
+	targets := make([]target, len(masters))
 	for i, m := range masters {
-		addrs[i] = m.Addr()
+		ssl, _ := m.Record["ssl"].(bool)
+		targets[i] = target{addr: m.Addr(), ssl: ssl}
 	}
-	return addrs, err
-}
-
-func (w *worker) cleanWorkspace() error {
-	entries, err := os.ReadDir(w.workspace)
-	if err != nil {
-		return fmt.Errorf("worker: cleaning workspace: %w", err)
-	}
-	for _, e := range entries {
-		if err := os.RemoveAll(filepath.Join(w.workspace, e.Name())); err != nil {
-			return fmt.Errorf("worker: cleaning workspace: %w", err)
-		}
-	}
-	return nil
+	return targets, err
 }
 
 // wholeCores is the core count as reported: CCTools masters read whole

@@ -84,13 +84,22 @@ func expect[T wire.Message](t *testing.T, f *fakeMaster) T {
 
 func runWorker(t *testing.T, f *fakeMaster, workdir string) <-chan error {
 	t.Helper()
+	return runWorkerCores(t, f, workdir, 1)
+}
+
+// runWorkerCores runs a worker until the test ends; its workspace is
+// removed after it stops.
+func runWorkerCores(t *testing.T, f *fakeMaster, workdir string, cores float64) <-chan error {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	errc := make(chan error, 1)
+	done := make(chan struct{})
 	go func() {
-		errc <- Run(ctx, Config{Masters: []string{f.addr()}, Cores: 1, MemoryMB: 100, DiskMB: 1,
+		defer close(done)
+		errc <- Run(ctx, Config{Masters: []string{f.addr()}, Cores: cores, MemoryMB: 100, DiskMB: 1,
 			Workdir: workdir, SingleShot: true, Logger: testutil.Logger(t)})
 	}()
-	t.Cleanup(cancel)
+	t.Cleanup(func() { cancel(); <-done })
 	f.accept(t)
 	return errc
 }
@@ -237,7 +246,7 @@ func TestPasswordRefused(t *testing.T) {
 			return
 		}
 		defer conn.Close()
-		wire.NewConn(conn, wire.Limits{}).Authenticate([]byte("right\n"))
+		wire.NewConn(conn, wire.Limits{}).AuthenticateServer([]byte("right\n"), nil)
 	}()
 	err = Run(context.Background(), Config{Masters: []string{ln.Addr().String()}, Cores: 1, MemoryMB: 10, DiskMB: 10,
 		Workdir: t.TempDir(), SingleShot: true, Password: []byte("wrong\n"), Logger: testutil.Logger(t)})

@@ -1,0 +1,229 @@
+package worker
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue/wire"
+)
+
+// taskMsg is a task description as a master sends it; files are infile,
+// outfile or dir lines.
+func taskMsg(id int, cmd string, files ...string) string {
+	return fmt.Sprintf("task %d\ncmd %d\n%s", id, len(cmd), cmd) + strings.Join(files, "") + "end\n"
+}
+
+type taskResult struct {
+	wire.Result
+	output string
+}
+
+// results collects n results, asking for them as a master does.
+func results(t *testing.T, f *fakeMaster, n int) map[int]taskResult {
+	t.Helper()
+	got := map[int]taskResult{}
+	inReply := false
+	for len(got) < n || inReply {
+		m, err := f.c.ReadMessage()
+		if err != nil {
+			t.Fatalf("after %d of %d results: %v", len(got), n, err)
+		}
+		switch m := m.(type) {
+		case wire.AvailableResults:
+			f.send(t, "send_results -1\n")
+			inReply = true
+		case wire.Result:
+			out, err := f.c.ReadBody(m.Size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got[m.TaskID] = taskResult{m, string(out)}
+		case wire.End:
+			inReply = false
+		case wire.Info:
+		default:
+			t.Fatalf("unexpected %#v", m)
+		}
+	}
+	return got
+}
+
+// waitFile waits for a file a task makes.
+func waitFile(t *testing.T, name string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Lstat(name); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", name)
+		}
+	}
+}
+
+// TestSandboxNotReused: a process that escapes its task's process group
+// (setsid) and writes to its task's directory after the task ended (a file,
+// and a symbolic link to a directory outside) reaches no later task: each
+// task has a fresh sandbox, and the worker places inputs without following
+// links.
+func TestSandboxNotReused(t *testing.T) {
+	marks, outside := t.TempDir(), t.TempDir()
+	t.Cleanup(func() { os.WriteFile(filepath.Join(marks, "go"), nil, 0o644) }) // let the escapee end
+	f := newFakeMaster(t)
+	runWorker(t, f, t.TempDir())
+	escapee := fmt.Sprintf("setsid sh -c 'touch %[1]s/up; until [ -e %[1]s/go ]; do sleep 0.01; done; echo planted > planted; ln -s %[2]s sub; touch %[1]s/done' </dev/null >/dev/null 2>&1 & "+
+		"until [ -e %[1]s/up ]; do sleep 0.01; done", marks, outside)
+	f.send(t, taskMsg(1, escapee))
+	if r := results(t, f, 1); r[1].Status != 0 || r[1].Exit != 0 {
+		t.Fatalf("task 1: %+v", r[1])
+	}
+	os.WriteFile(filepath.Join(marks, "go"), nil, 0o644)
+	waitFile(t, filepath.Join(marks, "done"))
+	f.send(t, "put file-0-x-in 3 0644\nin\n")
+	f.send(t, taskMsg(2, "ls -A; cat sub/in", "infile file-0-x-in sub/in 1\n"))
+	r := results(t, f, 1)
+	if r[2].Status != 0 || r[2].Exit != 0 || r[2].output != "sub\nin\n" {
+		t.Errorf("task 2 saw %q (status %d, exit %d), want only its input", r[2].output, r[2].Status, r[2].Exit)
+	}
+	if entries, _ := os.ReadDir(outside); len(entries) > 0 {
+		t.Errorf("input placed through a planted symbolic link, outside the workspace: %v", entries)
+	}
+}
+
+// TestTaskProcessGroupKilled: what a task leaves running in its process
+// group dies when its command exits.
+func TestTaskProcessGroupKilled(t *testing.T) {
+	marks := t.TempDir()
+	f := newFakeMaster(t)
+	runWorker(t, f, t.TempDir())
+	f.send(t, taskMsg(1, fmt.Sprintf("(trap '' HUP TERM; while :; do sleep 0.01; done) </dev/null >/dev/null 2>&1 & echo $! > %s/pid", marks)))
+	if r := results(t, f, 1); r[1].Status != 0 || r[1].Exit != 0 {
+		t.Fatalf("task: %+v", r[1])
+	}
+	b, _ := os.ReadFile(filepath.Join(marks, "pid"))
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("pid %q: %v", b, err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil || strings.Contains(string(s), ") Z ") {
+			return // gone, or dead and not yet reaped
+		}
+		if time.Now().After(deadline) {
+			syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatal("the task's background process outlived it")
+		}
+	}
+}
+
+// TestCachedInputWrittenByTask: a task that appends to its cached input
+// changes no later task's input. The worker gives the task back (forsaken,
+// without output, as CCTools' master expects), and from then on gives each
+// task its own copy of that input.
+func TestCachedInputWrittenByTask(t *testing.T) {
+	f := newFakeMaster(t)
+	runWorker(t, f, t.TempDir())
+	in := "infile file-0-x-in in 1\n"
+	f.send(t, "put file-0-x-in 9 0644\noriginal\n"+taskMsg(1, "echo evil >> in; cat in", in))
+	if r := results(t, f, 1); r[1].Status != resultForsaken || r[1].Size != 0 {
+		t.Errorf("task 1 wrote to its cached input: %+v, want forsaken without output", r[1])
+	}
+	// As a master does: run it again (the worker still has the input).
+	f.send(t, taskMsg(2, "echo evil >> in; cat in", in))
+	if r := results(t, f, 1); r[2].Status != 0 || r[2].output != "original\nevil\n" {
+		t.Errorf("task run again: %+v", r[2])
+	}
+	f.send(t, taskMsg(3, "cat in", in))
+	if r := results(t, f, 1); r[3].Status != 0 || r[3].output != "original\n" {
+		t.Errorf("a later task read %q, want the input as sent", r[3].output)
+	}
+}
+
+// TestCachedInputWrittenWhileShared: a task writes to a cached input while
+// another task reads it; both are given back, since the reader may have
+// read either content.
+func TestCachedInputWrittenWhileShared(t *testing.T) {
+	marks := t.TempDir()
+	f := newFakeMaster(t)
+	runWorkerCores(t, f, t.TempDir(), 2)
+	in := "infile file-0-x-in in 1\n"
+	f.send(t, "put file-0-x-in 9 0644\noriginal\n"+
+		taskMsg(1, fmt.Sprintf("touch %[1]s/reading; until [ -e %[1]s/written ]; do sleep 0.01; done; cat in", marks), in)+
+		taskMsg(2, fmt.Sprintf("until [ -e %[1]s/reading ]; do sleep 0.01; done; echo evil >> in; touch %[1]s/written", marks), in))
+	r := results(t, f, 2)
+	for id := 1; id <= 2; id++ {
+		if r[id].Status != resultForsaken {
+			t.Errorf("task %d: %+v %q, want forsaken", id, r[id], r[id].output)
+		}
+	}
+}
+
+// TestOutputsNotFollowed: outputs are sent as regular files and
+// directories only. A symbolic link (an output, an entry of one, or on the
+// way to one) is answered "missing NAME ELOOP", a FIFO "missing NAME
+// EINVAL": nothing is read outside the sandbox, no loop is walked, no read
+// blocks.
+func TestOutputsNotFollowed(t *testing.T) {
+	f := newFakeMaster(t)
+	runWorker(t, f, t.TempDir())
+	cmd := "ln -s /etc/hostname host; mkdir d && echo x > d/f && ln -s . d/a && ln -s . d/b; mkfifo p; ln -s /etc etc"
+	f.send(t, taskMsg(1, cmd, "outfile o-host host 0\n", "outfile o-d d 0\n", "outfile o-p p 0\n", "outfile o-passwd etc/passwd 0\n"))
+	if r := results(t, f, 1); r[1].Status != 0 || r[1].Exit != 0 {
+		t.Fatalf("task: %+v %q", r[1], r[1].output)
+	}
+	eloop, einval := int(syscall.ELOOP), int(syscall.EINVAL)
+	cases := []struct {
+		name string
+		want []string
+	}{
+		{"o-host", []string{fmt.Sprintf("missing o-host %d", eloop)}},
+		{"o-d", []string{"dir o-d 0", fmt.Sprintf("missing o-d/a %d", eloop), fmt.Sprintf("missing o-d/b %d", eloop), "file o-d/f 2"}},
+		{"o-p", []string{fmt.Sprintf("missing o-p %d", einval)}},
+		{"o-passwd", []string{fmt.Sprintf("missing o-passwd %d", eloop)}},
+	}
+	for _, tc := range cases {
+		f.send(t, "get "+tc.name+" 1\n")
+		var got []string
+		for len(got) <= len(tc.want) {
+			m, err := f.c.ReadMessage()
+			if err != nil {
+				t.Fatalf("get %s: %v after %q", tc.name, err, got)
+			}
+			if _, ok := m.(wire.End); ok {
+				break
+			}
+			got = append(got, strings.TrimSpace(string(m.AppendTo(nil))))
+			if file, ok := m.(wire.File); ok {
+				f.c.ReadBody(file.Size)
+			}
+		}
+		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("get %s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestCacheNotThroughPlantedLink: a symbolic link planted where the cache
+// goes (by a process a task of an earlier session left running) is not
+// followed: the session cannot start, rather than store files outside.
+func TestCacheNotThroughPlantedLink(t *testing.T) {
+	ws, outside := t.TempDir(), t.TempDir()
+	os.Symlink(outside, filepath.Join(ws, "cache"))
+	dir, err := os.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	if c, err := newCache(dir, slog.New(slog.DiscardHandler)); err == nil {
+		c.close()
+		t.Error("cache opened through a symbolic link")
+	}
+}
