@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -301,9 +302,14 @@ func TestTransientFailureRetried(t *testing.T) {
 	}
 }
 
-// TestStraggler: a function that hangs once makes its block a straggler;
-// fast abort — the master's timer on the local driver, Work Queue's own on
-// workers — removes it and submits it again.
+// TestStraggler: a function that hangs (for an hour) once makes its block a
+// straggler; the run still finishes, with every cell right and no retry.
+// What rescues the block — the master's fast abort on the local driver;
+// Work Queue's fast abort or a speculative copy on workers — and which
+// other jobs the machine's noise makes stragglers of their own are
+// decisions of the state machines, tested on logical time there
+// (TestTrackerFastAbort, sched.TestStragglerDecision); this test waits only
+// for the run to end, so that a loaded machine cannot fail it.
 func TestStraggler(t *testing.T) {
 	set := itemSet(t, 8)
 	want := multicoreLines(t, set, set, openPair(t, pairScript(t, t.TempDir(), "")), false)
@@ -311,23 +317,27 @@ func TestStraggler(t *testing.T) {
 	for _, be := range backends {
 		t.Run(be.name, func(t *testing.T) {
 			mark := filepath.Join(t.TempDir(), "hung")
-			// Jobs of about half a second, so that the machine's noise
-			// does not make stragglers of its own.
-			fn := openPair(t, pairScript(t, t.TempDir(), `mkdir `+mark+` 2>/dev/null && sleep 600; sleep 0.05`))
+			fn := openPair(t, pairScript(t, t.TempDir(), `mkdir `+mark+` 2>/dev/null && sleep 3600; sleep 0.05`))
 			d := be.open(t, "allpairs", fa)
 			cfg := testConfig(t, d, "allpairs")
 			cfg.FastAbort = fa
+			var warnings bytes.Buffer
+			cfg.Logger = slog.New(slog.NewTextHandler(&warnings, &slog.HandlerOptions{Level: slog.LevelWarn}))
 			t.Cleanup(func() { killUnder(cfg.WorkDir) })
 			got, res, err := runAllPairs(context.Background(), t, cfg, AllPairs{A: set, B: set, Func: FunctionOf(fn.Info(), "", 0), JobW: 2, JobH: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
-			aborts := res.FastAborts
+			rescues := res.FastAborts
 			if wq, ok := d.(*batch.WorkQueue); ok {
-				aborts = wq.Master().Stats().FastAborts
+				st := wq.Master().Stats()
+				rescues = st.FastAborts + st.SpeculativeCopies
+			} else if !strings.Contains(warnings.String(), "fast abort") {
+				// The master's own fast abort is reported without -v.
+				t.Errorf("no fast abort warning in the log:\n%s", warnings.String())
 			}
-			if aborts != 1 || res.Retries != 0 {
-				t.Errorf("%d fast aborts, %d retries; want 1 and 0", aborts, res.Retries)
+			if rescues < 1 || res.Retries != 0 {
+				t.Errorf("%d fast aborts or copies, %d retries; want at least 1 and 0", rescues, res.Retries)
 			}
 			if !slices.Equal(got, want) {
 				t.Errorf("%s", firstDiff(got, want))

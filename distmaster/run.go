@@ -365,14 +365,22 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				finish(ev)
 			}
 		case now := <-tick.C:
-			mean := tr.MeanJobTime()
-			for _, id := range tr.Tick(now) {
-				info := jobs[id]
-				delete(jobs, id)
-				fmt.Fprintf(cfg.Explain, "block %s is a straggler (mean job %v): removed and submitted again\n", src.name(info.block), mean.Round(time.Millisecond))
-				cfg.Logger.Info("fast abort", "block", src.name(info.block))
-				if err := d.Remove(ctx, id); err != nil && !errors.Is(err, batch.ErrUnknownJob) {
-					cfg.Logger.Warn("remove straggler", "job", id, "err", err)
+			for _, sl := range tr.Tick(now) {
+				info := jobs[sl.Job]
+				delete(jobs, sl.Job)
+				why := fmt.Sprintf("block %s ran %v, past the fast-abort limit of %v (mean job %v): removed and submitted again",
+					src.name(info.block), sl.Ran.Round(time.Millisecond), sl.Limit.Round(time.Millisecond), sl.Mean.Round(time.Millisecond))
+				if sl.Final {
+					why += ", for the last time"
+				}
+				fmt.Fprintln(cfg.Explain, why)
+				// Not only with -v: a machine that got loaded makes
+				// every job a straggler, and the user should see why
+				// the run slows down.
+				cfg.Logger.Warn("fast abort", "block", src.name(info.block), "ran", sl.Ran.Round(time.Millisecond),
+					"limit", sl.Limit.Round(time.Millisecond), "mean", sl.Mean.Round(time.Millisecond), "abort", sl.Abort, "final", sl.Final)
+				if err := d.Remove(ctx, sl.Job); err != nil && !errors.Is(err, batch.ErrUnknownJob) {
+					cfg.Logger.Warn("remove straggler", "job", sl.Job, "err", err)
 				}
 				os.RemoveAll(info.dir)
 			}

@@ -3,21 +3,23 @@ package distmaster
 import (
 	"cmp"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
 	"github.com/rightsize/rightsize/workqueue"
+	"github.com/rightsize/rightsize/workqueue/sched"
 )
 
-// FastAbort configures the fast abort of straggling block jobs, with the
-// meaning Work Queue gives it (workqueue.FastAbort): a job running longer
-// than Multiplier times the mean time of the finished jobs, or than the
-// mean plus Sigmas standard deviations (never less than twice the mean),
-// once MinSamples jobs have finished, is removed and submitted again, at
-// most MaxAborts times per block. Each abort of a block raises its limit by
-// one mean, so a block that is simply long is not killed for ever. The zero
-// value is off.
+// FastAbort configures the fast abort of straggling block jobs. It is Work
+// Queue's policy type (workqueue.FastAbort, sched.FastAbort), applied by the
+// same rule to the same statistics: a job running longer than Multiplier
+// times the mean time of the finished jobs, or than the mean plus Sigmas
+// (sample) standard deviations, never less than twice the mean, once
+// MinSamples jobs have finished, is removed and submitted again, at most
+// MaxAborts times per block. Each abort of a block raises its limit by one
+// mean, so a block that is simply long is not killed for ever. BlockFor
+// does not apply: the tracker sees jobs, not workers. The zero value is
+// off.
 type FastAbort = workqueue.FastAbort
 
 // TrackerConfig configures a Tracker. The zero value of each field means its
@@ -45,14 +47,6 @@ func (c *TrackerConfig) fill() {
 	if c.MaxJobs <= 0 {
 		c.MaxJobs = 1000
 	}
-	if c.FastAbort.Multiplier >= 1 || c.FastAbort.Sigmas > 0 {
-		if c.FastAbort.MinSamples <= 0 {
-			c.FastAbort.MinSamples = 10
-		}
-		if c.FastAbort.MaxAborts <= 0 {
-			c.FastAbort.MaxAborts = 3
-		}
-	}
 }
 
 // Tracker follows the jobs of a distributed run: which blocks wait to be
@@ -71,7 +65,7 @@ type Tracker struct {
 	blocks map[int]*blockRecord
 	jobs   map[string]*jobRecord // jobs submitted and not ended
 	busy   int                   // blocks handed out by Next and not yet ended
-	stats  runStats
+	stats  sched.Stats           // running times of the finished jobs
 	counts TrackerCounts
 }
 
@@ -86,26 +80,6 @@ type jobRecord struct {
 	block     int
 	submitted time.Time
 	started   time.Time // when it was seen starting; zero until then
-}
-
-// runStats are the running times of finished jobs, for fast abort.
-type runStats struct {
-	n          int
-	sum, sumSq float64
-}
-
-func (s *runStats) add(d time.Duration) {
-	x := d.Seconds()
-	s.n++
-	s.sum += x
-	s.sumSq += x * x
-}
-
-func (s *runStats) mean() float64 { return s.sum / float64(s.n) }
-
-func (s *runStats) stddev() float64 {
-	m := s.mean()
-	return math.Sqrt(math.Max(s.sumSq/float64(s.n)-m*m, 0))
 }
 
 // TrackerCounts count what happened to the run's blocks and jobs.
@@ -203,7 +177,7 @@ func (t *Tracker) Ended(job string, now time.Time, err error) Outcome {
 	if begin.IsZero() {
 		begin = j.submitted // it started and ended between two looks
 	}
-	t.stats.add(now.Sub(begin))
+	t.stats.Add(now.Sub(begin))
 	return Outcome{Block: j.block, Known: true, Done: true, Attempts: r.failures + r.aborts + 1}
 }
 
@@ -224,51 +198,44 @@ func (t *Tracker) fail(block int, err error) Outcome {
 	return out
 }
 
+// Straggler is a job that Tick removed, and why.
+type Straggler struct {
+	Job   string
+	Block int
+	// Ran is how long it had run, Limit the fast-abort limit it passed,
+	// Mean the mean time of the finished jobs.
+	Ran, Limit, Mean time.Duration
+	// Abort is the number of this abort of the block, from 1; Final says
+	// the block will not be aborted again (FastAbort.MaxAborts).
+	Abort int
+	Final bool
+}
+
 // Tick returns the jobs running past the fast-abort limit at time now, for
 // the driver to remove. Their blocks are queued again at once, ahead of the
 // others; the removed jobs' ends will be unknown to Ended.
-func (t *Tracker) Tick(now time.Time) []string {
-	fa := t.cfg.FastAbort
-	if (fa.Multiplier < 1 && fa.Sigmas <= 0) || t.stats.n < fa.MinSamples {
-		return nil
-	}
-	var slow []string
+func (t *Tracker) Tick(now time.Time) []Straggler {
+	var slow []Straggler
 	for id, j := range t.jobs {
 		r := t.blocks[j.block]
-		if j.started.IsZero() || r.aborts >= fa.MaxAborts {
-			continue
-		}
-		if now.Sub(j.started).Seconds() > t.limit(r.aborts) {
-			slow = append(slow, id)
+		limit, ok := t.cfg.FastAbort.Limit(t.stats, r.aborts)
+		if ran := now.Sub(j.started); ok && !j.started.IsZero() && ran > limit {
+			slow = append(slow, Straggler{Job: id, Block: j.block, Ran: ran, Limit: limit, Mean: t.stats.Mean()})
 		}
 	}
 	// In block order, so that the same events give the same queue.
-	slices.SortFunc(slow, func(a, b string) int { return cmp.Compare(t.jobs[a].block, t.jobs[b].block) })
-	for _, id := range slow {
-		j := t.jobs[id]
-		delete(t.jobs, id)
-		r := t.blocks[j.block]
+	slices.SortFunc(slow, func(a, b Straggler) int { return cmp.Compare(a.Block, b.Block) })
+	for i, s := range slow {
+		delete(t.jobs, s.Job)
+		r := t.blocks[s.Block]
 		r.aborts++
+		_, more := t.cfg.FastAbort.Limit(t.stats, r.aborts)
+		slow[i].Abort, slow[i].Final = r.aborts, !more
 		t.busy--
 		t.counts.FastAborts++
-		t.queue = append([]int{j.block}, t.queue...)
+		t.queue = append([]int{s.Block}, t.queue...)
 	}
 	return slow
-}
-
-// limit is how many seconds a job of a block aborted `aborts` times may run,
-// by Work Queue's rule (see FastAbort).
-func (t *Tracker) limit(aborts int) float64 {
-	fa := t.cfg.FastAbort
-	mean := t.stats.mean()
-	limit := math.Inf(1)
-	if fa.Multiplier >= 1 {
-		limit = mean * fa.Multiplier
-	}
-	if fa.Sigmas > 0 {
-		limit = math.Min(limit, math.Max(mean+fa.Sigmas*t.stats.stddev(), 2*mean))
-	}
-	return limit + float64(aborts)*mean
 }
 
 // Idle reports whether no block is queued or out.
@@ -287,9 +254,4 @@ func (t *Tracker) Running() []string {
 func (t *Tracker) Counts() TrackerCounts { return t.counts }
 
 // MeanJobTime returns the mean running time of the finished jobs, or 0.
-func (t *Tracker) MeanJobTime() time.Duration {
-	if t.stats.n == 0 {
-		return 0
-	}
-	return time.Duration(t.stats.mean() * float64(time.Second))
-}
+func (t *Tracker) MeanJobTime() time.Duration { return t.stats.Mean() }

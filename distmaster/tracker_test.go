@@ -3,10 +3,13 @@ package distmaster
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/workqueue/sched"
 )
 
 // trackerHarness drives a Tracker with logical time: jobs are named after
@@ -44,6 +47,15 @@ func (h *trackerHarness) submitAll() []string {
 }
 
 func (h *trackerHarness) advance(d time.Duration) { h.now = h.now.Add(d) }
+
+// tick returns the IDs of the jobs Tick removes now.
+func (h *trackerHarness) tick() []string {
+	var ids []string
+	for _, s := range h.tr.Tick(h.now) {
+		ids = append(ids, s.Job)
+	}
+	return ids
+}
 
 func TestTrackerRetriesThenGivesUp(t *testing.T) {
 	tests := []struct {
@@ -155,7 +167,7 @@ func TestTrackerFastAbort(t *testing.T) {
 	h.submitAll()
 	// No abort before MinSamples jobs have finished, however long.
 	h.advance(10 * time.Second)
-	if ids := h.tr.Tick(h.now); ids != nil {
+	if ids := h.tick(); ids != nil {
 		t.Fatalf("aborted %v with no samples", ids)
 	}
 	for _, id := range []string{"b0.0", "b1.0", "b2.0"} {
@@ -168,7 +180,7 @@ func TestTrackerFastAbort(t *testing.T) {
 	b, _, _ := h.tr.Next()
 	h.tr.Submitted(b, "queued", h.now.Add(-time.Hour))
 	h.advance(21 * time.Second) // block 4 at 31 s > 3 × 10 s; block 3 at 26 s
-	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b4.0"}) {
+	if ids := h.tick(); !slices.Equal(ids, []string{"b4.0"}) {
 		t.Fatalf("aborted %v, want b4.0", ids)
 	}
 	if ids := h.submitAll(); !slices.Equal(ids, []string{"b4.1"}) {
@@ -179,18 +191,18 @@ func TestTrackerFastAbort(t *testing.T) {
 	}
 	// The second attempt's limit is one mean higher: 40 s.
 	h.advance(35 * time.Second)
-	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b3.0"}) {
+	if ids := h.tick(); !slices.Equal(ids, []string{"b3.0"}) {
 		t.Fatalf("aborted %v, want b3.0 (61 s) but not b4.1 (35 s)", ids)
 	}
 	h.submitAll()
 	h.advance(6 * time.Second)
-	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b4.1"}) {
+	if ids := h.tick(); !slices.Equal(ids, []string{"b4.1"}) {
 		t.Fatalf("aborted %v, want b4.1 at 41 s", ids)
 	}
 	h.submitAll()
 	// MaxAborts reached: block 4 now runs as long as it takes.
 	h.advance(time.Hour)
-	ids := h.tr.Tick(h.now)
+	ids := h.tick()
 	if !slices.Equal(ids, []string{"b3.1"}) {
 		t.Fatalf("aborted %v, want only b3.1", ids)
 	}
@@ -215,12 +227,49 @@ func TestTrackerFastAbortSigmas(t *testing.T) {
 	h.tr.Ended("b0.0", h.now, nil)
 	h.tr.Ended("b1.0", h.now, nil)
 	h.advance(9 * time.Second)
-	if ids := h.tr.Tick(h.now); ids != nil {
+	if ids := h.tick(); ids != nil {
 		t.Fatalf("aborted %v at 19 s", ids)
 	}
 	h.advance(2 * time.Second)
-	if ids := h.tr.Tick(h.now); !slices.Equal(ids, []string{"b2.0"}) {
+	if ids := h.tick(); !slices.Equal(ids, []string{"b2.0"}) {
 		t.Fatalf("aborted %v at 21 s", ids)
+	}
+}
+
+// TestTrackerStraggler: Tick says why it removes a job, by the same rule
+// and statistics as Work Queue's scheduler (sched.FastAbort.Limit, with the
+// sample standard deviation).
+func TestTrackerStraggler(t *testing.T) {
+	fa := FastAbort{Sigmas: 1, MinSamples: 3, MaxAborts: 2}
+	h := newHarness(t, TrackerConfig{FastAbort: fa}, 0, 1, 2, 3)
+	h.submitAll()
+	var st sched.Stats
+	for i, secs := range []int{10, 20, 90} {
+		d := time.Duration(secs) * time.Second
+		h.tr.Ended(fmt.Sprintf("b%d.0", i), h.now.Add(d), nil)
+		st.Add(d)
+	}
+	// Mean 40 s, sample deviation √1900 = 43.6 s: the limit is 83.6 s,
+	// above the floor of twice the mean (the population deviation, 35.6 s,
+	// would give the floor, 80 s).
+	limit, _ := fa.Limit(st, 0)
+	if want := 40 + math.Sqrt(1900); math.Abs(limit.Seconds()-want) > 1e-6 {
+		t.Fatalf("limit %v, want %.3fs", limit, want)
+	}
+	h.advance(limit - time.Second)
+	if got := h.tr.Tick(h.now); got != nil {
+		t.Fatalf("removed %+v before the limit", got)
+	}
+	h.advance(2 * time.Second)
+	got := h.tr.Tick(h.now)
+	want := []Straggler{{Job: "b3.0", Block: 3, Ran: limit + time.Second, Limit: limit, Mean: 40 * time.Second, Abort: 1}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Tick: %+v, want %+v", got, want)
+	}
+	h.submitAll()
+	h.advance(limit + 40*time.Second + time.Second) // one mean more
+	if got := h.tr.Tick(h.now); len(got) != 1 || got[0].Abort != 2 || !got[0].Final {
+		t.Fatalf("second abort: %+v, want the final one", got)
 	}
 }
 
@@ -230,7 +279,7 @@ func TestTrackerFastAbortOff(t *testing.T) {
 	h.advance(time.Second)
 	h.tr.Ended("b0.0", h.now, nil)
 	h.advance(1000 * time.Hour)
-	if ids := h.tr.Tick(h.now); ids != nil {
+	if ids := h.tick(); ids != nil {
 		t.Fatalf("aborted %v with fast abort off", ids)
 	}
 }

@@ -27,7 +27,7 @@ type entryState int
 
 const (
 	stateWaiting  entryState = iota // in the scheduler's queue
-	stateRunning                    // an attempt is on a worker
+	stateRunning                    // attempts are on workers
 	stateFetching                   // the worker reported; outputs coming
 	stateDone                       // delivered, cancelled or failed
 )
@@ -43,11 +43,22 @@ type entry struct {
 	sched     sched.Task
 
 	state      entryState
-	attempt    *attempt
-	fetchingOn *workerConn
+	attempts   []*attempt // running: its attempts on workers (a speculative copy makes two)
+	fetching   *attempt   // fetching: the attempt whose outputs are coming
 	fastAborts int
 	forsaken   int // times a worker gave it back
 	think      time.Duration
+}
+
+// drop removes a from the attempts running, reporting whether it was one.
+func (e *entry) drop(a *attempt) bool {
+	for i, x := range e.attempts {
+		if x == a {
+			e.attempts = append(e.attempts[:i], e.attempts[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // prepare works out cache names and the scheduler's view of the task.

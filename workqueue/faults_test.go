@@ -137,7 +137,8 @@ func TestHostileWorkers(t *testing.T) {
 // finished, a task running far longer than their mean is aborted and sent
 // again, and the result says so.
 func TestFastAbortResendsStraggler(t *testing.T) {
-	m := startMaster(t, Config{FastAbort: FastAbort{Multiplier: 3, MinSamples: 10}})
+	// No copies: the straggler is to be caught by fast abort, not out-run.
+	m := startMaster(t, Config{FastAbort: FastAbort{Multiplier: 3, MinSamples: 10}, Speculation: Speculation{Multiplier: -1}})
 	startWorker(t, m, worker.Config{Cores: 2})
 	startWorker(t, m, worker.Config{Cores: 2})
 	for i := 0; i < 12; i++ {
@@ -358,7 +359,7 @@ func TestCloseWithSilentPeer(t *testing.T) {
 // TestFastAbortDropsSlowWorker: a worker on which two tasks in a row turn
 // out stragglers is dropped and kept out; the tasks finish elsewhere.
 func TestFastAbortDropsSlowWorker(t *testing.T) {
-	m := startMaster(t, Config{FastAbort: FastAbort{Multiplier: 4, BlockFor: time.Minute}})
+	m := startMaster(t, Config{FastAbort: FastAbort{Multiplier: 4, BlockFor: time.Minute}, Speculation: Speculation{Multiplier: -1}})
 	slowDir, fastDir := t.TempDir(), t.TempDir()
 	startWorker(t, m, worker.Config{Cores: 1, Workdir: slowDir})
 	startWorker(t, m, worker.Config{Cores: 1, Workdir: fastDir})

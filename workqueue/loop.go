@@ -34,11 +34,12 @@ type (
 		w   *workerConn
 		err error
 	}
-	// evReported: a worker reported an attempt finished; its outputs are
-	// being fetched.
+	// evReported: a worker reported an attempt finished; fetch fetches its
+	// outputs if the loop takes its result.
 	evReported struct {
-		a  *attempt
-		ok bool
+		a     *attempt
+		ok    bool
+		fetch *fetchJob
 	}
 	// evFetched: an attempt's outputs are in; r is the task's result.
 	evFetched struct {
@@ -81,6 +82,7 @@ func newLoop(m *Master) *loop {
 		m: m,
 		s: sched.New(sched.Config{
 			FastAbort: m.cfg.FastAbort, Categories: m.cfg.FastAbortCategories, MaxLost: m.cfg.MaxLost,
+			SlowStart: m.cfg.SlowStart, Speculation: m.cfg.Speculation,
 		}),
 		tasks:   map[int]*entry{},
 		workers: map[sched.WorkerID]*workerConn{},
@@ -95,7 +97,7 @@ func (l *loop) run() {
 		case ev := <-l.m.events:
 			l.handle(ev)
 		case now := <-tick.C:
-			l.apply(l.s.Tick(now), now, true)
+			l.apply(l.s.Tick(now), now)
 			l.keepalive(now)
 		case <-l.m.done:
 			return // each worker connection releases its worker
@@ -110,12 +112,12 @@ func (l *loop) handle(ev event) {
 		e := ev.e
 		l.tasks[e.id] = e
 		l.st.TasksSubmitted++
-		l.apply(l.s.Submit(e.sched, now), now, false)
+		l.apply(l.s.Submit(e.sched, now), now)
 		e.think += time.Since(now)
 	case evCancel:
 		e, ok := l.tasks[ev.id]
 		if ok {
-			l.apply(l.s.Cancel(e.sched.ID, now), now, false)
+			l.apply(l.s.Cancel(e.sched.ID, now), now)
 			l.finish(e)
 			l.st.TasksCancelled++
 			l.m.outstanding.Add(-1)
@@ -133,29 +135,28 @@ func (l *loop) handle(ev event) {
 			l.m.log.Info("worker joined", "worker", w.addr, "host", w.hello.Host, "version", w.hello.Version,
 				"cores", ev.res.Cores, "memory_mb", ev.res.MemoryMB, "disk_mb", ev.res.DiskMB)
 		}
-		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now, false)
+		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 	case evWorkerLeft:
 		l.workerLeft(ev.w, ev.err, now)
 	case evReported:
-		l.reported(ev.a, ev.ok, now)
+		l.reported(ev.a, ev.ok, ev.fetch, now)
 	case evFetched:
 		l.fetched(ev.a, ev.r, now)
 	case evInputMissing:
 		a := ev.a
 		e := a.e
-		if e.state != stateRunning || e.attempt != a {
+		if e.state != stateRunning || !e.drop(a) {
 			return
 		}
-		l.apply(l.s.TaskDone(e.sched.ID, false, now), now, false)
+		l.apply(l.s.TaskDone(e.sched.ID, a.worker.id, false, now), now)
 		l.deliver(e, &Result{Status: InputMissing, ExitCode: -1, Err: ev.err, Worker: a.worker.addr, Dispatched: a.dispatched}, now)
 	case evForsaken:
 		l.forsaken(ev.a, now)
 	}
 }
 
-// apply carries out the scheduler's actions. fromTick marks aborts that are
-// fast aborts rather than cancellations.
-func (l *loop) apply(acts []sched.Action, now time.Time, fromTick bool) {
+// apply carries out the scheduler's actions.
+func (l *loop) apply(acts []sched.Action, now time.Time) {
 	for _, act := range acts {
 		switch a := act.(type) {
 		case sched.Dispatch:
@@ -166,29 +167,46 @@ func (l *loop) apply(acts []sched.Action, now time.Time, fromTick bool) {
 			}
 			l.nextWire++
 			at := &attempt{e: e, wire: l.nextWire, worker: w, alloc: a.Alloc, dispatched: now, fastAborts: e.fastAborts}
-			e.state, e.attempt = stateRunning, at
+			e.state = stateRunning
+			e.attempts = append(e.attempts, at)
+			if a.Copy {
+				l.st.SpeculativeCopies++
+				l.m.log.Info("speculative copy", "task", e.id, "tag", e.task.Tag, "worker", w.addr)
+			}
 			w.dispatch(at)
 		case sched.Abort:
 			e := l.tasks[int(a.Task)]
-			w := l.workers[a.Worker]
 			if e == nil {
 				continue
 			}
-			if w != nil && e.attempt != nil && e.attempt.worker == w {
-				w.abort(e.attempt)
+			w := l.workers[a.Worker]
+			for _, at := range e.attempts {
+				if at.worker == w {
+					e.drop(at)
+					w.abort(at)
+					break
+				}
 			}
-			if fromTick {
-				e.fastAborts = a.Count
+			if len(e.attempts) == 0 && e.state == stateRunning {
 				e.state = stateWaiting
+			}
+			switch a.Reason {
+			case sched.FastAborted:
+				e.fastAborts = a.Count
 				l.st.FastAborts++
 				l.m.log.Warn("fast abort", "task", e.id, "tag", e.task.Tag, "worker", workerAddr(w), "count", a.Count, "final", a.Final)
+			case sched.Superseded, sched.Yielded:
+				l.m.log.Debug("attempt aborted", "task", e.id, "worker", workerAddr(w), "reason", a.Reason)
 			}
 		case sched.DropWorker:
 			if w := l.workers[a.Worker]; w != nil {
-				l.m.log.Warn("dropping worker", "worker", w.addr, "until", a.Until.Format(time.RFC3339), "reason", a.Reason)
+				l.m.log.Warn("worker dropped and its host kept out", "worker", w.addr,
+					"until", a.Until.Format(time.RFC3339), "reason", a.Reason)
 				l.st.WorkersRemoved++
 				w.close()
 			}
+		case sched.Warning:
+			l.m.log.Warn(a.Text, "worker", workerAddr(l.workers[a.Worker]))
 		case sched.Fail:
 			e := l.tasks[int(a.Task)]
 			if e == nil {
@@ -217,60 +235,75 @@ func (l *loop) workerLeft(w *workerConn, err error, now time.Time) {
 	// Attempts whose outputs were still coming from it start again.
 	var again []*entry
 	for _, e := range l.tasks {
-		if e.state == stateFetching && e.fetchingOn == w {
+		if e.state == stateFetching && e.fetching.worker == w {
 			again = append(again, e)
 		}
 	}
 	sort.Slice(again, func(i, j int) bool { return again[i].id < again[j].id })
 	for _, e := range again {
-		e.state, e.attempt, e.fetchingOn = stateWaiting, nil, nil
+		e.state, e.fetching = stateWaiting, nil
 		acts = append(acts, l.s.Submit(e.sched, now)...)
 	}
 	for _, e := range l.tasks {
-		if e.state == stateRunning && e.attempt != nil && e.attempt.worker == w {
-			e.state, e.attempt = stateWaiting, nil
+		if e.state != stateRunning {
+			continue
+		}
+		for _, a := range e.attempts {
+			if a.worker == w {
+				e.drop(a)
+				break
+			}
+		}
+		if len(e.attempts) == 0 {
+			e.state = stateWaiting
 		}
 	}
-	l.apply(acts, now, false)
+	l.apply(acts, now)
 }
 
-// forsaken runs again a task its worker gave back.
+// forsaken runs again a task its worker gave back: the task ends on every
+// worker (a speculative copy elsewhere is aborted too, since it holds the
+// same input) and starts again from the queue.
 func (l *loop) forsaken(a *attempt, now time.Time) {
 	e := a.e
-	if e.state != stateRunning || e.attempt != a {
+	if e.state != stateRunning || !e.drop(a) {
 		return
 	}
-	l.apply(l.s.TaskDone(e.sched.ID, false, now), now, false)
+	l.apply(l.s.TaskDone(e.sched.ID, a.worker.id, false, now), now)
 	e.forsaken++
 	if e.forsaken > maxForsaken {
 		l.deliver(e, &Result{Status: Forsaken, ExitCode: -1, Worker: a.worker.addr, Dispatched: a.dispatched,
 			Err: fmt.Errorf("task %d: given back by its workers %d times", e.id, e.forsaken)}, now)
 		return
 	}
-	e.state, e.attempt = stateWaiting, nil
-	l.apply(l.s.Submit(e.sched, now), now, false)
+	e.state = stateWaiting
+	l.apply(l.s.Submit(e.sched, now), now)
 }
 
-func (l *loop) reported(a *attempt, ok bool, now time.Time) {
+// reported takes the result of the first attempt of a task to report and
+// fetches its outputs; the scheduler aborts the task's other attempt.
+// Reports that come after it (a speculative copy that finished too) are
+// discarded: only one attempt writes the task's output files. A report from
+// an attempt aborted a moment ago, while it was finishing, is taken too.
+func (l *loop) reported(a *attempt, ok bool, j *fetchJob, now time.Time) {
 	start := time.Now()
 	e := a.e
 	if e.state == stateDone || e.state == stateFetching {
+		a.worker.discard(a)
 		return
 	}
-	if e.attempt == a && e.state == stateRunning {
-		l.apply(l.s.TaskDone(e.sched.ID, ok, now), now, false)
-	} else {
-		// An aborted attempt finished after all: take its result and
-		// stop the newer attempt, if one runs.
-		l.apply(l.s.Cancel(e.sched.ID, now), now, false)
-	}
-	e.state, e.attempt, e.fetchingOn = stateFetching, a, a.worker
+	e.drop(a)
+	e.state, e.fetching = stateFetching, a
+	acts := l.s.TaskDone(e.sched.ID, a.worker.id, ok, now)
+	// The outputs are asked for before the worker gets its next task.
+	a.worker.fetch(j)
+	l.apply(acts, now)
 	e.think += time.Since(start)
 }
 
 func (l *loop) fetched(a *attempt, r *Result, now time.Time) {
 	e := a.e
-	if e.state != stateFetching || e.attempt != a {
+	if e.state != stateFetching || e.fetching != a {
 		return
 	}
 	l.deliver(e, r, now)

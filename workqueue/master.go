@@ -9,7 +9,8 @@
 // not finished their handshake are bounded in number and time, so that a
 // flood of them cannot starve the application of file descriptors.
 //
-// Matching, fast abort and worker dropping are decided by package sched;
+// Matching, how many tasks a worker is trusted with, speculative copies,
+// fast abort and worker dropping are decided by package sched;
 // this package is the driver around it: sockets, files and clocks. It does
 // not start workers (see the worker package and the pool) and does not
 // retry failed commands: a result with a non-zero exit is the
@@ -76,6 +77,15 @@ type Config struct {
 	// MaxLost is how often a task may lose its worker before it fails with
 	// MaxRetries (default 5).
 	MaxLost int
+	// SlowStart is how many tasks a worker may hold before it has returned
+	// a result (default 4; negative: as many as its resources allow); each
+	// result lets it hold one more. Speculation copies a task that runs
+	// far longer than its category's mean to a worker with idle room; the
+	// first result wins (on by default; Stats.SpeculativeCopies counts
+	// them). Together they keep a worker that lies about its resources, or
+	// runs nothing, from holding the queue: see sched.Config.
+	SlowStart   int
+	Speculation Speculation
 	// KeepaliveInterval is how long a silent worker goes before it is
 	// asked whether it is alive (default 120 s); KeepaliveTimeout is how
 	// long it then has to answer (default 30 s).
@@ -274,7 +284,7 @@ type Stats struct {
 	TasksSubmitted, TasksWaiting    int
 	TasksRunning, TasksComplete     int
 	TasksCancelled, TasksFailed     int
-	FastAborts                      int
+	FastAborts, SpeculativeCopies   int
 	WorkersConnected, WorkersJoined int
 	WorkersRemoved, WorkersLost     int
 	CoresTotal, CoresInUse          float64

@@ -96,7 +96,11 @@ func (l *loop) status(kind string, now time.Time) []byte {
 				"disk": e.task.Resources.DiskMB, "gpus": e.task.Resources.GPUs, "priority": "0",
 				"time_when_submitted": e.submitted.UnixMicro(), "current_time": now.UnixMicro(),
 			}
-			if a := e.attempt; a != nil && e.state != stateWaiting {
+			a := e.fetching
+			if n := len(e.attempts); a == nil && n > 0 {
+				a = e.attempts[n-1]
+			}
+			if a != nil {
 				r["host"] = a.worker.hello.Host
 				r["address_port"] = a.worker.addr
 				r["time_when_commit_start"] = a.dispatched.UnixMicro()

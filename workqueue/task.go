@@ -23,6 +23,10 @@ type Resources = sched.Resources
 // standard deviations, active once MinSamples tasks have finished.
 type FastAbort = sched.FastAbort
 
+// Speculation configures speculative copies of overdue tasks on idle
+// workers (see sched.Speculation); on by default.
+type Speculation = sched.Speculation
+
 // File is an input or output of a task.
 type File struct {
 	// Local is the path on the master's machine: read for an input, written

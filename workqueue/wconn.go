@@ -184,6 +184,25 @@ func (w *workerConn) abort(a *attempt) {
 	}
 }
 
+// fetch fetches the outputs of an attempt that reported, once the loop has
+// taken its result.
+func (w *workerConn) fetch(j *fetchJob) { w.enqueue(op{kind: opFetch, fetch: j}) }
+
+// discard cleans up after an attempt that reported but lost to another
+// attempt of its task: its sandbox, its outputs and its inputs that are not
+// cached.
+func (w *workerConn) discard(a *attempt) {
+	w.enqueue(op{kind: opKill, attempt: a})
+	for _, in := range a.e.inputs {
+		if !in.Cache {
+			w.enqueue(op{kind: opUnlink, name: in.name})
+		}
+	}
+	for _, out := range a.e.outputs {
+		w.enqueue(op{kind: opUnlink, name: out.name})
+	}
+}
+
 func (w *workerConn) check()   { w.enqueue(op{kind: opCheck}) }
 func (w *workerConn) release() { w.enqueue(op{kind: opRelease}) }
 
@@ -221,6 +240,10 @@ func (w *workerConn) write(o op) error {
 		return w.sendTask(o.attempt)
 	case opFetch:
 		j := o.fetch
+		if j.remaining == 0 {
+			w.finishFetch(j)
+			return nil
+		}
 		for i, out := range j.a.e.outputs {
 			w.mu.Lock()
 			w.pending = append(w.pending, expect{fetch: j, out: i})
@@ -471,13 +494,11 @@ func (w *workerConn) result(m wire.Result) error {
 		Dispatched: a.dispatched, Exec: time.Duration(m.ExecUsec) * time.Microsecond,
 		Transfer: time.Duration(a.sendTime.Load()),
 	}
-	w.m.send(evReported{a: a, ok: m.Status == 0 && m.Exit == 0})
+	// The loop decides whether this attempt's outputs are fetched: a task
+	// with a speculative copy has two attempts, and only the first to
+	// report may write the task's output files.
 	j := &fetchJob{a: a, r: r, start: time.Now(), remaining: len(a.e.outputs), stored: make([]bool, len(a.e.outputs))}
-	if j.remaining == 0 {
-		w.finishFetch(j)
-		return nil
-	}
-	w.enqueue(op{kind: opFetch, fetch: j})
+	w.m.send(evReported{a: a, ok: m.Status == 0 && m.Exit == 0, fetch: j})
 	return nil
 }
 

@@ -428,3 +428,32 @@ func TestDistributedOnSlurmWorkers(t *testing.T) {
 		}
 	}
 }
+
+// TestStragglerWarning: a job removed as a straggler is reported on
+// standard error without -v, with how long it ran and the limit it passed.
+func TestStragglerWarning(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	a := dataDir(t, rng, 8)
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "hung")
+	// The first cell hangs; the 15 other blocks give the 10 samples fast
+	// abort waits for.
+	fn := testutil.WriteScript(t, t.TempDir(), "f", `mkdir `+mark+` 2>/dev/null && echo $$ > `+mark+`/pid && exec sleep 3600
+cmp -l "$1" "$2" 2>/dev/null | wc -l`)
+	t.Cleanup(func() {
+		// The function runs in a process group of its own, which the
+		// batch job's removal does not reach.
+		if b, err := os.ReadFile(filepath.Join(mark, "pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	})
+	code, out, errs := runBinary(t, dir, "-T", "local", "--job-size", "2", "-o", "out.txt", fn, a, a)
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	if !strings.Contains(errs, `msg="fast abort"`) || !strings.Contains(errs, "limit=") {
+		t.Errorf("stderr does not report the fast abort:\n%s", errs)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"slices"
 	"strconv"
@@ -42,6 +43,9 @@ type Flags struct {
 	MaxJobs   int
 	Retries   int
 	FastAbort float64
+
+	// log receives the warnings of the run (see Open).
+	log *slog.Logger
 }
 
 // Add registers the flags on fs.
@@ -117,10 +121,15 @@ func (f *Flags) fastAbort() distmaster.FastAbort {
 // workers should connect, writes the port file, and reports on msgs a
 // password file or key others can read and the connections the master
 // refuses. The returned function closes the driver.
+//
+// Warnings go to msgs too, with or without -v: fast aborts, failed blocks
+// retried, and Work Queue workers dropped or kept out and why. They are
+// what explains a run that slows down or stalls.
 func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver, func(), error) {
+	f.log = slog.New(slog.NewTextHandler(msgs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := batch.Options{Spool: spool}
 	if f.BatchType == "wq" {
-		wq := &workqueue.Config{Addr: ":" + strconv.Itoa(f.Port), Project: f.Project}
+		wq := &workqueue.Config{Addr: ":" + strconv.Itoa(f.Port), Project: f.Project, Logger: f.log}
 		warn := func(msg string) { fmt.Fprintf(msgs, "%s: warning: %s\n", tool, msg) }
 		if f.Password != "" {
 			pw, err := wire.ReadPasswordFile(f.Password, warn)
@@ -175,6 +184,7 @@ func (f *Flags) Config(d batch.Driver, workDir string, explain io.Writer) distma
 		MaxJobs:   f.MaxJobs,
 		FastAbort: f.fastAbort(),
 		Explain:   explain,
+		Logger:    f.log,
 	}
 }
 

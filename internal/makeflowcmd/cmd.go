@@ -372,7 +372,8 @@ func batchOptions(bt batchType, o *options, logger *slog.Logger) makeflow.BatchO
 // runs rules through it. For Work Queue it starts the master and says
 // where it listens, as CCTools does; it warns on errOut about a password
 // file or key others can read, and reports there the connections it
-// refuses, even without -d.
+// refuses and the master's warnings (fast aborts, workers dropped and why),
+// even without -d.
 func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io.Writer, logger *slog.Logger) (*makeflow.Batch, error) {
 	opts := batch.Options{Spool: dir, Logger: logger}
 	switch bt.name {
@@ -387,6 +388,9 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		}
 		cfg := &workqueue.Config{Addr: ":" + strconv.Itoa(port), Project: o.project, Logger: logger,
 			FastAbort: workqueue.FastAbort{Multiplier: o.fastAbort}}
+		if logger == nil {
+			cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		}
 		warn := func(msg string) { fmt.Fprintf(errOut, "makeflow: warning: %s\n", msg) }
 		if o.passwordFile != "" {
 			pw, err := wire.ReadPasswordFile(inDir(dir, o.passwordFile), warn)

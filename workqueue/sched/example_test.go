@@ -16,9 +16,9 @@ func Example() {
 			fmt.Printf("%+v\n", a)
 		}
 	}
-	fmt.Printf("%+v\n", s.TaskDone(1, true, now.Add(time.Second)))
+	fmt.Printf("%+v\n", s.TaskDone(1, 1, true, now.Add(time.Second)))
 	// Output:
-	// {Task:1 Worker:1 Alloc:{Cores:1 MemoryMB:2000 DiskMB:4000 GPUs:0}}
-	// {Task:2 Worker:1 Alloc:{Cores:1 MemoryMB:2000 DiskMB:4000 GPUs:0}}
-	// [{Task:3 Worker:1 Alloc:{Cores:1 MemoryMB:2000 DiskMB:4000 GPUs:0}}]
+	// {Task:1 Worker:1 Alloc:{Cores:1 MemoryMB:2000 DiskMB:4000 GPUs:0} Copy:false}
+	// {Task:2 Worker:1 Alloc:{Cores:1 MemoryMB:2000 DiskMB:4000 GPUs:0} Copy:false}
+	// [{Task:3 Worker:1 Alloc:{Cores:1 MemoryMB:2000 DiskMB:4000 GPUs:0} Copy:false}]
 }

@@ -1,16 +1,24 @@
 // Package sched decides, for a Work Queue master, which waiting task runs on
-// which worker, when a straggler is fast-aborted, and when a misbehaving
-// worker is dropped. It is a state machine without I/O or clocks: the master
-// feeds it events (Submit, WorkerJoined, TaskDone, Tick, ...) with the time
-// they happened, and each event returns the Actions to carry out. The same
-// code therefore runs in the master, in deterministic tests and in a
-// simulator.
+// which worker, how many tasks a worker is trusted with, when an overdue
+// task gets a speculative copy on an idle worker, when a straggler is
+// fast-aborted, and when a misbehaving worker is dropped. It is a state
+// machine without I/O or clocks: the master feeds it events (Submit,
+// WorkerJoined, TaskDone, Tick, ...) with the time they happened, and each
+// event returns the Actions to carry out. The same code therefore runs in
+// the master and in deterministic tests, and can run in a simulator.
 //
 // It does not move files, talk to workers, or keep results; it knows tasks
-// and workers only by their IDs, resources and cached inputs.
+// and workers only by their IDs, resources and cached inputs. It does not
+// watch whether workers answer (the master's keepalive does) nor believe
+// what they announce beyond their resources: a worker holds tasks in
+// proportion to the results it has returned (Config.SlowStart).
+//
+// Its fast-abort policy (FastAbort, Limit, Stats) is also the distributed
+// master's, for batch jobs.
 package sched
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"time"
@@ -66,43 +74,8 @@ type Task struct {
 	Inputs []Input
 }
 
-// FastAbort configures fast abort for a category. A zero FastAbort is off.
-type FastAbort struct {
-	// Multiplier, if ≥ 1, aborts a task running longer than Multiplier
-	// times the category's mean task time (CCTools' rule).
-	Multiplier float64
-	// Sigmas, if > 0, aborts a task running longer than the mean plus
-	// Sigmas standard deviations (the seed's "three standard deviations"
-	// with Sigmas = 3), but never before twice the mean, so that uniform
-	// tasks with a tiny deviation are not aborted for noise.
-	Sigmas float64
-	// MinSamples is how many successful tasks of the category must have
-	// finished before any abort (default 10).
-	MinSamples int
-	// MaxAborts is how many times one task may be fast-aborted (default
-	// 3); after that it runs to completion wherever it is.
-	MaxAborts int
-	// BlockFor is how long a worker that tripped fast abort twice in a row
-	// is kept out (default 5 minutes).
-	BlockFor time.Duration
-}
-
-func (f FastAbort) enabled() bool { return f.Multiplier >= 1 || f.Sigmas > 0 }
-
-func (f FastAbort) withDefaults() FastAbort {
-	if f.MinSamples <= 0 {
-		f.MinSamples = 10
-	}
-	if f.MaxAborts <= 0 {
-		f.MaxAborts = 3
-	}
-	if f.BlockFor <= 0 {
-		f.BlockFor = 5 * time.Minute
-	}
-	return f
-}
-
-// Config configures a Scheduler.
+// Config configures a Scheduler. The zero value of each field means its
+// documented default.
 type Config struct {
 	// FastAbort applies to every category without its own entry in
 	// Categories.
@@ -113,27 +86,63 @@ type Config struct {
 	// drop) and be re-queued before it fails (default 5): a task that
 	// kills its worker must not go round for ever.
 	MaxLost int
+	// SlowStart is how many tasks a worker may hold before it has returned
+	// any result (default 4; negative: as many as its resources allow).
+	// Each result it returns lets it hold one more, and its announced
+	// resources bound it as always. A worker's word about its cores costs
+	// nothing, so a worker that announces 1000 cores and runs nothing
+	// holds SlowStart tasks, not the whole queue, while an honest worker
+	// doubles what it holds with every round of tasks it completes and
+	// reaches its full size after about log₂(cores/SlowStart) rounds.
+	SlowStart int
+	// Speculation configures copies of overdue tasks on idle workers (on
+	// by default).
+	Speculation Speculation
 }
 
 // Action is something the master must do. Its concrete types are Dispatch,
-// Abort, DropWorker and Fail.
+// Abort, DropWorker, Fail and Warning.
 type Action interface{ action() }
 
 // Dispatch sends a task to a worker with the resources allocated to it.
+// Copy marks a speculative copy of a task that still runs elsewhere: the
+// first of the two attempts to report wins (see Scheduler.TaskDone).
 type Dispatch struct {
 	Task   TaskID
 	Worker WorkerID
 	Alloc  Resources
+	Copy   bool
 }
 
-// Abort kills a task on a worker. The scheduler has already put the task
-// back in the queue; Count is how many times it has been fast-aborted, and
-// Final says it will not be fast-aborted again.
+// AbortReason says why an attempt is aborted.
+type AbortReason int
+
+const (
+	// Cancelled: the master cancelled the task; it is forgotten.
+	Cancelled AbortReason = iota
+	// FastAborted: the attempt ran past the fast-abort limit. The task
+	// runs on in its other attempt, if it has one, or waits in the queue.
+	FastAborted
+	// Superseded: another attempt of the task reported first.
+	Superseded
+	// Yielded: a speculative copy gave its place to a waiting task; the
+	// task runs on in its first attempt.
+	Yielded
+)
+
+var abortReasons = [...]string{"cancelled", "fast abort", "superseded", "yielded to a waiting task"}
+
+func (r AbortReason) String() string { return abortReasons[r] }
+
+// Abort kills one attempt of a task: the one on Worker. Count is how many
+// times the task has been fast-aborted, and Final says it will not be
+// fast-aborted again.
 type Abort struct {
 	Task   TaskID
 	Worker WorkerID
 	Count  int
 	Final  bool
+	Reason AbortReason
 }
 
 // DropWorker disconnects a worker; its address is refused until Until.
@@ -150,27 +159,42 @@ type Fail struct {
 	Reason string
 }
 
+// Warning is something about a worker that the user should hear of
+// although nothing is to be done: a decision the scheduler refrained from.
+type Warning struct {
+	Worker WorkerID
+	Text   string
+}
+
 func (Dispatch) action()   {}
 func (Abort) action()      {}
 func (DropWorker) action() {}
 func (Fail) action()       {}
+func (Warning) action()    {}
 
-type taskState int
-
-const (
-	waiting taskState = iota
-	running
-)
-
-type task struct {
-	Task
-	state   taskState
+// run is one attempt of a task on a worker.
+type run struct {
 	worker  WorkerID
 	alloc   Resources
 	started time.Time
-	aborts  int
-	lost    int
-	avoid   map[WorkerID]bool // workers it was fast-aborted on
+	copy    bool // a speculative copy, while the first attempt also runs
+}
+
+type task struct {
+	Task
+	runs   []*run // its attempts on workers; none while it waits
+	aborts int
+	lost   int
+	avoid  map[WorkerID]bool // workers it was fast-aborted on
+}
+
+func (t *task) runOn(w WorkerID) *run {
+	for _, r := range t.runs {
+		if r.worker == w {
+			return r
+		}
+	}
+	return nil
 }
 
 type worker struct {
@@ -179,10 +203,11 @@ type worker struct {
 	total   Resources
 	used    Resources
 	cached  map[string]bool
-	tasks   map[TaskID]bool
-	alarm   bool    // a task of its was fast-aborted
-	speed   float64 // sum over finished tasks of time / category mean
+	tasks   map[TaskID]bool // tasks with an attempt here
+	alarm   bool            // a task of its was fast-aborted
+	speed   float64         // sum over finished tasks of time / category mean
 	samples int
+	results int // results it returned: what it has proved
 }
 
 // mean slowness relative to the category means; 1 when unknown.
@@ -191,22 +216,6 @@ func (w *worker) slowness() float64 {
 		return 1
 	}
 	return w.speed / float64(w.samples)
-}
-
-type categoryStats struct {
-	n          int
-	sum, sumSq float64 // seconds
-}
-
-func (c *categoryStats) mean() float64 { return c.sum / float64(c.n) }
-
-func (c *categoryStats) stddev() float64 {
-	if c.n < 2 {
-		return 0
-	}
-	m := c.mean()
-	v := (c.sumSq - float64(c.n)*m*m) / float64(c.n-1)
-	return math.Sqrt(math.Max(v, 0))
 }
 
 // Scheduler is the state machine. It is not safe for concurrent use: one
@@ -218,7 +227,8 @@ type Scheduler struct {
 	workers map[WorkerID]*worker
 	order   []WorkerID // workers by ID, for deterministic choices
 	blocked map[string]time.Time
-	stats   map[string]*categoryStats
+	stats   map[string]*Stats
+	copies  int // speculative copies running
 }
 
 // New returns an empty Scheduler.
@@ -226,12 +236,16 @@ func New(cfg Config) *Scheduler {
 	if cfg.MaxLost <= 0 {
 		cfg.MaxLost = 5
 	}
+	if cfg.SlowStart == 0 {
+		cfg.SlowStart = 4
+	}
+	cfg.Speculation = cfg.Speculation.withDefaults()
 	return &Scheduler{
 		cfg:     cfg,
 		tasks:   map[TaskID]*task{},
 		workers: map[WorkerID]*worker{},
 		blocked: map[string]time.Time{},
-		stats:   map[string]*categoryStats{},
+		stats:   map[string]*Stats{},
 	}
 }
 
@@ -252,29 +266,35 @@ func (s *Scheduler) Submit(t Task, now time.Time) []Action {
 	return s.dispatch(nil, now)
 }
 
-// WorkerJoined adds a worker offering total resources. host is its address
-// without port, used to keep dropped workers out.
+// WorkerJoined adds a worker offering total resources, or updates the
+// resources of a known one. host is its address without port, used to keep
+// dropped workers out; a blocked host is let in all the same when no other
+// worker is connected, with a Warning, since refusing it would stall the
+// run.
 func (s *Scheduler) WorkerJoined(id WorkerID, host string, total Resources, now time.Time) []Action {
-	if until, ok := s.blocked[host]; ok {
-		if now.Before(until) {
-			return []Action{DropWorker{Worker: id, Until: until, Reason: "host is blocked after repeated fast aborts"}}
-		}
-		delete(s.blocked, host)
-	}
 	if w, ok := s.workers[id]; ok {
-		// A new resource report from a known worker.
 		w.total = total
 		return s.dispatch(nil, now)
 	}
+	var acts []Action
+	if until, ok := s.blocked[host]; ok && now.Before(until) {
+		if len(s.workers) > 0 {
+			return []Action{DropWorker{Worker: id, Until: until, Reason: "its host is kept out after repeated fast aborts"}}
+		}
+		acts = append(acts, Warning{Worker: id, Text: "its host is kept out after repeated fast aborts until " +
+			until.Format(time.RFC3339) + ", but no other worker is connected: let in"})
+	}
+	delete(s.blocked, host)
 	s.workers[id] = &worker{id: id, host: host, total: total, cached: map[string]bool{}, tasks: map[TaskID]bool{}}
 	i := sort.Search(len(s.order), func(i int) bool { return s.order[i] >= id })
 	s.order = append(s.order, 0)
 	copy(s.order[i+1:], s.order[i:])
 	s.order[i] = id
-	return s.dispatch(nil, now)
+	return s.dispatch(acts, now)
 }
 
-// WorkerLeft removes a worker; its tasks go back to the front of the queue.
+// WorkerLeft removes a worker; the tasks it held that run nowhere else go
+// back to the front of the queue.
 func (s *Scheduler) WorkerLeft(id WorkerID, now time.Time) []Action {
 	return s.dispatch(s.removeWorker(id, nil), now)
 }
@@ -287,150 +307,220 @@ func (s *Scheduler) removeWorker(id WorkerID, acts []Action) []Action {
 	delete(s.workers, id)
 	i := sort.Search(len(s.order), func(i int) bool { return s.order[i] >= id })
 	s.order = append(s.order[:i], s.order[i+1:]...)
-	var lost []TaskID
+	var held []TaskID
 	for tid := range w.tasks {
-		lost = append(lost, tid)
+		held = append(held, tid)
 	}
-	sort.Slice(lost, func(i, j int) bool { return lost[i] < lost[j] })
+	sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
 	var requeue []TaskID
-	for _, tid := range lost {
+	for _, tid := range held {
 		t := s.tasks[tid]
+		s.stop(t, t.runOn(id))
+		if len(t.runs) > 0 {
+			continue // its other attempt runs on
+		}
 		t.lost++
 		if t.lost > s.cfg.MaxLost {
 			delete(s.tasks, tid)
 			acts = append(acts, Fail{Task: tid, Reason: "lost its worker too many times"})
 			continue
 		}
-		t.state = waiting
 		requeue = append(requeue, tid)
 	}
 	s.queue = append(requeue, s.queue...)
 	return acts
 }
 
-// TaskDone records that a running task finished (ok: successfully, so its
-// time counts towards its category's statistics).
-func (s *Scheduler) TaskDone(id TaskID, ok bool, now time.Time) []Action {
+// TaskDone records that the attempt of a task on worker w reported, ok
+// meaning success (its time then counts towards its category's
+// statistics). The first report wins: the task's other attempt, if any, is
+// aborted (Superseded), and a later report of the same task is unknown
+// here. A report from an attempt aborted earlier (a fast abort that
+// crossed the result on the wire) is taken as well, and stops the task's
+// current attempts. Every report lets w hold one more task (SlowStart).
+func (s *Scheduler) TaskDone(id TaskID, w WorkerID, ok bool, now time.Time) []Action {
 	t, found := s.tasks[id]
-	if !found || t.state != running {
+	if !found {
 		return nil
 	}
 	delete(s.tasks, id)
-	w := s.workers[t.worker]
-	if w != nil {
-		w.used = w.used.add(t.alloc, -1)
-		delete(w.tasks, id)
+	var acts []Action
+	won := t.runOn(w)
+	for len(t.runs) > 0 {
+		r := t.runs[0]
+		if r != won {
+			acts = append(acts, Abort{Task: id, Worker: r.worker, Count: t.aborts, Reason: Superseded})
+		}
+		s.stop(t, r)
 	}
-	if ok {
-		secs := now.Sub(t.started).Seconds()
+	wk := s.workers[w]
+	if wk != nil {
+		wk.results++
+	}
+	if ok && won != nil {
+		secs := now.Sub(won.started).Seconds()
 		st := s.stats[t.Category]
 		if st == nil {
-			st = &categoryStats{}
+			st = &Stats{}
 			s.stats[t.Category] = st
 		}
-		if w != nil {
-			if st.n > 0 && st.mean() > 0 {
-				w.speed += secs / st.mean()
-				w.samples++
+		if wk != nil {
+			if st.n > 0 && st.mean > 0 {
+				wk.speed += secs / st.mean
+				wk.samples++
 			}
-			w.alarm = false
+			wk.alarm = false
 		}
-		st.n++
-		st.sum += secs
-		st.sumSq += secs * secs
+		st.Add(now.Sub(won.started))
 	}
-	return s.dispatch(nil, now)
+	return s.dispatch(acts, now)
 }
 
-// Cancel removes a task, waiting or running. For a running task it returns
-// an Abort so that the master kills it; the task is not re-queued.
+// Cancel removes a task, waiting or running. For each of its attempts it
+// returns an Abort so that the master kills it; the task is not re-queued.
 func (s *Scheduler) Cancel(id TaskID, now time.Time) []Action {
 	t, ok := s.tasks[id]
 	if !ok {
 		return nil
 	}
 	delete(s.tasks, id)
-	if t.state != running {
+	if len(t.runs) == 0 {
 		return nil // its queue entry is skipped
 	}
 	var acts []Action
-	if w := s.workers[t.worker]; w != nil {
-		w.used = w.used.add(t.alloc, -1)
-		delete(w.tasks, id)
-		acts = append(acts, Abort{Task: id, Worker: t.worker, Count: t.aborts})
+	for len(t.runs) > 0 {
+		r := t.runs[0]
+		acts = append(acts, Abort{Task: id, Worker: r.worker, Count: t.aborts, Reason: Cancelled})
+		s.stop(t, r)
 	}
 	return s.dispatch(acts, now)
 }
 
-// Tick checks running tasks against fast abort at time now.
+// Tick checks running attempts against fast abort at time now, then gives
+// idle room to copies of overdue tasks (see Speculation).
 func (s *Scheduler) Tick(now time.Time) []Action {
-	var acts []Action
-	var slow []*task
-	for _, t := range s.tasks {
-		if t.state != running {
-			continue
-		}
-		fa := s.fastAbort(t.Category)
-		st := s.stats[t.Category]
-		if !fa.enabled() || st == nil || st.n < fa.MinSamples || t.aborts >= fa.MaxAborts {
-			continue
-		}
-		if now.Sub(t.started).Seconds() > threshold(fa, st, t.aborts) {
-			slow = append(slow, t)
-		}
+	acts := s.fastAborts(now)
+	if len(acts) > 0 {
+		acts = s.dispatch(acts, now)
 	}
-	sort.Slice(slow, func(i, j int) bool { return slow[i].ID < slow[j].ID })
-	for _, t := range slow {
-		if t.state != running { // its worker was dropped by an earlier abort
-			continue
-		}
-		fa := s.fastAbort(t.Category)
-		w := s.workers[t.worker]
-		t.aborts++
-		t.state = waiting
-		if t.avoid == nil {
-			t.avoid = map[WorkerID]bool{}
-		}
-		t.avoid[t.worker] = true
-		acts = append(acts, Abort{Task: t.ID, Worker: t.worker, Count: t.aborts, Final: t.aborts >= fa.MaxAborts})
-		s.queue = append([]TaskID{t.ID}, s.queue...)
-		if w == nil {
-			continue
-		}
-		w.used = w.used.add(t.alloc, -1)
-		delete(w.tasks, t.ID)
-		// Only a task's first abort marks the worker: later ones may be
-		// the task's own fault.
-		if t.aborts == 1 {
-			if w.alarm {
-				until := now.Add(fa.BlockFor)
-				s.blocked[w.host] = until
-				acts = append(acts, DropWorker{Worker: w.id, Until: until, Reason: "fast abort tripped twice"})
-				acts = s.removeWorker(w.id, acts)
-			} else {
-				w.alarm = true
-			}
-		}
-	}
+	acts = s.speculate(acts, now)
 	if len(acts) == 0 {
 		return nil
 	}
-	return s.dispatch(acts, now)
+	return acts
 }
 
-// threshold is how long (seconds) a task may run before it is fast-aborted.
-// Each earlier abort of the same task raises it by one mean, as CCTools
-// does, so that a genuinely long task is not killed for ever.
-func threshold(fa FastAbort, st *categoryStats, aborts int) float64 {
-	mean := st.mean()
-	limit := math.Inf(1)
-	if fa.Multiplier >= 1 {
-		limit = mean * (fa.Multiplier + float64(aborts))
+func (s *Scheduler) fastAborts(now time.Time) []Action {
+	type straggler struct {
+		t     *task
+		r     *run
+		limit time.Duration
 	}
-	if fa.Sigmas > 0 {
-		limit = math.Min(limit, math.Max(mean+fa.Sigmas*st.stddev(), 2*mean)+float64(aborts)*mean)
+	var slow []straggler
+	for _, t := range s.tasks {
+		for _, r := range t.runs {
+			st := s.stats[t.Category]
+			if st == nil {
+				continue
+			}
+			limit, ok := s.fastAbort(t.Category).Limit(*st, t.aborts)
+			if ok && now.Sub(r.started) > limit {
+				slow = append(slow, straggler{t, r, limit})
+			}
+		}
 	}
-	return limit
+	sort.Slice(slow, func(i, j int) bool {
+		a, b := slow[i], slow[j]
+		return a.t.ID < b.t.ID || a.t.ID == b.t.ID && a.r.worker < b.r.worker
+	})
+	var acts []Action
+	var requeue []TaskID
+	for _, sl := range slow {
+		t, r := sl.t, sl.r
+		fa := s.fastAbort(t.Category)
+		// Its worker was dropped by an earlier abort, or its other
+		// attempt used its last abort.
+		if t.runOn(r.worker) != r || t.aborts >= fa.MaxAborts {
+			continue
+		}
+		t.aborts++
+		if t.avoid == nil {
+			t.avoid = map[WorkerID]bool{}
+		}
+		t.avoid[r.worker] = true
+		acts = append(acts, Abort{Task: t.ID, Worker: r.worker, Count: t.aborts, Final: t.aborts >= fa.MaxAborts, Reason: FastAborted})
+		s.stop(t, r)
+		if len(t.runs) == 0 {
+			requeue = append(requeue, t.ID)
+		}
+		// Only a task's first abort marks the worker: later ones may be
+		// the task's own fault.
+		w := s.workers[r.worker]
+		if w == nil || t.aborts != 1 {
+			continue
+		}
+		if !w.alarm {
+			w.alarm = true
+			continue
+		}
+		why := fmt.Sprintf("two of its tasks in a row ran past the fast-abort limit (the last, task %d, over %v)", t.ID, sl.limit.Round(time.Millisecond))
+		if !s.othersCanRun(w, t) {
+			acts = append(acts, Warning{Worker: w.id, Text: why + ", but no other worker can run its tasks: kept"})
+			continue
+		}
+		until := now.Add(fa.BlockFor)
+		s.blocked[w.host] = until
+		acts = append(acts, DropWorker{Worker: w.id, Until: until, Reason: why})
+		acts = s.removeWorker(w.id, acts)
+	}
+	// Stragglers go first, in task order, ahead of the tasks their
+	// dropped workers held.
+	s.queue = append(requeue, s.queue...)
+	return acts
+}
+
+// othersCanRun reports whether a worker other than w could run t. Without
+// one, dropping w for slowness would leave t and its like with nowhere to
+// run: on a loaded machine every task is slow, and the run would stall.
+func (s *Scheduler) othersCanRun(w *worker, t *task) bool {
+	for _, id := range s.order {
+		if v := s.workers[id]; v != w && need(t, v).fits(v.total) {
+			return true
+		}
+	}
+	return false
+}
+
+// speculate starts copies of overdue tasks, oldest first, on workers with
+// room that no waiting task took.
+func (s *Scheduler) speculate(acts []Action, now time.Time) []Action {
+	sp := s.cfg.Speculation
+	if sp.Multiplier < 0 || !s.anyFree() {
+		return acts
+	}
+	var late []*task
+	for _, t := range s.tasks {
+		st := s.stats[t.Category]
+		if len(t.runs) != 1 || st == nil || st.n < sp.MinSamples {
+			continue
+		}
+		if now.Sub(t.runs[0].started).Seconds() > sp.Multiplier*st.mean {
+			late = append(late, t)
+		}
+	}
+	sort.Slice(late, func(i, j int) bool {
+		a, b := late[i].runs[0].started, late[j].runs[0].started
+		return a.Before(b) || a.Equal(b) && late[i].ID < late[j].ID
+	})
+	for _, t := range late {
+		if !s.anyFree() {
+			break
+		}
+		if w, alloc := s.choose(t, true); w != nil {
+			acts = append(acts, s.start(t, w, alloc, now, true))
+		}
+	}
+	return acts
 }
 
 // need is what a task takes on worker w.
@@ -451,35 +541,72 @@ func need(t *task, w *worker) Resources {
 	return n
 }
 
+// start runs an attempt of t on w.
+func (s *Scheduler) start(t *task, w *worker, alloc Resources, now time.Time, copy bool) Action {
+	t.runs = append(t.runs, &run{worker: w.id, alloc: alloc, started: now, copy: copy})
+	if copy {
+		s.copies++
+	}
+	w.used = w.used.add(alloc, 1)
+	w.tasks[t.ID] = true
+	for _, in := range t.Inputs {
+		w.cached[in.Key] = true
+	}
+	return Dispatch{Task: t.ID, Worker: w.id, Alloc: alloc, Copy: copy}
+}
+
+// stop ends attempt r of t (nil: none) and frees what it held. A copy left
+// as the task's only attempt is a copy no more: it must not yield.
+func (s *Scheduler) stop(t *task, r *run) {
+	if r == nil {
+		return
+	}
+	for i, x := range t.runs {
+		if x == r {
+			t.runs = append(t.runs[:i], t.runs[i+1:]...)
+			break
+		}
+	}
+	if w := s.workers[r.worker]; w != nil {
+		w.used = w.used.add(r.alloc, -1)
+		delete(w.tasks, t.ID)
+	}
+	if r.copy {
+		s.copies--
+	}
+	if len(t.runs) == 1 && t.runs[0].copy {
+		t.runs[0].copy = false
+		s.copies--
+	}
+}
+
 // dispatch matches waiting tasks to workers: among the workers a task fits
 // on, not those it was fast-aborted on (while others are connected), the
 // most cached input bytes, then the fastest history, then the least loaded.
+// A task that fits nowhere takes the place of speculative copies.
 func (s *Scheduler) dispatch(acts []Action, now time.Time) []Action {
 	if len(s.queue) == 0 || len(s.order) == 0 {
 		return acts
 	}
 	kept := s.queue[:0]
 	for i, id := range s.queue {
-		if !s.anyFree() {
+		if s.copies == 0 && !s.anyFree() {
 			kept = append(kept, s.queue[i:]...)
 			break
 		}
 		t, ok := s.tasks[id]
-		if !ok || t.state != waiting {
+		if !ok || len(t.runs) > 0 {
 			continue // cancelled, or a stale duplicate entry
 		}
-		best, alloc := s.choose(t)
+		best, alloc := s.choose(t, false)
+		if best == nil && s.copies > 0 {
+			best, alloc, acts = s.yield(t, acts)
+		}
 		if best == nil {
 			kept = append(kept, id)
 			continue
 		}
-		t.state, t.worker, t.alloc, t.started = running, best.id, alloc, now
-		best.used = best.used.add(alloc, 1)
-		best.tasks[id] = true
-		for _, in := range t.Inputs {
-			best.cached[in.Key] = true
-		}
-		acts = append(acts, Dispatch{Task: id, Worker: best.id, Alloc: alloc})
+		acts = append(acts, s.start(t, best, alloc, now, false))
 	}
 	for i := len(kept); i < len(s.queue); i++ {
 		s.queue[i] = 0
@@ -488,35 +615,57 @@ func (s *Scheduler) dispatch(acts []Action, now time.Time) []Action {
 	return acts
 }
 
+// limit is how many tasks w may hold now (see Config.SlowStart).
+func (s *Scheduler) limit(w *worker) int {
+	if s.cfg.SlowStart < 0 {
+		return math.MaxInt
+	}
+	return s.cfg.SlowStart + w.results
+}
+
+// hasRoom reports whether w may take another task.
+func (s *Scheduler) hasRoom(w *worker) bool {
+	free := w.total.add(w.used, -1)
+	return (free.Cores > 1e-9 || free.GPUs > 0) && len(w.tasks) < s.limit(w)
+}
+
 func (s *Scheduler) anyFree() bool {
 	for _, id := range s.order {
-		w := s.workers[id]
-		if free := w.total.add(w.used, -1); free.Cores > 1e-9 || free.GPUs > 0 {
+		if s.hasRoom(s.workers[id]) {
 			return true
 		}
 	}
 	return false
 }
 
-func (s *Scheduler) choose(t *task) (*worker, Resources) {
+// shuns reports whether t should wait for another worker rather than go
+// back to w, one it was fast-aborted on: yes unless no other is connected.
+func (s *Scheduler) shuns(t *task, w WorkerID) bool {
+	if !t.avoid[w] {
+		return false
+	}
+	for _, id := range s.order {
+		if !t.avoid[id] {
+			return true
+		}
+	}
+	return false
+}
+
+// choose picks the worker for t, or for a copy of it: a copy goes only to a
+// worker that has returned a result, does not run t already, and never to
+// one t was fast-aborted on.
+func (s *Scheduler) choose(t *task, copy bool) (*worker, Resources) {
 	var (
 		best      *worker
 		bestAlloc Resources
 		bestKey   [3]float64
 	)
-	// A task waits for another worker rather than go back to one it was
-	// fast-aborted on, unless no other worker is connected.
-	shun := false
-	if len(t.avoid) > 0 {
-		for _, id := range s.order {
-			shun = shun || !t.avoid[id]
-		}
-	}
 	for _, id := range s.order {
-		if shun && t.avoid[id] {
+		w := s.workers[id]
+		if copy && (w.results == 0 || t.avoid[id] || w.tasks[t.ID]) || !copy && s.shuns(t, id) || !s.hasRoom(w) {
 			continue
 		}
-		w := s.workers[id]
 		n := need(t, w)
 		if !n.fits(w.total.add(w.used, -1)) {
 			continue
@@ -536,6 +685,45 @@ func (s *Scheduler) choose(t *task) (*worker, Resources) {
 	return best, bestAlloc
 }
 
+// yield finds a worker where aborting speculative copies, the youngest
+// first, makes room for t, and aborts them.
+func (s *Scheduler) yield(t *task, acts []Action) (*worker, Resources, []Action) {
+	for _, id := range s.order {
+		w := s.workers[id]
+		if s.shuns(t, id) {
+			continue
+		}
+		var copies []*task
+		for tid := range w.tasks {
+			if r := s.tasks[tid].runOn(id); r.copy {
+				copies = append(copies, s.tasks[tid])
+			}
+		}
+		if len(copies) == 0 {
+			continue
+		}
+		sort.Slice(copies, func(i, j int) bool {
+			a, b := copies[i].runOn(id).started, copies[j].runOn(id).started
+			return a.After(b) || a.Equal(b) && copies[i].ID > copies[j].ID
+		})
+		n := need(t, w)
+		free, held, k := w.total.add(w.used, -1), len(w.tasks), 0
+		for ; k < len(copies) && !(n.fits(free) && held < s.limit(w)); k++ {
+			free = free.add(copies[k].runOn(id).alloc, 1)
+			held--
+		}
+		if !n.fits(free) || held >= s.limit(w) {
+			continue
+		}
+		for _, c := range copies[:k] {
+			acts = append(acts, Abort{Task: c.ID, Worker: id, Count: c.aborts, Reason: Yielded})
+			s.stop(c, c.runOn(id))
+		}
+		return w, n, acts
+	}
+	return nil, Resources{}, acts
+}
+
 func less(a, b [3]float64) bool {
 	for i := range a {
 		if a[i] != b[i] {
@@ -547,16 +735,18 @@ func less(a, b [3]float64) bool {
 
 // Counts is a snapshot of the queue.
 type Counts struct {
-	Waiting, Running, Workers int
+	// Running counts tasks with an attempt on a worker (a task and its
+	// speculative copy count once); Copies the copies among the attempts.
+	Waiting, Running, Workers, Copies int
 	// Used and Total are summed over the connected workers.
 	Used, Total Resources
 }
 
 // Counts returns how many tasks wait and run, and the workers' resources.
 func (s *Scheduler) Counts() Counts {
-	c := Counts{Workers: len(s.workers)}
+	c := Counts{Workers: len(s.workers), Copies: s.copies}
 	for _, t := range s.tasks {
-		if t.state == running {
+		if len(t.runs) > 0 {
 			c.Running++
 		} else {
 			c.Waiting++

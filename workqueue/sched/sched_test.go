@@ -37,7 +37,7 @@ func TestDefaultResourcesAreOneCoreNotAWholeWorker(t *testing.T) {
 	if c := s.Counts(); c.Waiting != 1 || c.Running != 2 {
 		t.Errorf("counts %+v", c)
 	}
-	if acts := s.TaskDone(1, true, at(1)); dispatches(acts)[3] != 1 {
+	if acts := s.TaskDone(1, 1, true, at(1)); dispatches(acts)[3] != 1 {
 		t.Errorf("freed core should go to task 3: %v", acts)
 	}
 }
@@ -143,7 +143,7 @@ func TestCancel(t *testing.T) {
 func finishTen(s *Scheduler, c string, w WorkerID, base TaskID) {
 	for i := TaskID(0); i < 10; i++ {
 		s.Submit(Task{ID: base + i, Category: c}, t0)
-		s.TaskDone(base+i, true, at(1))
+		s.TaskDone(base+i, w, true, at(1))
 	}
 }
 
@@ -194,66 +194,6 @@ func TestFastAbort(t *testing.T) {
 	}
 }
 
-func TestFastAbortDropsWorkerTrippedTwice(t *testing.T) {
-	s := New(Config{FastAbort: FastAbort{Multiplier: 2, BlockFor: time.Minute}})
-	s.WorkerJoined(1, "bad", Resources{Cores: 2}, t0)
-	finishTen(s, "", 1, 100)
-	s.Submit(Task{ID: 1}, t0)
-	s.Tick(at(2.5)) // task 1 aborted on worker 1: alarm; re-sent to worker 1 (only one)
-	acts := s.Submit(Task{ID: 2}, t0)
-	if len(acts) != 1 {
-		t.Fatalf("task 2: %v", acts)
-	}
-	s.tasks[2].started = at(2.5)
-	acts = s.Tick(at(5.5)) // task 2's first abort on an alarmed worker
-	var drop *DropWorker
-	for _, a := range acts {
-		if d, ok := a.(DropWorker); ok {
-			drop = &d
-		}
-	}
-	if drop == nil || drop.Worker != 1 || !drop.Until.Equal(at(5.5).Add(time.Minute)) {
-		t.Fatalf("worker 1 should be dropped: %v", acts)
-	}
-	if c := s.Counts(); c.Workers != 0 || c.Waiting != 2 {
-		t.Errorf("after the drop: %+v", c)
-	}
-	if acts := s.WorkerJoined(3, "bad", Resources{Cores: 2}, at(10)); len(acts) != 1 {
-		t.Errorf("blocked host rejoining: %v", acts)
-	}
-	if acts := s.WorkerJoined(4, "bad", Resources{Cores: 2}, at(70)); len(dispatches(acts)) != 2 {
-		t.Errorf("host unblocked after BlockFor: %v", acts)
-	}
-}
-
-func TestThreshold(t *testing.T) {
-	uniform := &categoryStats{n: 10, sum: 10, sumSq: 10}
-	spread := &categoryStats{}
-	for _, v := range []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10} {
-		spread.n++
-		spread.sum += v
-		spread.sumSq += v * v
-	}
-	cases := []struct {
-		name   string
-		fa     FastAbort
-		st     *categoryStats
-		aborts int
-		want   float64
-	}{
-		{"multiplier", FastAbort{Multiplier: 3}, uniform, 0, 3},
-		{"multiplier after one abort", FastAbort{Multiplier: 3}, uniform, 1, 4},
-		{"sigmas floor at twice the mean", FastAbort{Sigmas: 3}, uniform, 0, 2},
-		{"sigmas", FastAbort{Sigmas: 3}, spread, 0, 5.5 + 3*3.0276503540974917},
-		{"both: the smaller", FastAbort{Multiplier: 2, Sigmas: 3}, spread, 0, 11},
-	}
-	for _, tc := range cases {
-		if got := threshold(tc.fa, tc.st, tc.aborts); got-tc.want > 1e-9 || tc.want-got > 1e-9 {
-			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestRandomEventsKeepInvariants drives the scheduler with random events and
 // checks after each that no worker is over-committed and every task is
 // accounted for exactly once.
@@ -279,8 +219,8 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 			acts = s.WorkerLeft(s.order[rng.Intn(len(s.order))], now)
 		case r < 8:
 			for id, t := range s.tasks {
-				if t.state == running {
-					acts = s.TaskDone(id, rng.Intn(5) > 0, now)
+				if len(t.runs) > 0 {
+					acts = s.TaskDone(id, t.runs[rng.Intn(len(t.runs))].worker, rng.Intn(5) > 0, now)
 					delete(live, id)
 					break
 				}
@@ -297,17 +237,38 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 				delete(live, f.Task)
 			}
 		}
+		copies := 0
 		for id, w := range s.workers {
 			var sum Resources
 			for tid := range w.tasks {
-				if s.tasks[tid].worker != id || s.tasks[tid].state != running {
+				r := s.tasks[tid].runOn(id)
+				if r == nil {
 					t.Fatalf("step %d: worker %d lists task %d that is not running there", step, id, tid)
 				}
-				sum = sum.add(s.tasks[tid].alloc, 1)
+				sum = sum.add(r.alloc, 1)
 			}
 			if sum != w.used || !w.used.fits(w.total) {
 				t.Fatalf("step %d: worker %d used %+v, tasks %+v, total %+v", step, id, w.used, sum, w.total)
 			}
+			if len(w.tasks) > s.limit(w) {
+				t.Fatalf("step %d: worker %d holds %d tasks, may hold %d", step, id, len(w.tasks), s.limit(w))
+			}
+		}
+		for id, tk := range s.tasks {
+			if len(tk.runs) > 2 || len(tk.runs) == 2 && tk.runs[0].copy == tk.runs[1].copy || len(tk.runs) == 1 && tk.runs[0].copy {
+				t.Fatalf("step %d: task %d has attempts %+v", step, id, tk.runs)
+			}
+			for _, r := range tk.runs {
+				if s.workers[r.worker] == nil || !s.workers[r.worker].tasks[id] {
+					t.Fatalf("step %d: task %d runs on worker %d that does not list it", step, id, r.worker)
+				}
+				if r.copy {
+					copies++
+				}
+			}
+		}
+		if copies != s.copies {
+			t.Fatalf("step %d: %d copies running, scheduler counts %d", step, copies, s.copies)
 		}
 		if len(live) != len(s.tasks) {
 			t.Fatalf("step %d: %d live tasks, scheduler holds %d", step, len(live), len(s.tasks))
@@ -324,13 +285,13 @@ func TestAbortedTaskShunsItsWorker(t *testing.T) {
 	finishTen(s, "", 1, 100)
 	s.Submit(Task{ID: 1}, t0) // worker 1
 	s.Submit(Task{ID: 2}, t0) // worker 2
-	s.TaskDone(2, true, at(0.5))
+	s.TaskDone(2, 2, true, at(0.5))
 	s.Submit(Task{ID: 3}, at(1)) // worker 2, not yet a straggler at 2.5
 	acts := s.Tick(at(2.5))
 	if d := dispatches(acts); len(d) != 0 {
 		t.Fatalf("task 1 went back to its worker while another exists: %v", acts)
 	}
-	if d := dispatches(s.TaskDone(3, true, at(2.6))); d[1] != 2 {
+	if d := dispatches(s.TaskDone(3, 2, true, at(2.6))); d[1] != 2 {
 		t.Errorf("task 1 should go to worker 2 once it is free: %v", d)
 	}
 	s2 := New(Config{FastAbort: FastAbort{Multiplier: 2}})
