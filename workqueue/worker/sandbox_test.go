@@ -174,7 +174,16 @@ func TestCachedInputWrittenWhileShared(t *testing.T) {
 func TestOutputsNotFollowed(t *testing.T) {
 	f := newFakeMaster(t)
 	runWorker(t, f, t.TempDir())
-	cmd := "ln -s /etc/hostname host; mkdir d && echo x > d/f && ln -s . d/a && ln -s . d/b; mkfifo p; ln -s /etc etc"
+	// "etc" links to a directory of the test's own, standing for /etc:
+	// were the link followed (it was, before), its "passwd" would be moved
+	// into the worker's cache, and a regression must not cost this machine
+	// its real /etc/passwd.
+	etc := t.TempDir()
+	passwd := filepath.Join(etc, "passwd")
+	if err := os.WriteFile(passwd, []byte("root:x:0:0::/root:/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := "ln -s /etc/hostname host; mkdir d && echo x > d/f && ln -s . d/a && ln -s . d/b; mkfifo p; ln -s " + etc + " etc"
 	f.send(t, taskMsg(1, cmd, "outfile o-host host 0\n", "outfile o-d d 0\n", "outfile o-p p 0\n", "outfile o-passwd etc/passwd 0\n"))
 	if r := results(t, f, 1); r[1].Status != 0 || r[1].Exit != 0 {
 		t.Fatalf("task: %+v %q", r[1], r[1].output)
@@ -208,6 +217,9 @@ func TestOutputsNotFollowed(t *testing.T) {
 		if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
 			t.Errorf("get %s: %q, want %q", tc.name, got, tc.want)
 		}
+	}
+	if _, err := os.Stat(passwd); err != nil {
+		t.Errorf("the file behind the link: %v", err)
 	}
 }
 
