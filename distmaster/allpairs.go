@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/allpairs"
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/model"
 	"github.com/rightsize/rightsize/sparsematrix"

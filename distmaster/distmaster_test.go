@@ -14,10 +14,12 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/allpairs"
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/sparsematrix"
+	"github.com/rightsize/rightsize/workqueue"
 )
 
 // backend is a batch system for a table of tests.
@@ -228,7 +230,7 @@ exit 1`)
 	for _, name := range []string{"squeue", "scancel", "sacct"} {
 		testutil.WriteScript(t, bin, name, "exit 0")
 	}
-	d, err := OpenDriver("slurm", batch.Options{Bin: bin, Spool: t.TempDir()}, "", FastAbort{})
+	d, err := OpenDriver("slurm", batch.Options{Bin: bin, Spool: t.TempDir()}, workqueue.Config{}, "", FastAbort{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,8 +331,8 @@ func TestStraggler(t *testing.T) {
 				t.Fatal(err)
 			}
 			rescues := res.FastAborts
-			if wq, ok := d.(*batch.WorkQueue); ok {
-				st := wq.Master().Stats()
+			if wqd, ok := d.(*wq.Driver); ok {
+				st := wqd.Master().Stats()
 				rescues = st.FastAborts + st.SpeculativeCopies
 			} else if !strings.Contains(warnings.String(), "fast abort") {
 				// The master's own fast abort is reported without -v.
@@ -567,7 +569,7 @@ func TestBatchSystems(t *testing.T) {
 	for _, kind := range []string{"slurm", "sge"} {
 		t.Run(kind, func(t *testing.T) {
 			testutil.NeedBatchSystem(t, kind)
-			d, err := OpenDriver(kind, batch.Options{Spool: t.TempDir(), PollInterval: 250 * time.Millisecond}, "", FastAbort{})
+			d, err := OpenDriver(kind, batch.Options{Spool: t.TempDir(), PollInterval: 250 * time.Millisecond}, workqueue.Config{}, "", FastAbort{})
 			if err != nil {
 				t.Fatal(err)
 			}

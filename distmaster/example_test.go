@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/allpairs"
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
 )
 

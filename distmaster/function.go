@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
 )
 
@@ -93,8 +93,7 @@ func newJobFiles(d batch.Driver, program string) (jobFiles, error) {
 	if _, err := os.Stat(abs); err != nil {
 		return jobFiles{}, fmt.Errorf("the program to run on workers: %w", err)
 	}
-	_, ship := d.(*batch.WorkQueue)
-	return jobFiles{ship: ship, program: abs}, nil
+	return jobFiles{ship: batch.ShipsFiles(d), program: abs}, nil
 }
 
 // shellQuote quotes s for /bin/sh.

@@ -18,7 +18,8 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/allpairs"
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/multicore"
@@ -59,13 +60,13 @@ func localDriver(t *testing.T) batch.Driver {
 
 // wqDriver opens a Work Queue driver on a free port with fast abort fa
 // for category, closed at the test's end.
-func wqDriver(t *testing.T, category string, fa FastAbort) *batch.WorkQueue {
-	d, err := OpenDriver("wq", batch.Options{WorkQueue: &workqueue.Config{Addr: "127.0.0.1:0"}}, category, fa)
+func wqDriver(t *testing.T, category string, fa FastAbort) *wq.Driver {
+	d, err := OpenDriver("wq", batch.Options{}, workqueue.Config{Addr: "127.0.0.1:0"}, category, fa)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close(context.Background()) })
-	return d.(*batch.WorkQueue)
+	return d.(*wq.Driver)
 }
 
 // workers are real `workqueue worker` processes.

@@ -13,7 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
@@ -63,10 +64,11 @@ func (c *Config) fill() error {
 		return errors.New("distmaster: no work directory")
 	}
 	if c.Kind == "" {
-		switch c.Driver.(type) {
-		case *batch.WorkQueue:
+		_, local := c.Driver.(*batch.Local)
+		switch {
+		case batch.ShipsFiles(c.Driver):
 			c.Kind = "wq"
-		case *batch.Local:
+		case local:
 			c.Kind = "local"
 		default:
 			c.Kind = "batch"
@@ -102,25 +104,24 @@ func dispatchLatency(kind string) time.Duration {
 	return time.Second
 }
 
-// OpenDriver opens the batch driver of type kind, with Work Queue's fast
-// abort set up for jobs of category (the block jobs' category: "allpairs"
-// or "wavefront"). A wq driver's master listens as opts.WorkQueue says.
-func OpenDriver(kind string, opts batch.Options, category string, fa FastAbort) (batch.Driver, error) {
-	if kind == "wq" && (fa.Multiplier >= 1 || fa.Sigmas > 0) {
-		var cfg workqueue.Config
-		if opts.WorkQueue != nil {
-			cfg = *opts.WorkQueue
-		}
+// OpenDriver opens the batch driver of type kind (one of batch.Kinds). For
+// wq it starts a Work Queue master configured by wqcfg, with fast abort fa
+// for jobs of category (the block jobs' category: "allpairs" or
+// "wavefront"); the other kinds are batch.New's, with opts.
+func OpenDriver(kind string, opts batch.Options, wqcfg workqueue.Config, category string, fa FastAbort) (batch.Driver, error) {
+	if kind != "wq" {
+		return batch.New(kind, opts)
+	}
+	if fa.Multiplier >= 1 || fa.Sigmas > 0 {
 		cats := map[string]FastAbort{category: fa}
-		for k, v := range cfg.FastAbortCategories {
+		for k, v := range wqcfg.FastAbortCategories {
 			if k != category {
 				cats[k] = v
 			}
 		}
-		cfg.FastAbortCategories = cats
-		opts.WorkQueue = &cfg
+		wqcfg.FastAbortCategories = cats
 	}
-	return batch.New(kind, opts)
+	return wq.Open(wqcfg)
 }
 
 // blockSource is what the run loop needs of an abstraction.
@@ -235,8 +236,8 @@ func (e *RefusedError) Unwrap() error { return e.Err }
 // running when it returns early are removed.
 func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, total int) (loopStats, error) {
 	fa := cfg.FastAbort
-	if _, wq := cfg.Driver.(*batch.WorkQueue); wq {
-		fa = FastAbort{} // Work Queue aborts stragglers itself
+	if batch.AbortsStragglers(cfg.Driver) {
+		fa = FastAbort{} // Work Queue, say, aborts stragglers itself
 	}
 	tr := NewTracker(TrackerConfig{Retries: cfg.Retries, MaxJobs: cfg.MaxJobs, FastAbort: fa})
 	tr.Add(ready...)

@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/model"
 	"github.com/rightsize/rightsize/multicore"

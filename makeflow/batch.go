@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 )
 
 // BatchOptions configures a Batch executor. The zero value suits a batch

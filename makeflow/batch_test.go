@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
@@ -68,11 +69,11 @@ func TestBatchCheck(t *testing.T) {
 // this process, each with one core; they stop when the test ends.
 func startWorkQueue(t *testing.T, n int, opts BatchOptions) (*Batch, *workqueue.Master) {
 	t.Helper()
-	d, err := batch.New("wq", batch.Options{WorkQueue: &workqueue.Config{Addr: "127.0.0.1:0"}})
+	d, err := wq.Open(workqueue.Config{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := d.(*batch.WorkQueue).Master()
+	m := d.Master()
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range n {

@@ -5,7 +5,7 @@
 # Under CI=true (or with RIGHTSIZE_INSTALL=1): the real components that the
 # interop tests run against — Debian's CCTools (coop-computing-tools, with
 # openmpi-bin, which its makeflow links), GNU make, and the batch systems the
-# distmaster/batch tests use (SLURM and Grid Engine; scripts/slurm.sh and
+# batch tests use (SLURM and Grid Engine; scripts/slurm.sh and
 # scripts/sge.sh configure and start them).
 # Outside CI nothing optional is installed; tests that need it skip and say so.
 set -euo pipefail

@@ -1,4 +1,4 @@
-// Command batch-bench measures the batch drivers of distmaster/batch on this
+// Command batch-bench measures the batch drivers of batch on this
 // machine, each batch system side by side in one run with the local-process
 // driver as the anchor, and prints Markdown tables:
 //
@@ -28,7 +28,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 )
 
 func main() {

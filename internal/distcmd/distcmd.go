@@ -21,8 +21,8 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/distmaster"
-	"github.com/rightsize/rightsize/distmaster/batch"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
@@ -128,8 +128,9 @@ func (f *Flags) fastAbort() distmaster.FastAbort {
 func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver, func(), error) {
 	f.log = slog.New(slog.NewTextHandler(msgs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := batch.Options{Spool: spool}
+	var wq workqueue.Config
 	if f.BatchType == "wq" {
-		wq := &workqueue.Config{Addr: ":" + strconv.Itoa(f.Port), Project: f.Project, Logger: f.log}
+		wq = workqueue.Config{Addr: ":" + strconv.Itoa(f.Port), Project: f.Project, Logger: f.log}
 		warn := func(msg string) { fmt.Fprintf(msgs, "%s: warning: %s\n", tool, msg) }
 		if f.Password != "" {
 			pw, err := wire.ReadPasswordFile(f.Password, warn)
@@ -146,9 +147,8 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 			wq.TLS = tc
 		}
 		wq.Notices = workqueue.NoticeLogger(Prefixed(msgs, tool+": "))
-		opts.WorkQueue = wq
 	}
-	d, err := distmaster.OpenDriver(f.BatchType, opts, category, f.fastAbort())
+	d, err := distmaster.OpenDriver(f.BatchType, opts, wq, category, f.fastAbort())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -157,8 +157,8 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		defer cancel()
 		d.Close(ctx)
 	}
-	if wq, ok := d.(*batch.WorkQueue); ok {
-		port := wq.Master().Port()
+	if l, ok := d.(batch.Listener); ok {
+		port := l.Port()
 		where := fmt.Sprintf("port %d", port)
 		if f.Project != "" {
 			where += fmt.Sprintf(" as project %q", f.Project)
@@ -200,8 +200,8 @@ func retries(n int) int {
 // FastAborts returns how many stragglers the run aborted: the tracker's
 // count on batch systems, Work Queue's own with wq.
 func FastAborts(d batch.Driver, counts distmaster.TrackerCounts) int {
-	if wq, ok := d.(*batch.WorkQueue); ok {
-		return wq.Master().Stats().FastAborts
+	if a, ok := d.(batch.StragglerAborter); ok && a.AbortsStragglers() {
+		return a.FastAborts()
 	}
 	return counts.FastAborts
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 )
 
 // TestWorkQueueWarnings: the Work Queue master's warnings (here, a worker
@@ -42,7 +42,7 @@ func TestWorkQueueWarnings(t *testing.T) {
 	if cfg := f.Config(d, t.TempDir(), io.Discard); cfg.Logger == nil {
 		t.Error("the distributed master gets no logger")
 	}
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", d.(*batch.WorkQueue).Master().Port()))
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", d.(batch.Listener).Port()))
 	if err != nil {
 		t.Fatal(err)
 	}

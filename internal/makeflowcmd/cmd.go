@@ -18,13 +18,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/spf13/cobra"
+
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/makeflow"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
-	"github.com/spf13/cobra"
 )
 
 // Main runs the makeflow command with args and returns its exit code.
@@ -376,6 +378,7 @@ func batchOptions(bt batchType, o *options, logger *slog.Logger) makeflow.BatchO
 // even without -d.
 func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io.Writer, logger *slog.Logger) (*makeflow.Batch, error) {
 	opts := batch.Options{Spool: dir, Logger: logger}
+	var wqcfg *workqueue.Config
 	switch bt.name {
 	case "condor":
 		if o.batchOptions != "" {
@@ -414,16 +417,22 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 				cfg.Catalogs = append(cfg.Catalogs, c)
 			}
 		}
-		opts.WorkQueue = cfg
+		wqcfg = cfg
 	default:
 		opts.SubmitArgs = strings.Fields(o.batchOptions)
 	}
-	d, err := batch.New(bt.name, opts)
+	var d batch.Driver
+	var err error
+	if wqcfg != nil {
+		d, err = wq.Open(*wqcfg)
+	} else {
+		d, err = batch.New(bt.name, opts)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("-T %s: %w", bt.name, err)
 	}
-	if wq, ok := d.(*batch.WorkQueue); ok {
-		port := wq.Master().Port()
+	if l, ok := d.(batch.Listener); ok {
+		port := l.Port()
 		fmt.Fprintf(out, "listening for workers on port %d.\n", port)
 		if o.portFile != "" {
 			if err := os.WriteFile(inDir(dir, o.portFile), []byte(strconv.Itoa(port)+"\n"), 0o666); err != nil {

@@ -22,7 +22,7 @@ import (
 // These tests run makeflow with -T wq, slurm, sge and condor against real
 // components: rightsize's and CCTools' Work Queue workers started by the
 // test, the single-node SLURM and Grid Engine of scripts/slurm.sh and
-// scripts/sge.sh, and the fake condor_* commands of distmaster/batch's
+// scripts/sge.sh, and the fake condor_* commands of batch's
 // tests (HTCondor is not packaged for Debian).
 
 // waitTimeout bounds every wait for a remote run; a healthy one takes
@@ -429,7 +429,7 @@ func TestSGE(t *testing.T) {
 }
 
 // TestCondor runs the workflow on the fake condor_* commands of
-// distmaster/batch's tests: the test binary of that package plays them
+// batch's tests: the test binary of that package plays them
 // when run under their names, keeping their queue in ./state. So makeflow
 // runs where the fakes are, on the workflow in another directory (-X).
 func TestCondor(t *testing.T) {

@@ -157,7 +157,7 @@ func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int 
 	return m.Run()
 }
 
-// FakeCondor installs the fake HTCondor of distmaster/batch's tests in a
+// FakeCondor installs the fake HTCondor of batch's tests in a
 // new directory and returns it: that package's test binary, linked under
 // the names condor_submit, condor_q, condor_rm, condor_history,
 // condor_hold and condor_starter, plays each (see fakecondor_test.go
@@ -166,7 +166,7 @@ func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int 
 func FakeCondor(t testing.TB) string {
 	t.Helper()
 	bin := t.TempDir()
-	build := exec.Command("go", "test", "-c", "-o", filepath.Join(bin, "batch.test"), "./distmaster/batch")
+	build := exec.Command("go", "test", "-c", "-o", filepath.Join(bin, "batch.test"), "./batch")
 	build.Dir = ModuleRoot()
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the fake HTCondor: %v\n%s", err, out)

@@ -8,7 +8,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 

@@ -1,6 +1,6 @@
 // Package factory keeps Work Queue workers running on a batch system for a
 // master, or for every master of a project, as CCTools' work_queue_factory
-// does: it submits workers as batch jobs (through a distmaster/batch
+// does: it submits workers as batch jobs (through a batch
 // Driver: local processes, SLURM, Grid Engine, HTCondor), keeps between a
 // minimum and a maximum of them submitted — within that, as many as the
 // masters' tasks need — replaces those that end, and removes them all when
@@ -34,7 +34,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 )
 
 // Limits say how many workers a Plan keeps and how it meets failure. The

@@ -2,10 +2,9 @@ package batch
 
 import (
 	"fmt"
+	"errors"
 	"log/slog"
 	"time"
-
-	"github.com/rightsize/rightsize/workqueue"
 )
 
 // Options configure a driver. The zero value is usable; each field says
@@ -49,11 +48,6 @@ type Options struct {
 	// jobs ask for (-pe NAME N); default "smp". (sge)
 	ParallelEnv string
 
-	// WorkQueue configures the master that the Work Queue driver starts:
-	// its port, project name, password and fast abort. Nil means the
-	// defaults of workqueue.Config (port 9123). (wq)
-	WorkQueue *workqueue.Config
-
 	// Logger receives what the driver notices but cannot report on a job,
 	// such as a failing queue query that it will retry; nil discards it.
 	Logger *slog.Logger
@@ -74,27 +68,20 @@ func (o *Options) fill() {
 	}
 }
 
-// Kinds lists the batch types New knows, as the -T flags of the tools spell
-// them.
+// Kinds lists the batch types of the tools' -T flags: those New knows, and
+// "wq", whose driver, package batch/wq, starts a Work Queue master (wq.Open).
 func Kinds() []string { return []string{"local", "wq", "slurm", "sge", "condor"} }
 
-// New returns the driver for the batch type kind (one of Kinds).
+// New returns the driver for the batch type kind: local, slurm, sge or
+// condor. For wq it returns an error wrapping errors.ErrUnsupported: that
+// driver is in package batch/wq, so that this package and its users do not
+// link the Work Queue master.
 func New(kind string, opts Options) (Driver, error) {
 	switch kind {
 	case "local":
 		return NewLocal(opts), nil
 	case "wq":
-		var cfg workqueue.Config
-		if opts.WorkQueue != nil {
-			cfg = *opts.WorkQueue
-		}
-		m, err := workqueue.Listen(cfg)
-		if err != nil {
-			return nil, err
-		}
-		d := NewWorkQueue(m)
-		d.ownMaster = true
-		return d, nil
+		return nil, fmt.Errorf("batch type wq: the Work Queue driver is package batch/wq (wq.Open): %w", errors.ErrUnsupported)
 	case "slurm":
 		return NewSlurm(opts)
 	case "sge":

@@ -20,12 +20,14 @@
 // for all their jobs (one squeue, one qstat, one condor_q per interval).
 //
 // The package does not decide what to run or when (that is the caller's
-// scheduler), does not retry failed jobs, and does not transfer files. A
-// Work Queue driver, to be built on the workqueue master library, will ship
-// inputs and fetch outputs; the Job type (files with remote names and a
-// cache flag, a directory that is only the submitting side's) is shaped so
-// that it can, and nothing in the Driver contract assumes a shared
-// filesystem.
+// scheduler), does not retry failed jobs, and its drivers do not transfer
+// files. The Work Queue driver, package batch/wq, does: it ships inputs and
+// fetches outputs, so the Job type has files with remote names and a cache
+// flag, and nothing in the Driver contract assumes a shared filesystem. What
+// only some drivers can do is asked through small optional interfaces
+// (FileShipper, StragglerAborter, Listener, CapacityReporter), as net/http
+// does with http.Flusher. Package batchtest checks a driver against the
+// contract.
 //
 // The HTCondor driver has been tested only against fakes of the condor_*
 // commands (HTCondor is not packaged for Debian bookworm); the SLURM and Grid
@@ -245,3 +247,47 @@ func (e *CommandError) Error() string {
 }
 
 func (e *CommandError) Unwrap() error { return e.Err }
+
+// A FileShipper is a Driver that sends a job's inputs to where the job runs
+// and brings its outputs back, so that jobs need no shared filesystem and
+// may rename files (File.Remote). Drivers that are not FileShippers run
+// jobs in place on a filesystem the hosts share.
+type FileShipper interface {
+	Driver
+	ShipsFiles() bool
+}
+
+// A StragglerAborter is a Driver whose system aborts straggling jobs and
+// runs them again by itself (Work Queue's fast abort); its caller should
+// not abort them too. FastAborts counts the stragglers aborted so far.
+type StragglerAborter interface {
+	Driver
+	AbortsStragglers() bool
+	FastAborts() int
+}
+
+// A Listener is a Driver that workers connect to, on Port.
+type Listener interface {
+	Driver
+	Port() int
+}
+
+// A CapacityReporter is a Driver that can say how many jobs at once the
+// system it feeds could keep running (a Work Queue master's capacity, seed
+// 000 Eq. 4.5), or 0 while it does not know.
+type CapacityReporter interface {
+	Driver
+	Capacity() float64
+}
+
+// ShipsFiles reports whether d sends jobs' files to where they run.
+func ShipsFiles(d Driver) bool {
+	s, ok := d.(FileShipper)
+	return ok && s.ShipsFiles()
+}
+
+// AbortsStragglers reports whether d's system aborts stragglers itself.
+func AbortsStragglers(d Driver) bool {
+	a, ok := d.(StragglerAborter)
+	return ok && a.AbortsStragglers()
+}

@@ -83,7 +83,7 @@ type queueDriver struct {
 	sys  system
 	opts Options
 	dir  string // this driver's spool directory
-	t    *table
+	t    *Jobs
 
 	kick    chan struct{}
 	stop    chan struct{}
@@ -113,7 +113,7 @@ func newQueueDriver(sys system, opts Options) (Driver, error) {
 		sys:     sys,
 		opts:    opts,
 		dir:     dir,
-		t:       newTable(),
+		t:       NewJobs(),
 		kick:    make(chan struct{}, 1),
 		stop:    make(chan struct{}),
 		stopped: make(chan struct{}),
@@ -159,7 +159,7 @@ func (d *queueDriver) Submit(ctx context.Context, job *Job) (string, error) {
 		d.removeFiles(sp)
 		return "", ErrClosed
 	}
-	if err := d.t.add(id, Status{State: Queued, Submitted: sp.submitted}); err != nil {
+	if err := d.t.Add(id, Status{State: Queued, Submitted: sp.submitted}); err != nil {
 		d.sys.remove(context.WithoutCancel(ctx), []string{id})
 		d.removeFiles(sp)
 		return "", err
@@ -169,7 +169,7 @@ func (d *queueDriver) Submit(ctx context.Context, job *Job) (string, error) {
 }
 
 // Status returns what the driver last saw of job id.
-func (d *queueDriver) Status(id string) (Status, error) { return d.t.status(id) }
+func (d *queueDriver) Status(id string) (Status, error) { return d.t.Status(id) }
 
 // Remove asks the batch system to stop job id.
 func (d *queueDriver) Remove(ctx context.Context, id string) error {
@@ -177,7 +177,7 @@ func (d *queueDriver) Remove(ctx context.Context, id string) error {
 	j, ok := d.jobs[id]
 	if !ok {
 		d.mu.Unlock()
-		_, err := d.t.status(id) // nil for a job that has ended
+		_, err := d.t.Status(id) // nil for a job that has ended
 		return err
 	}
 	if j.removing {
@@ -211,7 +211,7 @@ func (d *queueDriver) Remove(ctx context.Context, id string) error {
 }
 
 // Events returns the channel of job events.
-func (d *queueDriver) Events() <-chan Event { return d.t.out }
+func (d *queueDriver) Events() <-chan Event { return d.t.Events() }
 
 // Close removes the jobs that have not ended, stops polling and removes the
 // spool directory.
@@ -236,10 +236,10 @@ func (d *queueDriver) Close(ctx context.Context) error {
 		err = d.sys.remove(ctx, ids)
 		now := time.Now()
 		for _, id := range ids {
-			d.t.set(Event{ID: id, Status: Status{State: Failed, Err: ErrRemoved, Ended: now}})
+			d.t.Set(Event{ID: id, Status: Status{State: Failed, Err: ErrRemoved, Ended: now}})
 		}
 	}
-	d.t.close()
+	d.t.Close()
 	if !d.opts.KeepFiles {
 		os.RemoveAll(d.dir)
 	}
@@ -387,7 +387,7 @@ func (d *queueDriver) poll(ctx context.Context, ask bool) {
 		switch judge(j, removing[j], exit, ask, o, listed, now, d.opts.ExitGrace) {
 		case started:
 			j.started = now
-			d.t.set(Event{ID: j.id, Status: Status{State: Running, Started: now}})
+			d.t.Set(Event{ID: j.id, Status: Status{State: Running, Started: now}})
 		case exited:
 			d.finish(j, j.finish(exit))
 		case removed:
@@ -515,7 +515,7 @@ func (d *queueDriver) finish(j *spooled, st Status) {
 	st.Started = j.started
 	st.Ended = time.Now()
 	ev := Event{ID: j.id, Status: st, Stdout: readTail(j.out), Stderr: readTail(j.err)}
-	d.t.set(ev)
+	d.t.Set(ev)
 	if !d.opts.KeepFiles {
 		d.removeFiles(j)
 	}

@@ -1,4 +1,7 @@
-package batch
+// Package batchtest checks batch drivers against the batch.Driver contract
+// with real jobs, for the tests of package batch and of drivers elsewhere
+// (batch/wq). It is for tests only.
+package batchtest
 
 import (
 	"context"
@@ -9,23 +12,26 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/batch"
 )
 
-// eventTimeout bounds every wait for an event; batch systems here start a
+// EventTimeout bounds every wait for an event; batch systems here start a
 // job within a second or two, so this is only hit when something is broken.
-const eventTimeout = 90 * time.Second
+const EventTimeout = 90 * time.Second
 
-// recorder reads a driver's events for a test and lets it wait for a job's
+// Recorder reads a driver's events for a test and lets it wait for a job's
 // state.
-type recorder struct {
+type Recorder struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
-	events map[string][]Event
+	events map[string][]batch.Event
 	closed bool
 }
 
-func record(t *testing.T, d Driver) *recorder {
-	r := &recorder{events: make(map[string][]Event)}
+// Record starts reading d's events; the Recorder keeps them all.
+func Record(t *testing.T, d batch.Driver) *Recorder {
+	r := &Recorder{events: make(map[string][]batch.Event)}
 	r.cond = sync.NewCond(&r.mu)
 	go func() {
 		for ev := range d.Events() {
@@ -42,17 +48,17 @@ func record(t *testing.T, d Driver) *recorder {
 	return r
 }
 
-// wait returns job id's first event in state s or later, failing the test
+// Wait returns job id's first event in state s or later, failing the test
 // if none comes in time.
-func (r *recorder) wait(t *testing.T, id string, s State) Event {
+func (r *Recorder) Wait(t *testing.T, id string, s batch.State) batch.Event {
 	t.Helper()
-	timer := time.AfterFunc(eventTimeout, func() {
+	timer := time.AfterFunc(EventTimeout, func() {
 		r.mu.Lock()
 		r.cond.Broadcast()
 		r.mu.Unlock()
 	})
 	defer timer.Stop()
-	deadline := time.Now().Add(eventTimeout)
+	deadline := time.Now().Add(EventTimeout)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for {
@@ -68,11 +74,11 @@ func (r *recorder) wait(t *testing.T, id string, s State) Event {
 	}
 }
 
-// final waits for job id's final event and checks that the events before
+// Final waits for job id's final event and checks that the events before
 // it kept the contract: in order, at most one Running, exactly one final.
-func (r *recorder) final(t *testing.T, id string) Event {
+func (r *Recorder) Final(t *testing.T, id string) batch.Event {
 	t.Helper()
-	ev := r.wait(t, id, Done)
+	ev := r.Wait(t, id, batch.Done)
 	r.mu.Lock()
 	evs := r.events[id]
 	r.mu.Unlock()
@@ -81,33 +87,14 @@ func (r *recorder) final(t *testing.T, id string) Event {
 			t.Errorf("job %s: events out of order: %+v", id, evs)
 		}
 	}
-	if n := len(evs); !evs[n-1].State.Final() || n > 2 || n == 2 && evs[0].State != Running {
+	if n := len(evs); !evs[n-1].State.Final() || n > 2 || n == 2 && evs[0].State != batch.Running {
 		t.Errorf("job %s: events %+v, want [Running] then one final event", id, evs)
 	}
 	return ev
 }
 
-// newTestDriver returns a driver of the given kind for a test: a spool of
-// its own, and quicker polling than the defaults unless opts says otherwise.
-func newTestDriver(t *testing.T, kind string, opts Options) Driver {
-	t.Helper()
-	if opts.Spool == "" {
-		opts.Spool = t.TempDir()
-	}
-	if opts.PollInterval == 0 {
-		opts.PollInterval = 500 * time.Millisecond
-	}
-	if opts.ExitGrace == 0 {
-		opts.ExitGrace = time.Second
-	}
-	d, err := New(kind, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-func submit(t *testing.T, d Driver, job *Job) string {
+// Submit submits job to d, failing the test if d refuses it.
+func Submit(t *testing.T, d batch.Driver, job *batch.Job) string {
 	t.Helper()
 	id, err := d.Submit(context.Background(), job)
 	if err != nil {
@@ -116,7 +103,8 @@ func submit(t *testing.T, d Driver, job *Job) string {
 	return id
 }
 
-func closeDriver(t *testing.T, d Driver) {
+// Close closes d within a minute, failing the test on an error.
+func Close(t *testing.T, d batch.Driver) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -125,12 +113,12 @@ func closeDriver(t *testing.T, d Driver) {
 	}
 }
 
-// testContract runs the checks every driver must pass: the Driver
+// Contract runs the checks every driver must pass: the Driver
 // contract, with real jobs. newDriver returns a fresh driver.
-func testContract(t *testing.T, newDriver func(t *testing.T) Driver) {
+func Contract(t *testing.T, newDriver func(t *testing.T) batch.Driver) {
 	d := newDriver(t)
-	t.Cleanup(func() { closeDriver(t, d) })
-	rec := record(t, d)
+	t.Cleanup(func() { Close(t, d) })
+	rec := Record(t, d)
 	dir := t.TempDir()
 
 	t.Run("ExitStatus", func(t *testing.T) {
@@ -150,11 +138,11 @@ func testContract(t *testing.T, newDriver func(t *testing.T) Driver) {
 		}
 		ids := make([]string, len(tests))
 		for i, tt := range tests {
-			ids[i] = submit(t, d, &Job{Name: "exit", Command: tt.command, Dir: dir})
+			ids[i] = Submit(t, d, &batch.Job{Name: "exit", Command: tt.command, Dir: dir})
 		}
 		for i, tt := range tests {
-			ev := rec.final(t, ids[i])
-			if ev.State != Done || ev.ExitCode != tt.code {
+			ev := rec.Final(t, ids[i])
+			if ev.State != batch.Done || ev.ExitCode != tt.code {
 				t.Errorf("%q: %v exit %d (%v), want done exit %d", tt.command, ev.State, ev.ExitCode, ev.Err, tt.code)
 			}
 			if string(ev.Stdout) != tt.stdout || tt.stderr != "" && string(ev.Stderr) != tt.stderr {
@@ -176,14 +164,14 @@ func testContract(t *testing.T, newDriver func(t *testing.T) Driver) {
 		if err := os.Mkdir(sub, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		id := submit(t, d, &Job{
+		id := Submit(t, d, &batch.Job{
 			Command: `printf '%s|%s|' "$GREETING" "$OTHER"; pwd`,
 			Dir:     sub,
 			Env:     []string{"GREETING=it's a $HOME \"quoted\"", "OTHER="},
 		})
-		ev := rec.final(t, id)
+		ev := rec.Final(t, id)
 		want := "it's a $HOME \"quoted\"||" + sub + "\n"
-		if ev.State != Done || string(ev.Stdout) != want {
+		if ev.State != batch.Done || string(ev.Stdout) != want {
 			t.Errorf("got %v %q (%v), want %q", ev.State, ev.Stdout, ev.Err, want)
 		}
 	})
@@ -194,19 +182,19 @@ func testContract(t *testing.T, newDriver func(t *testing.T) Driver) {
 		if err := os.WriteFile(in, []byte("hello\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		made := submit(t, d, &Job{
+		made := Submit(t, d, &batch.Job{
 			Command: "tr a-z A-Z < in.txt > out/deep/up.txt",
 			Dir:     dir,
-			Inputs:  []File{{Path: "in.txt"}},
-			Outputs: []File{{Path: "out/deep/up.txt"}},
+			Inputs:  []batch.File{{Path: "in.txt"}},
+			Outputs: []batch.File{{Path: "out/deep/up.txt"}},
 		})
-		missing := submit(t, d, &Job{Command: "true", Dir: dir, Outputs: []File{{Path: "never.txt"}}})
-		if ev := rec.final(t, made); ev.State != Done || ev.ExitCode != 0 {
+		missing := Submit(t, d, &batch.Job{Command: "true", Dir: dir, Outputs: []batch.File{{Path: "never.txt"}}})
+		if ev := rec.Final(t, made); ev.State != batch.Done || ev.ExitCode != 0 {
 			t.Errorf("job making its output: %v %d %v", ev.State, ev.ExitCode, ev.Err)
 		} else if b, _ := os.ReadFile(filepath.Join(dir, "out/deep/up.txt")); string(b) != "HELLO\n" {
 			t.Errorf("output holds %q", b)
 		}
-		if ev := rec.final(t, missing); ev.State != Failed || !errors.Is(ev.Err, ErrMissingOutput) ||
+		if ev := rec.Final(t, missing); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrMissingOutput) ||
 			!strings.Contains(ev.Err.Error(), "never.txt") {
 			t.Errorf("job not making its output: %v %v, want ErrMissingOutput naming never.txt", ev.State, ev.Err)
 		}
@@ -216,16 +204,16 @@ func testContract(t *testing.T, newDriver func(t *testing.T) Driver) {
 		t.Parallel()
 		tests := []struct {
 			name string
-			job  Job
+			job  batch.Job
 			want string
 			is   error
 		}{
-			{"no command", Job{Command: " "}, "no command", nil},
-			{"missing input", Job{Command: "true", Dir: dir, Inputs: []File{{Path: "nope.txt"}}}, "nope.txt", os.ErrNotExist},
-			{"missing directory", Job{Command: "true", Dir: filepath.Join(dir, "nodir")}, "nodir", os.ErrNotExist},
-			{"bad environment", Job{Command: "true", Env: []string{"1X=y"}}, "1X=y", nil},
-			{"renaming", Job{Command: "true", Outputs: []File{{Path: "a", Remote: "b"}}}, "renaming", errors.ErrUnsupported},
-			{"negative resources", Job{Command: "true", Resources: Resources{Cores: -1}}, "negative", nil},
+			{"no command", batch.Job{Command: " "}, "no command", nil},
+			{"missing input", batch.Job{Command: "true", Dir: dir, Inputs: []batch.File{{Path: "nope.txt"}}}, "nope.txt", os.ErrNotExist},
+			{"missing directory", batch.Job{Command: "true", Dir: filepath.Join(dir, "nodir")}, "nodir", os.ErrNotExist},
+			{"bad environment", batch.Job{Command: "true", Env: []string{"1X=y"}}, "1X=y", nil},
+			{"renaming", batch.Job{Command: "true", Outputs: []batch.File{{Path: "a", Remote: "b"}}}, "renaming", errors.ErrUnsupported},
+			{"negative resources", batch.Job{Command: "true", Resources: batch.Resources{Cores: -1}}, "negative", nil},
 		}
 		for _, tt := range tests {
 			id, err := d.Submit(context.Background(), &tt.job)
@@ -237,51 +225,51 @@ func testContract(t *testing.T, newDriver func(t *testing.T) Driver) {
 
 	t.Run("Remove", func(t *testing.T) {
 		t.Parallel()
-		id := submit(t, d, &Job{Name: "sleeper", Command: "sleep 300", Dir: dir})
-		rec.wait(t, id, Running)
-		if st, err := d.Status(id); err != nil || st.State != Running || st.Started.IsZero() {
+		id := Submit(t, d, &batch.Job{Name: "sleeper", Command: "sleep 300", Dir: dir})
+		rec.Wait(t, id, batch.Running)
+		if st, err := d.Status(id); err != nil || st.State != batch.Running || st.Started.IsZero() {
 			t.Errorf("Status of a running job = %+v, %v", st, err)
 		}
 		if err := d.Remove(context.Background(), id); err != nil {
 			t.Fatalf("Remove: %v", err)
 		}
-		if ev := rec.final(t, id); ev.State != Failed || !errors.Is(ev.Err, ErrRemoved) {
+		if ev := rec.Final(t, id); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRemoved) {
 			t.Errorf("removed job: %v %v, want failed with ErrRemoved", ev.State, ev.Err)
 		}
 		if err := d.Remove(context.Background(), id); err != nil {
 			t.Errorf("Remove of an ended job = %v, want nil", err)
 		}
-		if err := d.Remove(context.Background(), "no-such-job"); !errors.Is(err, ErrUnknownJob) {
+		if err := d.Remove(context.Background(), "no-such-job"); !errors.Is(err, batch.ErrUnknownJob) {
 			t.Errorf("Remove of an unknown job = %v, want ErrUnknownJob", err)
 		}
-		if _, err := d.Status("no-such-job"); !errors.Is(err, ErrUnknownJob) {
+		if _, err := d.Status("no-such-job"); !errors.Is(err, batch.ErrUnknownJob) {
 			t.Errorf("Status of an unknown job = %v, want ErrUnknownJob", err)
 		}
 	})
 }
 
-// testClose checks that Close removes the jobs still running and closes the
+// CloseRunning checks that Close removes the jobs still running and closes the
 // channel, and that Submit then fails.
-func testClose(t *testing.T, d Driver) {
-	testCloseStarted(t, d, func(rec *recorder, id string) { rec.wait(t, id, Running) })
+func CloseRunning(t *testing.T, d batch.Driver) {
+	CloseStarted(t, d, func(rec *Recorder, id string) { rec.Wait(t, id, batch.Running) })
 }
 
-// testCloseStarted is testClose for a driver that may not report a job
+// CloseStarted is CloseRunning for a driver that may not report a job
 // running: started returns once job id has started.
-func testCloseStarted(t *testing.T, d Driver, started func(rec *recorder, id string)) {
-	rec := record(t, d)
-	id := submit(t, d, &Job{Command: "sleep 300", Dir: t.TempDir()})
+func CloseStarted(t *testing.T, d batch.Driver, started func(rec *Recorder, id string)) {
+	rec := Record(t, d)
+	id := Submit(t, d, &batch.Job{Command: "sleep 300", Dir: t.TempDir()})
 	started(rec, id)
-	closeDriver(t, d)
+	Close(t, d)
 	rec.mu.Lock()
 	for !rec.closed {
 		rec.cond.Wait()
 	}
 	rec.mu.Unlock()
-	if st, err := d.Status(id); err != nil || st.State != Failed || !errors.Is(st.Err, ErrRemoved) {
+	if st, err := d.Status(id); err != nil || st.State != batch.Failed || !errors.Is(st.Err, batch.ErrRemoved) {
 		t.Errorf("after Close, Status = %+v, %v; want failed with ErrRemoved", st, err)
 	}
-	if _, err := d.Submit(context.Background(), &Job{Command: "true"}); !errors.Is(err, ErrClosed) {
+	if _, err := d.Submit(context.Background(), &batch.Job{Command: "true"}); !errors.Is(err, batch.ErrClosed) {
 		t.Errorf("Submit after Close = %v, want ErrClosed", err)
 	}
 	if err := d.Close(context.Background()); err != nil {

@@ -5,12 +5,14 @@ import (
 	"sync"
 )
 
-// table is the part every driver shares: the status of each job it has
-// submitted, and the queue of events not yet received. Drivers report what
-// they observe through set; the table drops what would break the contract
+// Jobs is the bookkeeping every Driver shares, exported for drivers outside
+// this package (batch/wq): the status of each job a driver has submitted,
+// and the queue of events not yet received. A driver reports what it
+// observes through Set; Jobs drops what would break the Driver contract
 // (going back a state, a second final event) and never blocks the driver:
-// events wait in an unbounded queue that one goroutine feeds to the channel.
-type table struct {
+// events wait in an unbounded queue that one goroutine feeds to the channel
+// Events returns. Its methods are safe for concurrent use.
+type Jobs struct {
 	out  chan Event
 	wake chan struct{} // a token when queue gains an event
 	done chan struct{} // closed by close
@@ -22,8 +24,9 @@ type table struct {
 	closed bool
 }
 
-func newTable() *table {
-	t := &table{
+// NewJobs returns an empty Jobs, whose goroutine runs until Close.
+func NewJobs() *Jobs {
+	t := &Jobs{
 		out:  make(chan Event),
 		wake: make(chan struct{}, 1),
 		done: make(chan struct{}),
@@ -35,7 +38,7 @@ func newTable() *table {
 }
 
 // feed delivers queued events in order until close.
-func (t *table) feed() {
+func (t *Jobs) feed() {
 	defer close(t.quit)
 	defer close(t.out)
 	for {
@@ -65,8 +68,9 @@ func (t *table) feed() {
 	}
 }
 
-// add records a newly submitted job.
-func (t *table) add(id string, st Status) error {
+// Add records a newly submitted job with its first status (Queued). It
+// returns ErrClosed after Close, and an error if id is already known.
+func (t *Jobs) Add(id string, st Status) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.closed {
@@ -82,9 +86,9 @@ func (t *table) add(id string, st Status) error {
 	return nil
 }
 
-// set moves job id to ev's state and queues ev, if that is a step forward
-// (queued → running → final). It reports whether it did.
-func (t *table) set(ev Event) bool {
+// Set moves job ev.ID to ev's state and queues ev, if that is a step
+// forward (queued → running → final). It reports whether it did.
+func (t *Jobs) Set(ev Event) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st, ok := t.jobs[ev.ID]
@@ -106,8 +110,8 @@ func (t *table) set(ev Event) bool {
 	return true
 }
 
-// status returns the last status of job id.
-func (t *table) status(id string) (Status, error) {
+// Status returns the last status of job id, or ErrUnknownJob.
+func (t *Jobs) Status(id string) (Status, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	st, ok := t.jobs[id]
@@ -117,9 +121,25 @@ func (t *table) status(id string) (Status, error) {
 	return *st, nil
 }
 
-// close stops event delivery and closes the channel; queued events are
+// Events returns the channel of events, closed by Close.
+func (t *Jobs) Events() <-chan Event { return t.out }
+
+// Unfinished returns the IDs of the jobs that have no final event yet.
+func (t *Jobs) Unfinished() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var ids []string
+	for id, st := range t.jobs {
+		if !st.State.Final() {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// Close stops event delivery and closes the channel; queued events are
 // dropped.
-func (t *table) close() {
+func (t *Jobs) Close() {
 	t.mu.Lock()
 	if t.closed {
 		t.mu.Unlock()

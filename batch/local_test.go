@@ -1,4 +1,4 @@
-package batch
+package batch_test
 
 import (
 	"context"
@@ -11,18 +11,21 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
 )
 
-func newTestLocal(t *testing.T, slots int) *Local {
-	return NewLocal(Options{Slots: slots, KillDelay: time.Second})
+func newTestLocal(t *testing.T, slots int) *batch.Local {
+	return batch.NewLocal(batch.Options{Slots: slots, KillDelay: time.Second})
 }
 
 func TestLocalContract(t *testing.T) {
-	testContract(t, func(t *testing.T) Driver { return newTestLocal(t, 8) })
+	batchtest.Contract(t, func(t *testing.T) batch.Driver { return newTestLocal(t, 8) })
 }
 
 func TestLocalClose(t *testing.T) {
-	testClose(t, newTestLocal(t, 2))
+	batchtest.CloseRunning(t, newTestLocal(t, 2))
 }
 
 func TestLocalManyConcurrentJobs(t *testing.T) {
@@ -31,20 +34,20 @@ func TestLocalManyConcurrentJobs(t *testing.T) {
 		n = 60
 	}
 	d := newTestLocal(t, 40)
-	defer closeDriver(t, d)
-	rec := record(t, d)
+	defer batchtest.Close(t, d)
+	rec := batchtest.Record(t, d)
 	dir := t.TempDir()
 	ids := make([]string, n)
 	for i := range ids {
-		ids[i] = submit(t, d, &Job{
+		ids[i] = batchtest.Submit(t, d, &batch.Job{
 			Command: fmt.Sprintf("echo %d > out/%d.txt; exit %d", i*i, i, i%7),
 			Dir:     dir,
-			Outputs: []File{{Path: fmt.Sprintf("out/%d.txt", i)}},
+			Outputs: []batch.File{{Path: fmt.Sprintf("out/%d.txt", i)}},
 		})
 	}
 	for i, id := range ids {
-		ev := rec.final(t, id)
-		if want := i % 7; ev.State != Done || ev.ExitCode != want {
+		ev := rec.Final(t, id)
+		if want := i % 7; ev.State != batch.Done || ev.ExitCode != want {
 			t.Fatalf("job %d: %v exit %d (%v), want done exit %d", i, ev.State, ev.ExitCode, ev.Err, want)
 		}
 		b, err := os.ReadFile(filepath.Join(dir, "out", strconv.Itoa(i)+".txt"))
@@ -56,17 +59,17 @@ func TestLocalManyConcurrentJobs(t *testing.T) {
 
 func TestLocalSlots(t *testing.T) {
 	d := newTestLocal(t, 2)
-	defer closeDriver(t, d)
-	rec := record(t, d)
+	defer batchtest.Close(t, d)
+	rec := batchtest.Record(t, d)
 	dir := t.TempDir()
 	// The first job takes both slots; the second waits for it, and the
 	// third, though it would fit beside nothing, waits its turn.
-	big := submit(t, d, &Job{Command: "sleep 300", Dir: dir, Resources: Resources{Cores: 2}})
-	second := submit(t, d, &Job{Command: "true", Dir: dir})
-	third := submit(t, d, &Job{Command: "true", Dir: dir})
-	rec.wait(t, big, Running)
+	big := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300", Dir: dir, Resources: batch.Resources{Cores: 2}})
+	second := batchtest.Submit(t, d, &batch.Job{Command: "true", Dir: dir})
+	third := batchtest.Submit(t, d, &batch.Job{Command: "true", Dir: dir})
+	rec.Wait(t, big, batch.Running)
 	for _, id := range []string{second, third} {
-		if st, _ := d.Status(id); st.State != Queued {
+		if st, _ := d.Status(id); st.State != batch.Queued {
 			t.Errorf("job %s is %v while the big job holds every slot, want queued", id, st.State)
 		}
 	}
@@ -74,28 +77,28 @@ func TestLocalSlots(t *testing.T) {
 	if err := d.Remove(context.Background(), third); err != nil {
 		t.Fatal(err)
 	}
-	if ev := rec.final(t, third); !errors.Is(ev.Err, ErrRemoved) || !ev.Started.IsZero() {
+	if ev := rec.Final(t, third); !errors.Is(ev.Err, batch.ErrRemoved) || !ev.Started.IsZero() {
 		t.Errorf("removed queued job: %+v, want ErrRemoved, never started", ev.Status)
 	}
 	if err := d.Remove(context.Background(), big); err != nil {
 		t.Fatal(err)
 	}
-	if ev := rec.final(t, second); ev.State != Done {
+	if ev := rec.Final(t, second); ev.State != batch.Done {
 		t.Errorf("second job after the big one was removed: %+v", ev.Status)
 	}
 	// A job larger than the machine can never run.
-	_, err := d.Submit(context.Background(), &Job{Command: "true", Resources: Resources{Cores: 3}})
-	if !errors.Is(err, ErrRejected) || !strings.Contains(err.Error(), "3 cores") {
+	_, err := d.Submit(context.Background(), &batch.Job{Command: "true", Resources: batch.Resources{Cores: 3}})
+	if !errors.Is(err, batch.ErrRejected) || !strings.Contains(err.Error(), "3 cores") {
 		t.Errorf("Submit of a 3-core job on 2 slots = %v, want ErrRejected", err)
 	}
 }
 
 func TestLocalWallTime(t *testing.T) {
 	d := newTestLocal(t, 2)
-	defer closeDriver(t, d)
-	rec := record(t, d)
-	id := submit(t, d, &Job{Command: "sleep 300", Dir: t.TempDir(), Resources: Resources{WallTime: 300 * time.Millisecond}})
-	if ev := rec.final(t, id); ev.State != Failed || !errors.Is(ev.Err, ErrTimeLimit) {
+	defer batchtest.Close(t, d)
+	rec := batchtest.Record(t, d)
+	id := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300", Dir: t.TempDir(), Resources: batch.Resources{WallTime: 300 * time.Millisecond}})
+	if ev := rec.Final(t, id); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrTimeLimit) {
 		t.Errorf("job past its wall time: %v %v, want ErrTimeLimit", ev.State, ev.Err)
 	}
 }
@@ -117,17 +120,17 @@ func alive(pid int) bool {
 
 func TestLocalKillsProcessGroup(t *testing.T) {
 	d := newTestLocal(t, 4)
-	defer closeDriver(t, d)
-	rec := record(t, d)
+	defer batchtest.Close(t, d)
+	rec := batchtest.Record(t, d)
 	dir := t.TempDir()
 	// One job is removed while its children run; the other exits leaving a
 	// child behind. Neither child may outlive its job. (The pids are
 	// written to files at once: a job's stdout arrives only at its end.)
-	removed := submit(t, d, &Job{Command: "trap '' TERM; sleep 300 & echo $! > removed.pid; wait", Dir: dir})
-	leaver := submit(t, d, &Job{Command: "sleep 300 & echo $!", Dir: dir})
-	rec.wait(t, removed, Running)
+	removed := batchtest.Submit(t, d, &batch.Job{Command: "trap '' TERM; sleep 300 & echo $! > removed.pid; wait", Dir: dir})
+	leaver := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300 & echo $!", Dir: dir})
+	rec.Wait(t, removed, batch.Running)
 	var pidFile []byte
-	for deadline := time.Now().Add(eventTimeout); len(pidFile) == 0 && time.Now().Before(deadline); {
+	for deadline := time.Now().Add(batchtest.EventTimeout); len(pidFile) == 0 && time.Now().Before(deadline); {
 		time.Sleep(10 * time.Millisecond)
 		pidFile, _ = os.ReadFile(filepath.Join(dir, "removed.pid"))
 	}
@@ -136,10 +139,10 @@ func TestLocalKillsProcessGroup(t *testing.T) {
 	}
 	// The shell ignores SIGTERM, so this also checks the SIGKILL that
 	// follows the kill delay.
-	if ev := rec.final(t, removed); !errors.Is(ev.Err, ErrRemoved) {
+	if ev := rec.Final(t, removed); !errors.Is(ev.Err, batch.ErrRemoved) {
 		t.Errorf("removed job: %+v", ev.Status)
 	}
-	ev := rec.final(t, leaver)
+	ev := rec.Final(t, leaver)
 	for name, out := range map[string][]byte{"removed job": pidFile, "exited job": ev.Stdout} {
 		pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
 		if err != nil {

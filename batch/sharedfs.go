@@ -25,7 +25,7 @@ type sharedJob struct {
 // creates the directories of the outputs. It returns a copy the caller may
 // keep: the driver must not see later changes to the caller's Job.
 func prepareShared(job *Job) (*sharedJob, error) {
-	if err := checkJob(job); err != nil {
+	if err := job.Validate(); err != nil {
 		return nil, err
 	}
 	dir := job.Dir
@@ -64,8 +64,11 @@ func prepareShared(job *Job) (*sharedJob, error) {
 	return j, nil
 }
 
-// checkJob checks what every driver needs of a job, shared filesystem or not.
-func checkJob(job *Job) error {
+// Validate checks what every driver needs of a job, shared filesystem or
+// not: a command, environment entries NAME=value with NAME a shell variable
+// name, no negative resource, no file with an empty path. Drivers call it
+// in Submit.
+func (job *Job) Validate() error {
 	if strings.TrimSpace(job.Command) == "" {
 		return errors.New("job has no command")
 	}

@@ -1,4 +1,4 @@
-package batch
+package batch_test
 
 import (
 	"context"
@@ -10,34 +10,37 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
+
 	"github.com/rightsize/rightsize/internal/testutil"
 )
 
-func newTestSGE(t *testing.T) Driver { return newTestDriver(t, "sge", Options{}) }
+func newTestSGE(t *testing.T) batch.Driver { return newTestDriver(t, "sge", batch.Options{}) }
 
 func TestSGEContract(t *testing.T) {
 	testutil.NeedBatchSystem(t, "sge")
-	testContract(t, newTestSGE)
+	batchtest.Contract(t, newTestSGE)
 }
 
 func TestSGEClose(t *testing.T) {
 	testutil.NeedBatchSystem(t, "sge")
-	testClose(t, newTestSGE(t))
+	batchtest.CloseRunning(t, newTestSGE(t))
 }
 
 func TestSGEResources(t *testing.T) {
 	testutil.NeedBatchSystem(t, "sge")
 	d := newTestSGE(t)
-	defer closeDriver(t, d)
-	rec := record(t, d)
-	id := submit(t, d, &Job{
+	defer batchtest.Close(t, d)
+	rec := batchtest.Record(t, d)
+	id := batchtest.Submit(t, d, &batch.Job{
 		Name:      "resources check",
 		Command:   `echo "slots=$NSLOTS"; qstat -j "$JOB_ID"`,
 		Dir:       t.TempDir(),
-		Resources: Resources{Cores: 2, MemoryMB: 100, WallTime: 90 * time.Second},
+		Resources: batch.Resources{Cores: 2, MemoryMB: 100, WallTime: 90 * time.Second},
 	})
-	ev := rec.final(t, id)
-	if ev.State != Done || ev.ExitCode != 0 {
+	ev := rec.Final(t, id)
+	if ev.State != batch.Done || ev.ExitCode != 0 {
 		t.Fatalf("%+v\n%s", ev.Status, ev.Stderr)
 	}
 	out := string(ev.Stdout)
@@ -57,12 +60,12 @@ func TestSGEResources(t *testing.T) {
 func TestSGERejected(t *testing.T) {
 	testutil.NeedBatchSystem(t, "sge")
 	d := newTestSGE(t)
-	defer closeDriver(t, d)
+	defer batchtest.Close(t, d)
 	dir := t.TempDir()
 
 	// qsub -w e refuses a job no queue can run, with qsub's message.
-	_, err := d.Submit(context.Background(), &Job{Command: "true", Dir: dir, Resources: Resources{Cores: 1000}})
-	var cerr *CommandError
+	_, err := d.Submit(context.Background(), &batch.Job{Command: "true", Dir: dir, Resources: batch.Resources{Cores: 1000}})
+	var cerr *batch.CommandError
 	if !errors.As(err, &cerr) || !strings.Contains(err.Error(), "no suitable queues") {
 		t.Errorf("Submit of a 1000-core job = %v, want qsub's error", err)
 	}
@@ -71,12 +74,12 @@ func TestSGERejected(t *testing.T) {
 	// opened) goes into the Eqw state; the driver removes it and reports
 	// Grid Engine's reason.
 	spool := filepath.Join(t.TempDir(), "spool")
-	bad := newTestDriver(t, "sge", Options{SubmitArgs: []string{"-e", filepath.Join(spool, "no", "such", "dir", "err")}})
-	defer closeDriver(t, bad)
-	badRec := record(t, bad)
-	id := submit(t, bad, &Job{Command: "true", Dir: dir})
-	ev := badRec.final(t, id)
-	if ev.State != Failed || !errors.Is(ev.Err, ErrRejected) || !strings.Contains(ev.Err.Error(), "can't open") {
+	bad := newTestDriver(t, "sge", batch.Options{SubmitArgs: []string{"-e", filepath.Join(spool, "no", "such", "dir", "err")}})
+	defer batchtest.Close(t, bad)
+	badRec := batchtest.Record(t, bad)
+	id := batchtest.Submit(t, bad, &batch.Job{Command: "true", Dir: dir})
+	ev := badRec.Final(t, id)
+	if ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRejected) || !strings.Contains(ev.Err.Error(), "can't open") {
 		t.Errorf("job in error state: %v %v, want ErrRejected with Grid Engine's reason", ev.State, ev.Err)
 	}
 	if out, _ := exec.Command("qstat", "-j", id).CombinedOutput(); !strings.Contains(string(out), "do not exist") {
@@ -87,15 +90,15 @@ func TestSGERejected(t *testing.T) {
 func TestSGEDeletedOutside(t *testing.T) {
 	testutil.NeedBatchSystem(t, "sge")
 	d := newTestSGE(t)
-	defer closeDriver(t, d)
-	rec := record(t, d)
-	id := submit(t, d, &Job{Command: "sleep 300", Dir: t.TempDir()})
-	rec.wait(t, id, Running)
+	defer batchtest.Close(t, d)
+	rec := batchtest.Record(t, d)
+	id := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300", Dir: t.TempDir()})
+	rec.Wait(t, id, batch.Running)
 	if out, err := exec.Command("qdel", id).CombinedOutput(); err != nil {
 		t.Fatalf("qdel: %v %s", err, out)
 	}
-	ev := rec.final(t, id)
-	if ev.State != Failed || !errors.Is(ev.Err, ErrVanished) {
+	ev := rec.Final(t, id)
+	if ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrVanished) {
 		t.Errorf("job deleted with qdel: %v %v, want ErrVanished", ev.State, ev.Err)
 	}
 }

@@ -1,4 +1,4 @@
-package batch
+package batch_test
 
 // A fake HTCondor, for testing the condor driver where HTCondor cannot be
 // installed. The test binary plays condor_submit, condor_q, condor_rm,

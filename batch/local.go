@@ -34,7 +34,7 @@ import (
 type Local struct {
 	slots     int
 	killDelay time.Duration
-	t         *table
+	t         *Jobs
 	running   sync.WaitGroup
 
 	mu      sync.Mutex
@@ -70,7 +70,7 @@ func NewLocal(opts Options) *Local {
 	d := &Local{
 		slots:     opts.Slots,
 		killDelay: opts.KillDelay,
-		t:         newTable(),
+		t:         NewJobs(),
 		jobs:      make(map[string]*localJob),
 	}
 	if d.slots <= 0 {
@@ -103,7 +103,7 @@ func (d *Local) Submit(ctx context.Context, job *Job) (string, error) {
 	}
 	d.seq++
 	lj := &localJob{id: "local-" + strconv.Itoa(d.seq), job: j, cores: cores}
-	if err := d.t.add(lj.id, Status{State: Queued, Submitted: time.Now()}); err != nil {
+	if err := d.t.Add(lj.id, Status{State: Queued, Submitted: time.Now()}); err != nil {
 		return "", err
 	}
 	d.jobs[lj.id] = lj
@@ -160,7 +160,7 @@ func (d *Local) start(lj *localJob) {
 	reg.Set(cmd.Process.Pid)
 	lj.proc, lj.reg = cmd.Process, reg
 	started := time.Now()
-	d.t.set(Event{ID: lj.id, Status: Status{State: Running, Started: started}})
+	d.t.Set(Event{ID: lj.id, Status: Status{State: Running, Started: started}})
 	if wt := lj.job.Resources.WallTime; wt > 0 {
 		lj.timer = time.AfterFunc(wt, func() {
 			d.mu.Lock()
@@ -179,7 +179,7 @@ func (d *Local) startFailed(lj *localJob, err error) {
 	d.free += lj.cores
 	lj.ended = true
 	delete(d.jobs, lj.id)
-	d.t.set(Event{ID: lj.id, Status: Status{State: Failed, Err: fmt.Errorf("start: %w", err), Ended: time.Now()}})
+	d.t.Set(Event{ID: lj.id, Status: Status{State: Failed, Err: fmt.Errorf("start: %w", err), Ended: time.Now()}})
 }
 
 // wait waits for lj's shell to exit, kills what it left in its process
@@ -252,7 +252,7 @@ func (d *Local) wait(lj *localJob, cmd *exec.Cmd, outR, errR *os.File) {
 		st = Status{State: Failed, Err: waitErr}
 	}
 	st.Ended = ended
-	d.t.set(Event{ID: lj.id, Status: st, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()})
+	d.t.Set(Event{ID: lj.id, Status: st, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()})
 }
 
 // terminate sends SIGTERM to lj's process group and SIGKILL after the kill
@@ -275,7 +275,7 @@ func (d *Local) terminate(lj *localJob) {
 }
 
 // Status returns what the driver last saw of job id.
-func (d *Local) Status(id string) (Status, error) { return d.t.status(id) }
+func (d *Local) Status(id string) (Status, error) { return d.t.Status(id) }
 
 // Remove stops job id: a waiting job is dropped at once, a running one is
 // sent SIGTERM and, after Options.KillDelay, SIGKILL.
@@ -285,7 +285,7 @@ func (d *Local) Remove(ctx context.Context, id string) error {
 	lj, ok := d.jobs[id]
 	if !ok {
 		// Ended jobs are forgotten here; the table remembers them.
-		_, err := d.t.status(id)
+		_, err := d.t.Status(id)
 		return err
 	}
 	d.remove(lj)
@@ -310,11 +310,11 @@ func (d *Local) remove(lj *localJob) {
 	}
 	lj.ended = true
 	delete(d.jobs, lj.id)
-	d.t.set(Event{ID: lj.id, Status: Status{State: Failed, Err: ErrRemoved, Ended: time.Now()}})
+	d.t.Set(Event{ID: lj.id, Status: Status{State: Failed, Err: ErrRemoved, Ended: time.Now()}})
 }
 
 // Events returns the channel of job events.
-func (d *Local) Events() <-chan Event { return d.t.out }
+func (d *Local) Events() <-chan Event { return d.t.Events() }
 
 // Close removes every job that has not ended and waits, until ctx is done,
 // for their processes to exit.
@@ -342,6 +342,6 @@ func (d *Local) Close(ctx context.Context) error {
 		// The keeper kills them when this process exits.
 		err = fmt.Errorf("local jobs still exiting: %w", ctx.Err())
 	}
-	d.t.close()
+	d.t.Close()
 	return err
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"log"
 
-	"github.com/rightsize/rightsize/distmaster/batch"
+	"github.com/rightsize/rightsize/batch"
 )
 
 // A caller's event loop: submit jobs, then follow their events until each

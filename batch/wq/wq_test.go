@@ -1,4 +1,4 @@
-package batch
+package wq_test
 
 import (
 	"context"
@@ -10,26 +10,29 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
+	"github.com/rightsize/rightsize/batch/wq"
+
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
 // newWorkQueue starts a driver with its own master on a free port and one
 // real worker connected to it.
-func newWorkQueue(t *testing.T) *WorkQueue {
+func newWorkQueue(t *testing.T) *wq.Driver {
 	t.Helper()
-	d, err := New("wq", Options{WorkQueue: &workqueue.Config{Addr: "127.0.0.1:0"}})
+	d, err := wq.Open(workqueue.Config{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	wq := d.(*WorkQueue)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	workdir := t.TempDir() // removed after the worker stops
 	go func() {
 		defer close(done)
 		worker.Run(ctx, worker.Config{
-			Masters: []string{fmt.Sprintf("127.0.0.1:%d", wq.Master().Port())},
+			Masters: []string{fmt.Sprintf("127.0.0.1:%d", d.Port())},
 			Cores:   4, MemoryMB: 1000, DiskMB: 1000,
 			Workdir: workdir, MinBackoff: 50 * time.Millisecond,
 		})
@@ -38,13 +41,13 @@ func newWorkQueue(t *testing.T) *WorkQueue {
 		cancel()
 		<-done
 	})
-	return wq
+	return d
 }
 
 func TestWorkQueueDriver(t *testing.T) {
 	d := newWorkQueue(t)
-	t.Cleanup(func() { closeDriver(t, d) })
-	rec := record(t, d)
+	t.Cleanup(func() { batchtest.Close(t, d) })
+	rec := batchtest.Record(t, d)
 	dir := t.TempDir()
 
 	t.Run("ExitStatus", func(t *testing.T) {
@@ -61,11 +64,11 @@ func TestWorkQueueDriver(t *testing.T) {
 		}
 		ids := make([]string, len(tests))
 		for i, tt := range tests {
-			ids[i] = submit(t, d, &Job{Command: tt.command, Dir: dir, Env: []string{`GREETING=it's "quoted"`}})
+			ids[i] = batchtest.Submit(t, d, &batch.Job{Command: tt.command, Dir: dir, Env: []string{`GREETING=it's "quoted"`}})
 		}
 		for i, tt := range tests {
-			ev := rec.final(t, ids[i])
-			if ev.State != Done || ev.ExitCode != tt.code || string(ev.Stdout) != tt.output {
+			ev := rec.Final(t, ids[i])
+			if ev.State != batch.Done || ev.ExitCode != tt.code || string(ev.Stdout) != tt.output {
 				t.Errorf("%q: %v exit %d output %q (%v), want done exit %d output %q", tt.command, ev.State, ev.ExitCode, ev.Stdout, ev.Err, tt.code, tt.output)
 			}
 			if ev.Submitted.IsZero() || ev.Ended.IsZero() {
@@ -80,30 +83,30 @@ func TestWorkQueueDriver(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "query.txt"), []byte("q\n"), 0o644)
 		var ids []string
 		for i := 0; i < 3; i++ {
-			ids = append(ids, submit(t, d, &Job{
+			ids = append(ids, batchtest.Submit(t, d, &batch.Job{
 				Command:  "cat reference query > result",
 				Dir:      dir,
 				Category: "search",
-				Inputs:   []File{{Path: shared, Remote: "reference", Cache: true}, {Path: "query.txt", Remote: "query"}},
-				Outputs:  []File{{Path: fmt.Sprintf("out/%d.txt", i), Remote: "result"}},
+				Inputs:   []batch.File{{Path: shared, Remote: "reference", Cache: true}, {Path: "query.txt", Remote: "query"}},
+				Outputs:  []batch.File{{Path: fmt.Sprintf("out/%d.txt", i), Remote: "result"}},
 			}))
 		}
 		for i, id := range ids {
-			if ev := rec.final(t, id); ev.State != Done || ev.ExitCode != 0 {
+			if ev := rec.Final(t, id); ev.State != batch.Done || ev.ExitCode != 0 {
 				t.Fatalf("job %d: %v %d %v %s", i, ev.State, ev.ExitCode, ev.Err, ev.Stderr)
 			}
 			if b, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("out/%d.txt", i))); string(b) != "database\nq\n" {
 				t.Errorf("output %d holds %q", i, b)
 			}
 		}
-		missing := submit(t, d, &Job{Command: "true", Dir: dir, Outputs: []File{{Path: "never.txt"}}})
-		if ev := rec.final(t, missing); ev.State != Failed || !errors.Is(ev.Err, ErrMissingOutput) {
+		missing := batchtest.Submit(t, d, &batch.Job{Command: "true", Dir: dir, Outputs: []batch.File{{Path: "never.txt"}}})
+		if ev := rec.Final(t, missing); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrMissingOutput) {
 			t.Errorf("job not making its output: %v %v, want ErrMissingOutput", ev.State, ev.Err)
 		}
 		// A command that fails without making its output reports its exit
 		// status, as on a shared filesystem.
-		failing := submit(t, d, &Job{Command: "exit 3", Dir: dir, Outputs: []File{{Path: "never.txt"}}})
-		if ev := rec.final(t, failing); ev.State != Done || ev.ExitCode != 3 {
+		failing := batchtest.Submit(t, d, &batch.Job{Command: "exit 3", Dir: dir, Outputs: []batch.File{{Path: "never.txt"}}})
+		if ev := rec.Final(t, failing); ev.State != batch.Done || ev.ExitCode != 3 {
 			t.Errorf("failing job not making its output: %v exit %d %v, want done exit 3", ev.State, ev.ExitCode, ev.Err)
 		}
 	})
@@ -111,15 +114,15 @@ func TestWorkQueueDriver(t *testing.T) {
 	t.Run("BadJobs", func(t *testing.T) {
 		tests := []struct {
 			name string
-			job  Job
+			job  batch.Job
 			want string
 			is   error
 		}{
-			{"absolute name", Job{Command: "true", Outputs: []File{{Path: "/tmp/x"}}}, "relative remote name", errors.ErrUnsupported},
-			{"escaping name", Job{Command: "true", Inputs: []File{{Path: "a", Remote: "../a"}}}, "inside its sandbox", errors.ErrUnsupported},
-			{"missing input", Job{Command: "true", Dir: dir, Inputs: []File{{Path: "nope.txt"}}}, "nope.txt", os.ErrNotExist},
-			{"bad environment", Job{Command: "true", Env: []string{"1X=y"}}, "1X=y", nil},
-			{"no command", Job{Command: ""}, "no command", nil},
+			{"absolute name", batch.Job{Command: "true", Outputs: []batch.File{{Path: "/tmp/x"}}}, "relative remote name", errors.ErrUnsupported},
+			{"escaping name", batch.Job{Command: "true", Inputs: []batch.File{{Path: "a", Remote: "../a"}}}, "inside its sandbox", errors.ErrUnsupported},
+			{"missing input", batch.Job{Command: "true", Dir: dir, Inputs: []batch.File{{Path: "nope.txt"}}}, "nope.txt", os.ErrNotExist},
+			{"bad environment", batch.Job{Command: "true", Env: []string{"1X=y"}}, "1X=y", nil},
+			{"no command", batch.Job{Command: ""}, "no command", nil},
 		}
 		for _, tt := range tests {
 			id, err := d.Submit(context.Background(), &tt.job)
@@ -130,22 +133,22 @@ func TestWorkQueueDriver(t *testing.T) {
 	})
 
 	t.Run("Remove", func(t *testing.T) {
-		id := submit(t, d, &Job{Command: "sleep 300", Dir: dir})
+		id := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300", Dir: dir})
 		time.Sleep(300 * time.Millisecond) // let it reach the worker
 		if err := d.Remove(context.Background(), id); err != nil {
 			t.Fatal(err)
 		}
-		if ev := rec.final(t, id); ev.State != Failed || !errors.Is(ev.Err, ErrRemoved) {
+		if ev := rec.Final(t, id); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRemoved) {
 			t.Errorf("removed job: %v %v", ev.State, ev.Err)
 		}
 		if err := d.Remove(context.Background(), id); err != nil {
 			t.Errorf("second Remove = %v", err)
 		}
-		if err := d.Remove(context.Background(), "424242"); !errors.Is(err, ErrUnknownJob) {
+		if err := d.Remove(context.Background(), "424242"); !errors.Is(err, batch.ErrUnknownJob) {
 			t.Errorf("Remove of an unknown job = %v", err)
 		}
 		// The worker is free again: a new job runs.
-		if ev := rec.final(t, submit(t, d, &Job{Command: "true", Dir: dir})); ev.State != Done {
+		if ev := rec.Final(t, batchtest.Submit(t, d, &batch.Job{Command: "true", Dir: dir})); ev.State != batch.Done {
 			t.Errorf("job after a removal: %v %v", ev.State, ev.Err)
 		}
 	})
@@ -153,5 +156,5 @@ func TestWorkQueueDriver(t *testing.T) {
 
 func TestWorkQueueDriverClose(t *testing.T) {
 	// Work Queue reports no start before a task ends: give it time to.
-	testCloseStarted(t, newWorkQueue(t), func(*recorder, string) { time.Sleep(300 * time.Millisecond) })
+	batchtest.CloseStarted(t, newWorkQueue(t), func(*batchtest.Recorder, string) { time.Sleep(300 * time.Millisecond) })
 }

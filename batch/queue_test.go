@@ -207,11 +207,11 @@ func TestWrapper(t *testing.T) {
 }
 
 func TestTableKeepsOrder(t *testing.T) {
-	tb := newTable()
-	if err := tb.add("a", Status{State: Queued}); err != nil {
+	tb := NewJobs()
+	if err := tb.Add("a", Status{State: Queued}); err != nil {
 		t.Fatal(err)
 	}
-	if err := tb.add("a", Status{State: Queued}); err == nil {
+	if err := tb.Add("a", Status{State: Queued}); err == nil {
 		t.Error("the same ID added twice")
 	}
 	steps := []struct {
@@ -219,11 +219,11 @@ func TestTableKeepsOrder(t *testing.T) {
 		want bool
 	}{{Running, true}, {Queued, false}, {Running, false}, {Done, true}, {Failed, false}}
 	for _, s := range steps {
-		if got := tb.set(Event{ID: "a", Status: Status{State: s.s}}); got != s.want {
+		if got := tb.Set(Event{ID: "a", Status: Status{State: s.s}}); got != s.want {
 			t.Errorf("set(%v) = %v, want %v", s.s, got, s.want)
 		}
 	}
-	if tb.set(Event{ID: "unknown", Status: Status{State: Done}}) {
+	if tb.Set(Event{ID: "unknown", Status: Status{State: Done}}) {
 		t.Error("set of an unknown job accepted")
 	}
 	for _, want := range []State{Running, Done} {
@@ -231,11 +231,11 @@ func TestTableKeepsOrder(t *testing.T) {
 			t.Errorf("event %v, want %v", ev.State, want)
 		}
 	}
-	tb.close()
+	tb.Close()
 	if _, ok := <-tb.out; ok {
 		t.Error("channel open after close")
 	}
-	if err := tb.add("b", Status{}); err != ErrClosed {
+	if err := tb.Add("b", Status{}); err != ErrClosed {
 		t.Errorf("add after close = %v", err)
 	}
 }
@@ -301,14 +301,28 @@ func TestQueueDriverSettles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer closeDriver(t, d)
-			rec := record(t, d)
+			defer d.Close(context.Background())
+			// Events of the one job, in order (the contract's own checks are
+			// batchtest's, for drivers that run jobs).
+			next := func(s State) Event {
+				t.Helper()
+				for ev := range d.Events() {
+					if ev.State >= s {
+						return ev
+					}
+				}
+				t.Fatalf("events closed before a %v event", s)
+				return Event{}
+			}
 			// The job never runs: the test plays its end.
 			sys.mu.Lock()
 			sys.queue["1"] = observation{phase: running, state: "RUNNING"}
 			sys.mu.Unlock()
-			id := submit(t, d, &Job{Command: "true", Dir: t.TempDir()})
-			rec.wait(t, id, Running)
+			id, err := d.Submit(context.Background(), &Job{Command: "true", Dir: t.TempDir()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			next(Running)
 			sys.mu.Lock()
 			delete(sys.queue, id)
 			if tt.queue != nil {
@@ -327,7 +341,7 @@ func TestQueueDriverSettles(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			ev := rec.final(t, id)
+			ev := next(Done)
 			if ev.State != tt.state || ev.State == Done && ev.ExitCode != tt.code ||
 				tt.is != nil && !errors.Is(ev.Err, tt.is) || tt.want != "" && (ev.Err == nil || !strings.Contains(ev.Err.Error(), tt.want)) {
 				t.Errorf("got %v exit %d err %v; want %v exit %d, %v containing %q", ev.State, ev.ExitCode, ev.Err, tt.state, tt.code, tt.is, tt.want)

@@ -1,4 +1,15 @@
-package batch
+// Package wq is the batch.Driver for Work Queue workers: each job becomes a
+// task of a workqueue.Master, which ships the job's inputs to whichever
+// worker runs it and fetches its outputs back. It is a package of its own so
+// that batch and its users (Makeflow, the worker factory) do not link the
+// Work Queue master unless they use it.
+//
+// Besides batch.Driver, a Driver has the capabilities batch describes as
+// optional interfaces: it ships files (batch.FileShipper), aborts
+// stragglers itself and counts them (batch.StragglerAborter), listens for
+// workers (batch.Listener) and reports the master's capacity
+// (batch.CapacityReporter).
+package wq
 
 import (
 	"context"
@@ -11,13 +22,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
 // tailBytes is how much of a task's output the final event keeps.
 const tailBytes = 4 << 10
 
-// WorkQueue is the Driver for Work Queue workers: each job becomes a task of
+// Driver is the batch.Driver for Work Queue workers: each job becomes a task of
 // a workqueue.Master, which ships the job's inputs to whichever worker runs
 // it (keeping those marked Cache there for later jobs) and fetches its
 // outputs back. Nothing is shared with the workers but the connection, so
@@ -31,10 +43,10 @@ const tailBytes = 4 << 10
 // Category to the task's category. Workers report no start, so there are
 // no Running events. A final event's Stdout and Stderr both hold the end of
 // the command's output, in which the worker interleaves the two streams.
-type WorkQueue struct {
+type Driver struct {
 	m         *workqueue.Master
 	ownMaster bool // Close closes m
-	t         *table
+	t         *batch.Jobs
 
 	mu   sync.Mutex // orders Submit's add before the loop's set of one task
 	wake chan struct{}
@@ -42,22 +54,22 @@ type WorkQueue struct {
 	done chan struct{}
 }
 
-// NewWorkQueue returns a driver that submits jobs to m. Close does not close
-// m; New("wq", ...) returns a driver that owns a master of its own.
-func NewWorkQueue(m *workqueue.Master) *WorkQueue {
+// New returns a driver that submits jobs to m. Close does not close m;
+// Open returns a driver that owns a master of its own.
+func New(m *workqueue.Master) *Driver {
 	ctx, stop := context.WithCancel(context.Background())
-	d := &WorkQueue{m: m, t: newTable(), wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
+	d := &Driver{m: m, t: batch.NewJobs(), wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
 	go d.loop(ctx)
 	return d
 }
 
 // Master returns the Work Queue master the driver submits to, e.g. to learn
 // its port or statistics.
-func (d *WorkQueue) Master() *workqueue.Master { return d.m }
+func (d *Driver) Master() *workqueue.Master { return d.m }
 
 // Submit turns job into a task and submits it.
-func (d *WorkQueue) Submit(ctx context.Context, job *Job) (string, error) {
-	if err := checkJob(job); err != nil {
+func (d *Driver) Submit(ctx context.Context, job *batch.Job) (string, error) {
+	if err := job.Validate(); err != nil {
 		return "", err
 	}
 	dir := job.Dir
@@ -105,12 +117,12 @@ func (d *WorkQueue) Submit(ctx context.Context, job *Job) (string, error) {
 	n, err := d.m.Submit(task)
 	if err != nil {
 		if errors.Is(err, workqueue.ErrClosed) {
-			return "", ErrClosed
+			return "", batch.ErrClosed
 		}
 		return "", err
 	}
 	id := strconv.Itoa(n)
-	if err := d.t.add(id, Status{State: Queued, Submitted: time.Now()}); err != nil {
+	if err := d.t.Add(id, batch.Status{State: batch.Queued, Submitted: time.Now()}); err != nil {
 		d.m.Cancel(n)
 		return "", err
 	}
@@ -123,7 +135,7 @@ func (d *WorkQueue) Submit(ctx context.Context, job *Job) (string, error) {
 
 // shipNames returns where a file is on this host and what it is called in
 // the task's sandbox, refusing sandbox names a worker would refuse.
-func shipNames(dir string, f File) (local, remote string, err error) {
+func shipNames(dir string, f batch.File) (local, remote string, err error) {
 	local = f.Path
 	if !filepath.IsAbs(local) {
 		local = filepath.Join(dir, local)
@@ -141,7 +153,7 @@ func shipNames(dir string, f File) (local, remote string, err error) {
 }
 
 // loop turns the master's results into events.
-func (d *WorkQueue) loop(ctx context.Context) {
+func (d *Driver) loop(ctx context.Context) {
 	defer close(d.done)
 	for {
 		r, err := d.m.Wait(ctx)
@@ -157,20 +169,20 @@ func (d *WorkQueue) loop(ctx context.Context) {
 			return // cancelled by Close, or the master was closed
 		}
 		d.mu.Lock()
-		d.t.set(resultEvent(r))
+		d.t.Set(resultEvent(r))
 		d.mu.Unlock()
 	}
 }
 
 // resultEvent maps a finished task to the job's final event.
-func resultEvent(r *workqueue.Result) Event {
+func resultEvent(r *workqueue.Result) batch.Event {
 	out := r.Output
 	if len(out) > tailBytes {
 		out = out[len(out)-tailBytes:]
 	}
-	ev := Event{
+	ev := batch.Event{
 		ID:     strconv.Itoa(r.ID),
-		Status: Status{Submitted: r.Submitted, Started: r.Dispatched, Ended: r.Finished},
+		Status: batch.Status{Submitted: r.Submitted, Started: r.Dispatched, Ended: r.Finished},
 		Stdout: out, Stderr: out,
 	}
 	reason := func(base error) error {
@@ -181,24 +193,24 @@ func resultEvent(r *workqueue.Result) Event {
 	}
 	switch r.Status {
 	case workqueue.Success:
-		ev.State, ev.ExitCode = Done, r.ExitCode
+		ev.State, ev.ExitCode = batch.Done, r.ExitCode
 	case workqueue.Signaled:
-		ev.State, ev.ExitCode = Done, 128+r.ExitCode // as /bin/sh reports it
+		ev.State, ev.ExitCode = batch.Done, 128+r.ExitCode // as /bin/sh reports it
 	case workqueue.OutputMissing:
 		if r.ExitCode != 0 {
 			// The command failed, and its outputs are missing because of
 			// it: report its exit status, as the shared-filesystem drivers
 			// do.
-			ev.State, ev.ExitCode = Done, r.ExitCode
+			ev.State, ev.ExitCode = batch.Done, r.ExitCode
 			break
 		}
-		ev.State, ev.Err = Failed, reason(ErrMissingOutput)
+		ev.State, ev.Err = batch.Failed, reason(batch.ErrMissingOutput)
 	case workqueue.MaxRunTime:
-		ev.State, ev.Err = Failed, reason(ErrTimeLimit)
+		ev.State, ev.Err = batch.Failed, reason(batch.ErrTimeLimit)
 	case workqueue.MaxRetries:
-		ev.State, ev.Err = Failed, reason(ErrVanished)
+		ev.State, ev.Err = batch.Failed, reason(batch.ErrVanished)
 	default:
-		ev.State = Failed
+		ev.State = batch.Failed
 		ev.Err = fmt.Errorf("work queue: %v", r.Status)
 		if r.Err != nil {
 			ev.Err = fmt.Errorf("work queue: %v: %w", r.Status, r.Err)
@@ -207,12 +219,12 @@ func resultEvent(r *workqueue.Result) Event {
 	return ev
 }
 
-// Status returns what the driver last saw of job id.
-func (d *WorkQueue) Status(id string) (Status, error) { return d.t.status(id) }
+// batch.Status returns what the driver last saw of job id.
+func (d *Driver) Status(id string) (batch.Status, error) { return d.t.Status(id) }
 
 // Remove cancels job id's task, queued or running.
-func (d *WorkQueue) Remove(ctx context.Context, id string) error {
-	st, err := d.t.status(id)
+func (d *Driver) Remove(ctx context.Context, id string) error {
+	st, err := d.t.Status(id)
 	if err != nil {
 		return err
 	}
@@ -223,28 +235,21 @@ func (d *WorkQueue) Remove(ctx context.Context, id string) error {
 	d.m.Cancel(n)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.t.set(Event{ID: id, Status: Status{State: Failed, Err: ErrRemoved, Ended: time.Now()}})
+	d.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Failed, Err: batch.ErrRemoved, Ended: time.Now()}})
 	return nil
 }
 
 // Events returns the channel of job events.
-func (d *WorkQueue) Events() <-chan Event { return d.t.out }
+func (d *Driver) Events() <-chan batch.Event { return d.t.Events() }
 
 // Close cancels every job that has not ended, stops the event loop and, if
 // the driver started its master, closes it (releasing its workers).
-func (d *WorkQueue) Close(ctx context.Context) error {
-	d.t.mu.Lock()
-	var live []string
-	for id, st := range d.t.jobs {
-		if !st.State.Final() {
-			live = append(live, id)
-		}
-	}
-	d.t.mu.Unlock()
+func (d *Driver) Close(ctx context.Context) error {
+	live := d.t.Unfinished()
 	for _, id := range live {
 		d.Remove(ctx, id)
 	}
-	d.t.close()
+	d.t.Close()
 	d.stop()
 	<-d.done
 	if d.ownMaster {
@@ -252,3 +257,41 @@ func (d *WorkQueue) Close(ctx context.Context) error {
 	}
 	return nil
 }
+
+// Open starts a Work Queue master with cfg and returns a driver that owns
+// it: Close closes the master too, releasing its workers.
+func Open(cfg workqueue.Config) (*Driver, error) {
+	m, err := workqueue.Listen(cfg)
+	if err != nil {
+		return nil, err
+	}
+	d := New(m)
+	d.ownMaster = true
+	return d, nil
+}
+
+// ShipsFiles reports that the driver sends a job's inputs to where it runs
+// and brings its outputs back (batch.FileShipper).
+func (d *Driver) ShipsFiles() bool { return true }
+
+// AbortsStragglers reports that the master aborts straggling tasks itself,
+// by its Config.FastAbort (batch.StragglerAborter).
+func (d *Driver) AbortsStragglers() bool { return true }
+
+// FastAborts returns how many stragglers the master has aborted.
+func (d *Driver) FastAborts() int { return d.m.Stats().FastAborts }
+
+// Port returns the port the master listens on for workers (batch.Listener).
+func (d *Driver) Port() int { return d.m.Port() }
+
+// Capacity returns how many tasks the master could keep running at once,
+// by seed 000's Eq. 4.5 over its recent tasks, or 0 before a task has
+// finished (batch.CapacityReporter).
+func (d *Driver) Capacity() float64 { return d.m.Stats().Capacity }
+
+var (
+	_ batch.FileShipper      = (*Driver)(nil)
+	_ batch.StragglerAborter = (*Driver)(nil)
+	_ batch.Listener         = (*Driver)(nil)
+	_ batch.CapacityReporter = (*Driver)(nil)
+)
