@@ -1,8 +1,8 @@
 package batch
 
 import (
-	"fmt"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 )
