@@ -14,11 +14,14 @@
 //   - [Dir], the R directory of boundary files R.i.0 and R.0.j (and R.x.y
 //     result files), and how the problem's size follows from it;
 //   - [StateGrid], the state of every cell, and its progress picture
-//     (seed 000, Fig. 3.8).
+//     (seed 000, Fig. 3.8);
+//   - [Checkpoint], the sparse-matrix file a run keeps its cells in: what a
+//     resumed run already has, checked against the function and the inputs
+//     it was computed from (the file format is package sparsematrix's).
 //
-// It does not call functions, keep cell values or write the sparse-matrix
-// result (package sparsematrix does that); the engines in package multicore
-// (and later the distributed master) do.
+// It does not call functions: the engines do, the multicore one in package
+// multicore and the distributed master in package distmaster, each given a
+// Checkpoint's Value, Done and Append (see the Checkpoint example).
 package wavefront
 
 import "fmt"

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -22,7 +21,6 @@ import (
 	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/multicore"
-	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
 )
 
@@ -162,45 +160,13 @@ func (o *options) validate() error {
 	return nil
 }
 
-// problem is what a run reads: the R directory, the cells the checkpoint
-// already holds, and the read-only Rdir/R.matrix when the checkpoint is
-// elsewhere.
-type problem struct {
-	dir        *wavefront.Dir
-	checkpoint map[sparsematrix.Key][]byte
-	shipped    map[sparsematrix.Key][]byte
-}
-
-// value returns a cell from the checkpoint, Rdir/R.matrix or its file.
-func (p *problem) value(x, y int) (funcs.Input, bool) {
-	k := sparsematrix.Key{X: x, Y: y}
-	if v, ok := p.checkpoint[k]; ok {
-		return funcs.Input{Data: v}, true
-	}
-	if v, ok := p.shipped[k]; ok {
-		return funcs.Input{Data: v}, true
-	}
-	if p.dir.HasFile(x, y) {
-		return funcs.Input{Path: p.dir.CellPath(x, y)}, true
-	}
-	return funcs.Input{}, false
-}
-
 // region works out the rectangle to compute from the flags and the boundary.
-func (o *options) region(p *problem) (wavefront.Rect, error) {
+func (o *options) region(ck *wavefront.Checkpoint) (wavefront.Rect, error) {
 	r := wavefront.Rect{X: o.x, Y: o.y, W: o.w, H: o.h}
 	if o.set["W"] && o.set["H"] && o.n == 0 {
 		return r, nil
 	}
-	cells := p.dir.Boundary()
-	for _, m := range []map[sparsematrix.Key][]byte{p.checkpoint, p.shipped} {
-		for k := range m {
-			if k.X == 0 || k.Y == 0 {
-				cells = append(cells, k)
-			}
-		}
-	}
-	sx, sy, err := wavefront.BoundarySize(cells, o.n)
+	sx, sy, err := ck.Size(o.n)
 	if err != nil {
 		return r, fmt.Errorf("%s: %w", o.rdir, err)
 	}
@@ -214,30 +180,6 @@ func (o *options) region(p *problem) (wavefront.Rect, error) {
 		return r, fmt.Errorf("-X %d -Y %d is outside the %d×%d problem that the boundary of %s defines", o.x, o.y, sx, sy, o.rdir)
 	}
 	return r, nil
-}
-
-// checkInputs reports the cells outside r that r reads and nobody has.
-func checkInputs(p *problem, r wavefront.Rect, rdir string) error {
-	var missing []string
-	check := func(x, y int) {
-		if _, ok := p.value(x, y); !ok {
-			missing = append(missing, wavefront.CellFile(x, y))
-		}
-	}
-	for y := r.Y - 1; y < r.Y+r.H; y++ {
-		check(r.X-1, y)
-	}
-	for x := r.X; x < r.X+r.W; x++ {
-		check(x, r.Y-1)
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	list := missing
-	if len(list) > 5 {
-		list = append(list[:5:5], fmt.Sprintf("… (%d in all)", len(missing)))
-	}
-	return fmt.Errorf("%v reads cells that are neither in the checkpoint nor files in %s: %v", r, rdir, list)
 }
 
 func run(ctx context.Context, o *options) error {
@@ -259,103 +201,70 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer cell.Close()
-	p := &problem{dir: dir, checkpoint: map[sparsematrix.Key][]byte{}}
-
 	// The checkpoint: loaded (a torn last record cut off), then appended to.
-	ckPath := o.output
-	if ckPath == "" {
-		ckPath = dir.MatrixPath()
-	}
-	var out *sparsematrix.Writer
-	if ckPath == "-" {
-		out = sparsematrix.NewWriter(o.streams.Out)
+	var ck *wavefront.Checkpoint
+	if o.output == "-" {
+		ck, err = wavefront.StreamCheckpoint(dir, o.streams.Out)
 	} else {
-		out, err = sparsematrix.Open(ckPath, func(r sparsematrix.Record) error {
-			p.checkpoint[sparsematrix.Key{X: r.X, Y: r.Y}] = r.Value
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		defer out.Close()
+		ck, err = wavefront.OpenCheckpoint(dir, o.output)
 	}
-	if ckPath != dir.MatrixPath() {
-		p.shipped, err = sparsematrix.Load(dir.MatrixPath())
-		if err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-	}
-
-	region, err := o.region(p)
 	if err != nil {
 		return err
 	}
-	if ckPath != "-" {
-		notes, err := reconcile(p, out, ckPath, cell.Info(), o.extraArgs, o.trust, region)
-		if err != nil {
-			return fmt.Errorf("checkpoint: %w", err)
-		}
-		for _, n := range notes {
-			fmt.Fprintf(o.streams.Err, "wavefront: %s\n", n)
-		}
-	}
-	if err := checkInputs(p, region, o.rdir); err != nil {
+	defer ck.Close()
+	region, err := o.region(ck)
+	if err != nil {
 		return err
 	}
-
-	isDone := func(x, y int) bool {
-		_, ok := p.checkpoint[sparsematrix.Key{X: x, Y: y}]
-		return ok && region.Contains(x, y)
+	notes, err := ck.Reconcile(cell.Info(), o.extraArgs, o.trust, region)
+	if err != nil {
+		return fmt.Errorf("checkpoint: %w", err)
+	}
+	for _, n := range notes {
+		fmt.Fprintf(o.streams.Err, "wavefront: %s\n", n)
+	}
+	if err := ck.CheckInputs(region); err != nil {
+		return err
 	}
 	var files *wavefront.Dir
 	if o.files {
 		files = dir
-		if err := writeMissingFiles(p, region); err != nil {
+		if err := ck.WriteMissingFiles(region); err != nil {
 			return err
 		}
 	}
-
-	done := 0
-	for k := range p.checkpoint {
-		if region.Contains(k.X, k.Y) {
-			done++
-		}
-	}
+	ckPath := ck.Path()
+	done := ck.Count(region)
 	states := wavefront.NewStateGrid(region)
 	bar := progress.New(o.streams.Err, "cells", int64(region.Cells()-done))
 	msgs := bar.Writer(o.streams.Err)
-	if torn := out.Torn(); torn > 0 {
+	if torn := ck.Torn(); torn > 0 {
 		fmt.Fprintf(msgs, "wavefront: ignored a torn last record of %d bytes in %s (cut short by a crash)\n", torn, ckPath)
 	}
 	if done > 0 {
 		fmt.Fprintf(msgs, "wavefront: resuming: %d of %d cells are already in %s\n", done, region.Cells(), ckPath)
 	}
 	lx, ly := region.Last()
-	sink := &countingWriter{w: out, bar: bar, lastX: lx, lastY: ly, last: p.checkpoint[sparsematrix.Key{X: lx, Y: ly}]}
+	last, _ := ck.Cell(lx, ly)
+	sink := &countingWriter{w: ck, bar: bar, lastX: lx, lastY: ly, last: last}
 
 	stopPictures := func() error { return nil }
 	if o.bitmap != "" {
 		stopPictures = keepPicture(o.bitmap, o.interval, states, msgs)
 	}
-	value := func(x, y int) (funcs.Input, error) {
-		if v, ok := p.value(x, y); ok {
-			return v, nil
-		}
-		return funcs.Input{}, fmt.Errorf("cell (%d,%d) is missing", x, y)
-	}
 	var res multicore.WavefrontResult
 	var runErr error
 	if o.dist.Distributed() {
 		res, runErr = runDistributed(ctx, o, distributed{
-			cell: cell, region: region, value: value, done: isDone, sink: sink,
+			cell: cell, region: region, value: ck.Value, done: ck.Done(region), sink: sink,
 			files: files, states: states, checkpoint: ckPath, msgs: msgs,
 		})
 	} else {
 		res, runErr = multicore.RunWavefront(ctx, multicore.Wavefront{
 			Cell:   cell,
 			Region: region,
-			Value:  value,
-			Done:   isDone,
+			Value:  ck.Value,
+			Done:   ck.Done(region),
 			Out:    sink,
 			Cores:  o.cores,
 			Block:  o.block,
@@ -365,7 +274,7 @@ func run(ctx context.Context, o *options) error {
 	}
 	bar.Stop()
 	pictureErr := stopPictures()
-	if err := out.Sync(); err != nil && runErr == nil {
+	if err := ck.Sync(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("checkpoint %s: %w", ckPath, err)
 	}
 	return report(o, runErr, pictureErr, res, sink, region, ckPath, time.Since(started))
@@ -453,19 +362,6 @@ func (c *countingWriter) Append(x, y int, v []byte) error {
 
 // lastValue may be called after the run, when no Append is in flight.
 func (c *countingWriter) lastValue() []byte { return c.last }
-
-// writeMissingFiles writes R.x.y for the checkpoint's cells of r that have
-// no file yet, so that --files holds every cell even after a resume.
-func writeMissingFiles(p *problem, r wavefront.Rect) error {
-	for k, v := range p.checkpoint {
-		if r.Contains(k.X, k.Y) && !p.dir.HasFile(k.X, k.Y) {
-			if _, err := p.dir.WriteCell(k.X, k.Y, v); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
 
 // keepPicture rewrites the progress picture every interval until the
 // returned function is called, which draws it a last time.
