@@ -15,6 +15,7 @@ import (
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/wq"
+	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
@@ -42,7 +43,7 @@ type Config struct {
 	// master's own timer for batch systems; for Work Queue it is set when
 	// the driver is opened (OpenDriver) and the master leaves it to Work
 	// Queue.
-	Retries   int
+	Retries   lifecycle.Retries
 	MaxJobs   int
 	FastAbort FastAbort
 	// TickInterval is how often running jobs are checked for stragglers

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/sched"
 )
@@ -26,9 +27,9 @@ type FastAbort = workqueue.FastAbort
 // documented default.
 type TrackerConfig struct {
 	// Retries is how many times a block whose job failed is submitted again
-	// before the block is given up (default 2: three attempts). Negative
-	// means none.
-	Retries int
+	// before the block is given up (lifecycle.Retries; default 2: three
+	// attempts).
+	Retries lifecycle.Retries
 	// MaxJobs bounds the jobs submitted and not ended (default 1000).
 	MaxJobs int
 	// FastAbort is the tracker's own straggler timer, for batch systems
@@ -38,12 +39,6 @@ type TrackerConfig struct {
 }
 
 func (c *TrackerConfig) fill() {
-	if c.Retries == 0 {
-		c.Retries = 2
-	}
-	if c.Retries < 0 {
-		c.Retries = 0
-	}
 	if c.MaxJobs <= 0 {
 		c.MaxJobs = 1000
 	}
@@ -186,7 +181,7 @@ func (t *Tracker) fail(block int, err error) Outcome {
 	r.failures++
 	t.busy--
 	out := Outcome{Block: block, Known: true, Err: err, Attempts: r.failures + r.aborts}
-	if r.failures > t.cfg.Retries {
+	if r.failures > t.cfg.Retries.Limit(2) {
 		t.counts.Failed++
 		out.GaveUp = true
 		return out

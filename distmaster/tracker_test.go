@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/sched"
 )
 
@@ -59,7 +60,7 @@ func (h *trackerHarness) tick() []string {
 
 func TestTrackerRetriesThenGivesUp(t *testing.T) {
 	tests := []struct {
-		retries  int
+		retries  lifecycle.Retries
 		attempts int // jobs before the block is given up
 	}{
 		{0, 3}, // the default: two retries

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/rightsize/rightsize/lifecycle"
 )
 
 // Options configures Run. The zero value runs every rule on this machine,
@@ -42,8 +44,9 @@ type Options struct {
 	// space of Dir's file system.
 	Local Limits
 
-	// Retries is how many more times a failing rule is tried.
-	Retries int
+	// Retries is how many more times a failing rule is tried
+	// (lifecycle.Retries; default none, as in CCTools).
+	Retries lifecycle.Retries
 
 	// DryRun marks Executor as one that runs nothing (DryRun): no log is
 	// written or changed, no output is checked or removed.
@@ -637,7 +640,7 @@ func (d *driver) finish(res *Result) {
 			d.lognode(id, Waiting)
 			d.removeOutputs(r)
 			fmt.Fprintf(d.out, "rule %d (%s) failed: %s; trying again (attempt %d of %d)\n",
-				id, r.Pos, res.Status(), res.Job.Attempt+1, d.opts.Retries+1)
+				id, r.Pos, res.Status(), res.Job.Attempt+1, d.opts.Retries.Limit(0)+1)
 			return
 		}
 		f := Failure{Rule: r, Result: res, Attempts: d.sched.Attempts(id)}

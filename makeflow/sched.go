@@ -3,6 +3,8 @@ package makeflow
 import (
 	"errors"
 	"fmt"
+
+	"github.com/rightsize/rightsize/lifecycle"
 )
 
 // RuleState is where a rule stands. The values are the node states of the
@@ -54,8 +56,9 @@ type SchedulerConfig struct {
 	// those marked LOCAL and nested workflows. If nil, every rule runs
 	// locally.
 	Remote *Limits
-	// Retries is how many more times a failed rule is tried.
-	Retries int
+	// Retries is how many more times a failed rule is tried
+	// (lifecycle.Retries; default none).
+	Retries lifecycle.Retries
 	// Done marks the rules finished by an earlier run (from the log); nil
 	// means none. A done rule is not run again.
 	Done []bool
@@ -136,7 +139,7 @@ func newScheduler(g *graph, cfg SchedulerConfig) (*Scheduler, error) {
 		pending:  make([]int32, n),
 		attempts: make([]int32, n),
 		level:    g.levels(order),
-		retries:  int32(max(cfg.Retries, 0)),
+		retries:  int32(cfg.Retries.Limit(0)),
 		remote:   cfg.Remote != nil,
 	}
 	s.pools[0] = pool{limits: cfg.Local, shapes: map[Resources]int{}}

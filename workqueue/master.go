@@ -32,6 +32,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/sched"
 	"github.com/rightsize/rightsize/workqueue/wire"
@@ -75,8 +76,8 @@ type Config struct {
 	FastAbort           FastAbort
 	FastAbortCategories map[string]FastAbort
 	// MaxLost is how often a task may lose its worker before it fails with
-	// MaxRetries (default 5).
-	MaxLost int
+	// MaxRetries (lifecycle.Retries; default 5).
+	MaxLost lifecycle.Retries
 	// SlowStart is how many tasks a worker may hold before it has returned
 	// a result (default 4; negative: as many as its resources allow); each
 	// result lets it hold one more. Speculation copies a task that runs

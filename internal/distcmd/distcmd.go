@@ -24,6 +24,7 @@ import (
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/distmaster"
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -188,13 +189,13 @@ func (f *Flags) Config(d batch.Driver, workDir string, explain io.Writer) distma
 	}
 }
 
-// Retries passes the flag on as distmaster's setting, where 0 means the
-// default and a negative number none.
-func retries(n int) int {
+// retries passes the flag on as distmaster's setting: on the command line
+// 0 means none, as it reads.
+func retries(n int) lifecycle.Retries {
 	if n == 0 {
-		return -1
+		return lifecycle.NoRetry
 	}
-	return n
+	return lifecycle.Retries(n)
 }
 
 // FastAborts returns how many stragglers the run aborted: the tracker's

@@ -24,6 +24,7 @@ import (
 	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/progress"
+	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/makeflow"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
@@ -251,7 +252,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		Dir:           dir,
 		LogPath:       logPath,
 		Local:         limits,
-		Retries:       retries,
+		Retries:       lifecycle.Retries(retries),
 		SkipFileCheck: o.skipFileCheck,
 		Out:           out,
 	}

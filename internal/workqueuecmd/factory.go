@@ -18,6 +18,7 @@ import (
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/factory"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -35,6 +36,7 @@ type factoryOptions struct {
 	ssl          bool
 	sslCA        string
 	limits       factory.Limits
+	maxFailures  int // failures in a row that end the factory: Limits.Retries + 1
 	worker       factory.Worker
 	workerBinary string
 	extraOptions string
@@ -107,7 +109,7 @@ cluster, the submit host's name, not 127.0.0.1.`,
 	f.IntVar(&o.limits.MaxPending, "max-pending", o.limits.MaxPending, "most workers submitted and not yet running (0: no bound)")
 	f.IntVar(&o.limits.MaxPending, "workers-per-cycle", o.limits.MaxPending, "same as --max-pending (CCTools' name)")
 	f.IntVar(&o.limits.TasksPerWorker, "tasks-per-worker", 0, "tasks one worker serves at once (default: its --cores, else 1)")
-	f.IntVar(&o.limits.MaxFailures, "max-failures", 5, "give up after this many rejected jobs or failed workers in a row")
+	f.IntVar(&o.maxFailures, "max-failures", 5, "give up after this many rejected jobs or failed workers in a row")
 	f.Var(seconds{&o.limits.NoMaster}, "factory-timeout", "exit when no master has been seen for this long (0: never)")
 	f.VarP(seconds{&o.worker.IdleTimeout}, "timeout", "t", "a worker exits after this long without work or master (default 5m)")
 	f.IntVar(&o.worker.Cores, "cores", 0, "cores per worker, asked of the batch system and offered to the master")
@@ -127,6 +129,11 @@ cluster, the submit host's name, not 127.0.0.1.`,
 }
 
 func (o *factoryOptions) config(args []string) (factory.Config, error) {
+	// --max-failures counts the failure that ends it; Retries, those met.
+	o.limits.Retries = lifecycle.Retries(o.maxFailures - 1)
+	if o.maxFailures == 1 {
+		o.limits.Retries = lifecycle.NoRetry
+	}
 	cfg := factory.Config{Project: o.project, PasswordFile: o.passwordFile, Worker: o.worker, Limits: o.limits, Interval: o.interval}
 	switch {
 	case o.batchType == "":
@@ -141,7 +148,7 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 		return cfg, cmdutil.Usagef("need the master's HOST PORT, or -M PROJECT")
 	case o.limits.Min < 0 || o.limits.Max < 1 || o.limits.Min > o.limits.Max:
 		return cfg, cmdutil.Usagef("need 0 <= --min <= --max and --max >= 1 (got %d and %d)", o.limits.Min, o.limits.Max)
-	case o.limits.MaxPending < 0 || o.limits.TasksPerWorker < 0 || o.limits.MaxFailures < 1:
+	case o.limits.MaxPending < 0 || o.limits.TasksPerWorker < 0 || o.maxFailures < 1:
 		return cfg, cmdutil.Usagef("--max-pending and --tasks-per-worker must not be negative, --max-failures at least 1")
 	case o.worker.Cores < 0 || o.worker.MemoryMB < 0 || o.worker.DiskMB < 0:
 		return cfg, cmdutil.Usagef("worker resources must not be negative")

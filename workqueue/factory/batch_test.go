@@ -147,7 +147,7 @@ func TestBatchRejected(t *testing.T) {
 				Driver: batchDriver(t, tt.kind, args...),
 				Master: masterAddr(m),
 				Worker: tt.worker,
-				Limits: Limits{Min: 1, Max: 1, MaxFailures: 2, Backoff: 10 * time.Millisecond},
+				Limits: Limits{Min: 1, Max: 1, Retries: 1, Backoff: 10 * time.Millisecond},
 			}, t.TempDir())
 			err := r.wait()
 			if err == nil || !strings.Contains(err.Error(), "2 failures in a row") || !strings.Contains(err.Error(), tt.want) {

@@ -391,7 +391,7 @@ func TestGivesUp(t *testing.T) {
 				Driver: localDriver(t, 2),
 				Master: tt.master(t),
 				Worker: tt.worker,
-				Limits: Limits{Min: 1, Max: 1, MaxFailures: 3, Backoff: 10 * time.Millisecond},
+				Limits: Limits{Min: 1, Max: 1, Retries: 2, Backoff: 10 * time.Millisecond},
 			}, marker)
 			err := r.wait()
 			for _, w := range tt.want {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/lifecycle"
 )
 
 // Limits say how many workers a Plan keeps and how it meets failure. The
@@ -22,9 +23,10 @@ type Limits struct {
 	// a batch system that is slow to start them is not flooded; 0 means no
 	// bound but Max.
 	MaxPending int
-	// MaxFailures is how many failures in a row (see Outcome) make the plan
-	// give up (default 5).
-	MaxFailures int
+	// Retries is how many failures in a row (see Outcome) the plan meets by
+	// submitting again, after a backoff; the next one makes it give up
+	// (lifecycle.Retries; default 4: it gives up at the fifth).
+	Retries lifecycle.Retries
 	// Backoff is how long submissions pause after a failure, doubled with
 	// every further failure in a row up to MaxBackoff (defaults 1 s and
 	// 5 min), so that a batch system that refuses the job is not asked
@@ -43,14 +45,11 @@ func (l *Limits) validate() error {
 		return fmt.Errorf("factory: maximum workers %d is less than 1", l.Max)
 	case l.Min > l.Max:
 		return fmt.Errorf("factory: minimum workers %d is more than the maximum %d", l.Min, l.Max)
-	case l.TasksPerWorker < 0 || l.MaxPending < 0 || l.MaxFailures < 0 || l.Backoff < 0 || l.MaxBackoff < 0 || l.NoMaster < 0:
+	case l.TasksPerWorker < 0 || l.MaxPending < 0 || l.Backoff < 0 || l.MaxBackoff < 0 || l.NoMaster < 0:
 		return errors.New("factory: negative limit")
 	}
 	if l.TasksPerWorker == 0 {
 		l.TasksPerWorker = 1
-	}
-	if l.MaxFailures == 0 {
-		l.MaxFailures = 5
 	}
 	if l.Backoff == 0 {
 		l.Backoff = time.Second
@@ -166,7 +165,7 @@ type Decision struct {
 //
 // Failures — a job the batch system rejects, a worker that exits with an
 // error — pause submissions for a backoff that doubles with each failure in
-// a row, and after Limits.MaxFailures in a row the plan gives up with the
+// a row, and after Limits.Retries in a row the plan gives up with the
 // last failure's message. A worker that exits on its own, with any status,
 // ends a run of rejections: the batch system does run the jobs. (Being seen
 // running does not: Grid Engine shows a job running for a moment before it
@@ -293,7 +292,7 @@ func crashReason(stderr []byte) string {
 func (p *Plan) fail(err error, now time.Time) {
 	p.lastFailure = err
 	n := max(p.rejections, p.crashes)
-	if n >= p.lim.MaxFailures {
+	if n > p.lim.Retries.Limit(4) {
 		return // Next gives up
 	}
 	delay := p.lim.Backoff
@@ -335,7 +334,7 @@ func (p *Plan) target() int {
 func (p *Plan) Next(now time.Time) Decision {
 	if p.err == nil {
 		switch n := max(p.rejections, p.crashes); {
-		case n >= p.lim.MaxFailures:
+		case n > p.lim.Retries.Limit(4):
 			p.err = fmt.Errorf("factory: giving up after %d failures in a row; the last: %w", n, p.lastFailure)
 		case p.lim.NoMaster > 0 && now.Sub(p.lastMaster) >= p.lim.NoMaster:
 			p.err = fmt.Errorf("factory: no master seen for %v", p.lim.NoMaster)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/lifecycle"
 )
 
 var t0 = time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -185,7 +186,7 @@ func TestReplacement(t *testing.T) {
 }
 
 func TestRejectionsBackOffThenGiveUp(t *testing.T) {
-	s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 4, Backoff: time.Second, MaxBackoff: 3 * time.Second})
+	s := newSim(t, Limits{Min: 1, Max: 1, Retries: 3, Backoff: time.Second, MaxBackoff: 3 * time.Second})
 	refusal := errors.New("sbatch: error: Memory specification can not be satisfied")
 	var pauses []time.Duration
 	for i := 0; ; i++ {
@@ -235,7 +236,7 @@ func TestRejectionsInARow(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 2, Backoff: time.Second})
+			s := newSim(t, Limits{Min: 1, Max: 1, Retries: 1, Backoff: time.Second})
 			s.wantFill(1)
 			if o := s.end(rejected, ""); o != Rejected {
 				t.Fatalf("outcome %v", o)
@@ -262,7 +263,7 @@ func TestRejectionsInARow(t *testing.T) {
 func TestCrashes(t *testing.T) {
 	stderr := "time=... level=INFO msg=\"workspace created\"\nworkqueue worker: no master reachable for 5m0s: connection refused\n"
 	t.Run("give up with the worker's message", func(t *testing.T) {
-		s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 3, Backoff: time.Millisecond})
+		s := newSim(t, Limits{Min: 1, Max: 1, Retries: 2, Backoff: time.Millisecond})
 		for range 3 {
 			s.now = s.now.Add(time.Hour)
 			s.wantFill(1)
@@ -277,7 +278,7 @@ func TestCrashes(t *testing.T) {
 		}
 	})
 	t.Run("reset by a clean exit, not by connected workers", func(t *testing.T) {
-		s := newSim(t, Limits{Min: 2, Max: 2, MaxFailures: 2, Backoff: time.Millisecond})
+		s := newSim(t, Limits{Min: 2, Max: 2, Retries: 1, Backoff: time.Millisecond})
 		s.wantFill(2)
 		s.startAll()
 		s.end(exit1, stderr)
@@ -299,7 +300,7 @@ func TestCrashes(t *testing.T) {
 		}
 	})
 	t.Run("a usage error says why", func(t *testing.T) {
-		s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 1})
+		s := newSim(t, Limits{Min: 1, Max: 1, Retries: lifecycle.NoRetry})
 		s.wantFill(1)
 		s.end(batch.Status{State: batch.Done, ExitCode: 2}, "workqueue worker: unknown flag: --bogus\nRun 'workqueue worker --help' for usage.\n")
 		d := s.p.Next(s.now)
@@ -308,7 +309,7 @@ func TestCrashes(t *testing.T) {
 		}
 	})
 	t.Run("a Go runtime crash says why", func(t *testing.T) {
-		s := newSim(t, Limits{Min: 1, Max: 1, MaxFailures: 1})
+		s := newSim(t, Limits{Min: 1, Max: 1, Retries: lifecycle.NoRetry})
 		s.wantFill(1)
 		s.end(batch.Status{State: batch.Done, ExitCode: 2},
 			"fatal error: failed to reserve page summary memory\n\nruntime stack:\nruntime.throw(...)\n\t/usr/local/go/src/runtime/panic.go:1101 +0x48\n")
@@ -358,7 +359,7 @@ func TestBoundsHold(t *testing.T) {
 	statuses := []batch.Status{exit0, exit1, killed9, vanished, rejected, removed}
 	for seed := range uint64(200) {
 		r := rand.New(rand.NewPCG(seed, 1))
-		lim := Limits{Min: r.IntN(4), MaxPending: r.IntN(3), TasksPerWorker: 1 + r.IntN(3), MaxFailures: 1000, Backoff: time.Second}
+		lim := Limits{Min: r.IntN(4), MaxPending: r.IntN(3), TasksPerWorker: 1 + r.IntN(3), Retries: 999, Backoff: time.Second}
 		lim.Max = lim.Min + 1 + r.IntN(5)
 		s := newSim(t, lim)
 		for step := range 300 {

@@ -22,6 +22,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/rightsize/rightsize/lifecycle"
 )
 
 // TaskID and WorkerID name tasks and workers; the master assigns them.
@@ -83,9 +85,9 @@ type Config struct {
 	// Categories holds per-category fast abort settings.
 	Categories map[string]FastAbort
 	// MaxLost is how many times a task may lose its worker (disconnect,
-	// drop) and be re-queued before it fails (default 5): a task that
-	// kills its worker must not go round for ever.
-	MaxLost int
+	// drop) and be re-queued before it fails (lifecycle.Retries; default
+	// 5): a task that kills its worker must not go round for ever.
+	MaxLost lifecycle.Retries
 	// SlowStart is how many tasks a worker may hold before it has returned
 	// any result (default 4; negative: as many as its resources allow).
 	// Each result it returns lets it hold one more, and its announced
@@ -233,9 +235,6 @@ type Scheduler struct {
 
 // New returns an empty Scheduler.
 func New(cfg Config) *Scheduler {
-	if cfg.MaxLost <= 0 {
-		cfg.MaxLost = 5
-	}
 	if cfg.SlowStart == 0 {
 		cfg.SlowStart = 4
 	}
@@ -251,9 +250,9 @@ func New(cfg Config) *Scheduler {
 
 func (s *Scheduler) fastAbort(category string) FastAbort {
 	if f, ok := s.cfg.Categories[category]; ok {
-		return f.withDefaults()
+		return f.WithDefaults()
 	}
-	return s.cfg.FastAbort.withDefaults()
+	return s.cfg.FastAbort.WithDefaults()
 }
 
 // Submit queues a new task.
@@ -320,7 +319,7 @@ func (s *Scheduler) removeWorker(id WorkerID, acts []Action) []Action {
 			continue // its other attempt runs on
 		}
 		t.lost++
-		if t.lost > s.cfg.MaxLost {
+		if t.lost > s.cfg.MaxLost.Limit(5) {
 			delete(s.tasks, tid)
 			acts = append(acts, Fail{Task: tid, Reason: "lost its worker too many times"})
 			continue
@@ -365,8 +364,8 @@ func (s *Scheduler) TaskDone(id TaskID, w WorkerID, ok bool, now time.Time) []Ac
 			s.stats[t.Category] = st
 		}
 		if wk != nil {
-			if st.n > 0 && st.mean > 0 {
-				wk.speed += secs / st.mean
+			if mean := st.Mean().Seconds(); st.N() > 0 && mean > 0 {
+				wk.speed += secs / mean
 				wk.samples++
 			}
 			wk.alarm = false
@@ -501,10 +500,10 @@ func (s *Scheduler) speculate(acts []Action, now time.Time) []Action {
 	var late []*task
 	for _, t := range s.tasks {
 		st := s.stats[t.Category]
-		if len(t.runs) != 1 || st == nil || st.n < sp.MinSamples {
+		if len(t.runs) != 1 || st == nil || st.N() < sp.MinSamples {
 			continue
 		}
-		if now.Sub(t.runs[0].started).Seconds() > sp.Multiplier*st.mean {
+		if now.Sub(t.runs[0].started).Seconds() > sp.Multiplier*st.Mean().Seconds() {
 			late = append(late, t)
 		}
 	}
