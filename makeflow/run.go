@@ -13,10 +13,10 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/model"
 )
 
 // Options configures Run. The zero value runs every rule on this machine,
@@ -286,9 +286,10 @@ func (d *driver) setup() error {
 	if local.Jobs <= 0 {
 		local.Jobs = runtime.NumCPU()
 	}
-	machine := thisMachine(d.dir)
+	// What the probe cannot read stays 0: unbounded.
+	machine, _ := model.Probe(d.dir)
 	if local.Cores <= 0 {
-		local.Cores = machine.Cores
+		local.Cores = int64(machine.Cores)
 	}
 	if local.MemoryMB <= 0 {
 		local.MemoryMB = machine.MemoryMB
@@ -837,20 +838,4 @@ func (d *driver) logEvent(what string) {
 	if d.log != nil {
 		d.log.event(what)
 	}
-}
-
-// A machine is what this computer offers to local jobs.
-type machine struct{ Cores, MemoryMB, DiskMB int64 }
-
-func thisMachine(dir string) machine {
-	m := machine{Cores: int64(runtime.NumCPU())}
-	var si syscall.Sysinfo_t
-	if syscall.Sysinfo(&si) == nil {
-		m.MemoryMB = int64(si.Totalram) * int64(si.Unit) >> 20
-	}
-	var fs syscall.Statfs_t
-	if syscall.Statfs(dir, &fs) == nil {
-		m.DiskMB = int64(fs.Bavail) * fs.Bsize >> 20
-	}
-	return m
 }

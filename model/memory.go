@@ -1,6 +1,7 @@
-// Package model holds rightsize's performance models: how much of this
-// machine an engine may use, and (as the engines grow) how long a workload
-// would take here versus on a cluster.
+// Package model holds rightsize's performance models: what this machine has
+// (Probe, the one probe of cores, memory, disk and cache that the engines,
+// the Work Queue worker and Makeflow share), how much of it an engine may
+// use, and how long a workload would take here versus on a cluster.
 //
 // Models are plain functions of measured inputs; they do not run workloads
 // or read command lines.

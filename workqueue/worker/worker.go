@@ -34,12 +34,10 @@ import (
 	"net"
 	"os"
 	"regexp"
-	"runtime"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/rightsize/rightsize/internal/proc"
+	"github.com/rightsize/rightsize/model"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -198,33 +196,23 @@ type resources struct {
 
 func measure(cfg Config) (resources, error) {
 	r := resources{cores: cfg.Cores, memoryMB: cfg.MemoryMB, diskMB: cfg.DiskMB, gpus: cfg.GPUs}
+	m, err := model.Probe(cfg.Workdir)
+	if err != nil && r.diskMB == 0 {
+		return r, fmt.Errorf("worker: %w", err)
+	}
 	if r.cores == 0 {
-		r.cores = float64(runtime.NumCPU())
+		r.cores = float64(m.Cores)
 	}
 	if r.memoryMB == 0 {
-		r.memoryMB = memTotalMB()
+		r.memoryMB = m.MemoryMB
+		if r.memoryMB == 0 {
+			r.memoryMB = 1024 // a machine that does not say
+		}
 	}
 	if r.diskMB == 0 {
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(cfg.Workdir, &st); err != nil {
-			return r, fmt.Errorf("worker: measuring disk of %s: %w", cfg.Workdir, err)
-		}
-		r.diskMB = int64(st.Bavail) * st.Bsize >> 20
+		r.diskMB = m.DiskMB
 	}
 	return r, nil
-}
-
-func memTotalMB() int64 {
-	b, err := os.ReadFile("/proc/meminfo")
-	if err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			var kb int64
-			if n, _ := fmt.Sscanf(line, "MemTotal: %d kB", &kb); n == 1 {
-				return kb >> 10
-			}
-		}
-	}
-	return 1024
 }
 
 type worker struct {
