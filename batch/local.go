@@ -2,15 +2,11 @@ package batch
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/rightsize/rightsize/internal/proc"
@@ -53,13 +49,9 @@ type localJob struct {
 	cores int
 
 	// Set under Local.mu.
-	proc     *os.Process
-	reg      proc.Slot // the process group, registered with the keeper
-	exited   bool      // the shell has exited: no more signals
-	removed  bool
-	timedOut bool
-	timer    *time.Timer // wall time, then the SIGKILL after SIGTERM
-	ended    bool
+	proc    *proc.Process
+	removed bool
+	ended   bool
 }
 
 var _ Driver = (*Local)(nil)
@@ -126,53 +118,24 @@ func (d *Local) startWaiting() {
 // start starts lj's process and a goroutine that waits for it. Called with
 // d.mu held.
 func (d *Local) start(lj *localJob) {
-	outR, outW, err := os.Pipe()
+	cmd := &proc.Cmd{
+		Path: "/bin/sh", Args: []string{"sh", "-c", lj.job.Command},
+		Dir:        lj.job.dir,
+		Env:        append(os.Environ(), lj.job.Env...),
+		StdoutTail: tailSize, StderrTail: tailSize,
+		Keeper:    &d.keeper,
+		WallTime:  lj.job.Resources.WallTime,
+		KillDelay: d.killDelay,
+	}
+	p, err := cmd.Start()
 	if err != nil {
 		d.startFailed(lj, err)
 		return
 	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		d.startFailed(lj, err)
-		return
-	}
-	cmd := exec.Command("/bin/sh", "-c", lj.job.Command)
-	cmd.Dir = lj.job.dir
-	cmd.Env = append(os.Environ(), lj.job.Env...)
-	cmd.Stdout, cmd.Stderr = outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	reg, err := d.keeper.Reserve()
-	if err == nil {
-		if err = cmd.Start(); err != nil {
-			reg.Release()
-		}
-	}
-	outW.Close()
-	errW.Close()
-	if err != nil {
-		outR.Close()
-		errR.Close()
-		d.startFailed(lj, err)
-		return
-	}
-	reg.Set(cmd.Process.Pid)
-	lj.proc, lj.reg = cmd.Process, reg
-	started := time.Now()
-	d.t.Set(Event{ID: lj.id, Status: Status{State: Running, Started: started}})
-	if wt := lj.job.Resources.WallTime; wt > 0 {
-		lj.timer = time.AfterFunc(wt, func() {
-			d.mu.Lock()
-			defer d.mu.Unlock()
-			if !lj.ended && !lj.removed {
-				lj.timedOut = true
-				d.terminate(lj)
-			}
-		})
-	}
+	lj.proc = p
+	d.t.Set(Event{ID: lj.id, Status: Status{State: Running, Started: time.Now()}})
 	d.running.Add(1)
-	go d.wait(lj, cmd, outR, errR)
+	go d.wait(lj)
 }
 
 func (d *Local) startFailed(lj *localJob, err error) {
@@ -182,96 +145,36 @@ func (d *Local) startFailed(lj *localJob, err error) {
 	d.t.Set(Event{ID: lj.id, Status: Status{State: Failed, Err: fmt.Errorf("start: %w", err), Ended: time.Now()}})
 }
 
-// wait waits for lj's shell to exit, kills what it left in its process
-// group, collects the ends of its output and reports the final event.
-func (d *Local) wait(lj *localJob, cmd *exec.Cmd, outR, errR *os.File) {
+// wait waits for lj's shell to exit (the runner kills what it left in its
+// process group) and reports the final event.
+func (d *Local) wait(lj *localJob) {
 	defer d.running.Done()
-	var stdout, stderr tailBuffer
-	copied := make(chan struct{}, 2)
-	copyTail := func(w *tailBuffer, r *os.File) {
-		io.Copy(w, r)
-		copied <- struct{}{}
-	}
-	go copyTail(&stdout, outR)
-	go copyTail(&stderr, errR)
-	// Until the shell is reaped its group's id cannot be reused: stop
-	// signalling, kill what it left in its group, release the group, then
-	// reap.
-	proc.WaitExit(lj.proc.Pid)
-	d.mu.Lock()
-	lj.exited = true
-	d.mu.Unlock()
-	syscall.Kill(-lj.proc.Pid, syscall.SIGKILL)
-	lj.reg.Release()
-	waitErr := cmd.Wait()
-	ended := time.Now()
-	// A process that left the group (setsid) may still hold the pipes;
-	// do not wait for it for long.
-	grace := time.NewTimer(2 * time.Second)
-	for n := 0; n < 2; n++ {
-		select {
-		case <-copied:
-		case <-grace.C:
-			outR.Close()
-			errR.Close()
-			<-copied
-		}
-	}
-	grace.Stop()
-	outR.Close()
-	errR.Close()
+	res := lj.proc.Wait()
 
 	d.mu.Lock()
 	lj.ended = true
-	if lj.timer != nil {
-		lj.timer.Stop()
-	}
-	removed, timedOut := lj.removed, lj.timedOut
+	removed := lj.removed
 	delete(d.jobs, lj.id)
 	d.free += lj.cores
 	d.startWaiting()
 	d.mu.Unlock()
 
 	var st Status
-	var exitErr *exec.ExitError
 	switch {
 	case removed:
 		st = Status{State: Failed, Err: ErrRemoved}
-	case timedOut:
+	case res.TimedOut:
 		st = Status{State: Failed, Err: fmt.Errorf("%w (%v)", ErrTimeLimit, lj.job.Resources.WallTime)}
-	case waitErr == nil:
-		st = lj.job.finish(0)
-	case errors.As(waitErr, &exitErr):
-		code := exitErr.ExitCode()
-		if ws, ok := exitErr.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			// As the wrapper's shell reports it on a batch system.
-			code = 128 + int(ws.Signal())
-		}
-		st = lj.job.finish(code)
+	case res.Err != nil:
+		st = Status{State: Failed, Err: res.Err}
+	case res.Signal != 0:
+		// As the wrapper's shell reports it on a batch system.
+		st = lj.job.finish(128 + int(res.Signal))
 	default:
-		st = Status{State: Failed, Err: waitErr}
+		st = lj.job.finish(res.ExitCode)
 	}
-	st.Ended = ended
-	d.t.Set(Event{ID: lj.id, Status: st, Stdout: stdout.Bytes(), Stderr: stderr.Bytes()})
-}
-
-// terminate sends SIGTERM to lj's process group and SIGKILL after the kill
-// delay. Called with d.mu held, for a started job that has not ended.
-func (d *Local) terminate(lj *localJob) {
-	if lj.exited {
-		return // its group is being killed
-	}
-	syscall.Kill(-lj.proc.Pid, syscall.SIGTERM)
-	if lj.timer != nil {
-		lj.timer.Stop()
-	}
-	lj.timer = time.AfterFunc(d.killDelay, func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		if !lj.exited {
-			syscall.Kill(-lj.proc.Pid, syscall.SIGKILL)
-		}
-	})
+	st.Ended = res.Ended
+	d.t.Set(Event{ID: lj.id, Status: st, Stdout: res.StdoutTail, Stderr: res.StderrTail})
 }
 
 // Status returns what the driver last saw of job id.
@@ -299,7 +202,7 @@ func (d *Local) remove(lj *localJob) {
 	}
 	lj.removed = true
 	if lj.proc != nil {
-		d.terminate(lj)
+		lj.proc.Terminate()
 		return
 	}
 	for i, w := range d.waiting {

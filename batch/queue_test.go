@@ -1,7 +1,6 @@
 package batch
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -153,24 +152,6 @@ func TestJobName(t *testing.T) {
 		if got := jobName(in); got != want {
 			t.Errorf("jobName(%q) = %q, want %q", in, got, want)
 		}
-	}
-}
-
-func TestTailBuffer(t *testing.T) {
-	var all bytes.Buffer
-	var tb tailBuffer
-	for i := 0; i < 3000; i++ {
-		line := strings.Repeat(string(rune('a'+i%26)), i%7) + "\n"
-		all.WriteString(line)
-		tb.Write([]byte(line))
-	}
-	tb.Write(bytes.Repeat([]byte("Z"), tailSize+10))
-	all.Write(bytes.Repeat([]byte("Z"), tailSize+10))
-	tb.Write([]byte("end"))
-	all.WriteString("end")
-	want := all.Bytes()[all.Len()-tailSize:]
-	if !bytes.Equal(tb.Bytes(), want) {
-		t.Errorf("tail differs")
 	}
 }
 

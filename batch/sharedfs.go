@@ -209,23 +209,3 @@ func readTail(path string) []byte {
 	b, _ := io.ReadAll(io.LimitReader(f, tailSize))
 	return b
 }
-
-// tailBuffer is an io.Writer that keeps the last tailSize bytes written.
-type tailBuffer struct {
-	b []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	n := len(p)
-	if len(p) >= tailSize {
-		t.b = append(t.b[:0], p[len(p)-tailSize:]...)
-		return n, nil
-	}
-	if over := len(t.b) + len(p) - tailSize; over > 0 {
-		t.b = append(t.b[:0], t.b[over:]...)
-	}
-	t.b = append(t.b, p...)
-	return n, nil
-}
-
-func (t *tailBuffer) Bytes() []byte { return slices.Clone(t.b) }

@@ -34,10 +34,6 @@ type LocalOptions struct {
 // stderrTail is how much of a command's standard error a Result keeps.
 const stderrTail = 2048
 
-// copyGrace is how long a finished command's output is still read, in
-// case a background process it started holds the pipe open.
-const copyGrace = 2 * time.Second
-
 // Local runs jobs as processes on this machine, each as Shell -c command in
 // its own process group in the workflow's directory. The parent directories
 // of a rule's targets are created before it starts.
@@ -81,19 +77,9 @@ type Local struct {
 
 type localProc struct {
 	job      *Job
-	proc     *os.Process
-	reg      proc.Slot // the process group, registered with the keeper
-	exited   bool      // the process has exited: no more signals (under Local.mu)
-	started  time.Time
+	proc     *proc.Process
 	sandbox  string
 	canceled atomic.Bool
-	overtime atomic.Bool // stopped for running past its WALL_TIME
-	kill     *time.Timer // SIGKILL after SIGTERM
-	wall     *time.Timer // the WALL_TIME limit
-
-	tail     tailBuffer
-	copiers  []chan struct{} // closed when each output copier ends
-	readEnds []*os.File
 }
 
 var _ Executor = (*Local)(nil)
@@ -164,126 +150,80 @@ func (l *Local) Submit(job *Job) (int64, error) {
 		return 0, err
 	}
 
-	files := []*os.File{l.devnull, nil, nil}
-	var childEnds []*os.File
 	fail := func(err error) (int64, error) {
-		for _, f := range append(childEnds, lp.readEnds...) {
-			f.Close()
-		}
 		if lp.sandbox != "" {
 			os.RemoveAll(lp.sandbox)
 		}
 		return 0, err
 	}
-	// Standard output goes straight to a file when it can; standard error
-	// always goes through a pipe, to keep its tail for reports. The read
-	// end of standard error's pipe is always the last of lp.readEnds.
-	switch out := l.opts.Stdout.(type) {
-	case nil:
-		files[1] = l.devnull
-	case *os.File:
-		files[1] = out
+	cmd := &proc.Cmd{
+		Dir:        dir,
+		Env:        l.env(job.Rule.Env),
+		Stdin:      l.devnull,
+		Stdout:     l.writer(l.opts.Stdout),
+		Stderr:     l.writer(l.opts.Stderr),
+		StderrTail: stderrTail,
+		Keeper:     &l.keeper,
+		WallTime:   wallTime(job),
+		KillDelay:  l.opts.KillDelay,
 	}
-	for i := 1; i <= 2; i++ {
-		if files[i] != nil {
-			continue
-		}
-		pr, pw, err := os.Pipe()
-		if err != nil {
-			return fail(fmt.Errorf("pipe: %w", err))
-		}
-		files[i] = pw
-		childEnds = append(childEnds, pw)
-		lp.readEnds = append(lp.readEnds, pr)
-	}
-	attr := &os.ProcAttr{
-		Dir:   dir,
-		Env:   l.env(job.Rule.Env),
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	}
-	reg, err := l.keeper.Reserve()
-	if err != nil {
-		return fail(err)
-	}
-	lp.started = time.Now()
-	var p *os.Process
-	if path, argv := directCommand(job.Command, attr.Env, dir); path != "" {
-		shellEnv := attr.Env
-		attr.Env = l.pwdEnv(shellEnv, dir)
-		p, err = os.StartProcess(path, argv, attr)
+	var p *proc.Process
+	var err error
+	if path, argv := directCommand(job.Command, cmd.Env, dir); path != "" {
+		direct := *cmd
+		direct.Path, direct.Args, direct.Env = path, argv, l.pwdEnv(cmd.Env, dir)
 		// On any error the shell runs it instead, and fails the way the
 		// user would expect (command not found, permission denied...).
-		attr.Env = shellEnv
+		p, _ = direct.Start()
 	}
 	if p == nil {
-		p, err = os.StartProcess(l.opts.Shell, []string{filepath.Base(l.opts.Shell), "-c", job.Command}, attr)
-	}
-	if err != nil {
-		reg.Release()
-		return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
-	}
-	reg.Set(p.Pid)
-	for _, f := range childEnds {
-		f.Close()
-	}
-	lp.proc, lp.reg = p, reg
-	for i, r := range lp.readEnds {
-		done := make(chan struct{})
-		lp.copiers = append(lp.copiers, done)
-		var w io.Writer
-		var tail *tailBuffer
-		if i == len(lp.readEnds)-1 {
-			w, tail = l.opts.Stderr, &lp.tail
-		} else {
-			w = l.opts.Stdout
+		cmd.Path, cmd.Args = l.opts.Shell, []string{filepath.Base(l.opts.Shell), "-c", job.Command}
+		if p, err = cmd.Start(); err != nil {
+			return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
 		}
-		go l.copyOut(r, w, tail, done)
 	}
+	lp.proc = p
 	l.mu.Lock()
 	l.procs[job] = lp
-	if wall := wallTime(job); wall > 0 {
-		lp.wall = time.AfterFunc(wall, func() {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if l.procs[job] == lp {
-				lp.overtime.Store(true)
-				l.terminate(lp)
-			}
-		})
-	}
 	l.mu.Unlock()
 	go l.wait(lp)
-	return int64(p.Pid), nil
+	return int64(p.Pid()), nil
+}
+
+// writer returns w for the commands: an *os.File as it is, another writer
+// behind the lock that serialises concurrent commands, nil as nil.
+func (l *Local) writer(w io.Writer) io.Writer {
+	switch w := w.(type) {
+	case nil:
+		return nil
+	case *os.File:
+		return w
+	}
+	return lockedWriter{&l.outMu, w}
+}
+
+// lockedWriter writes to w holding mu.
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (lw lockedWriter) Write(p []byte) (int, error) {
+	lw.mu.Lock()
+	defer lw.mu.Unlock()
+	return lw.w.Write(p)
 }
 
 // Cancel implements Executor: SIGTERM to the job's process group, then
 // SIGKILL after KillDelay.
 func (l *Local) Cancel(job *Job) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	lp := l.procs[job]
+	l.mu.Unlock()
 	if lp == nil || lp.canceled.Swap(true) {
 		return
 	}
-	l.terminate(lp)
-}
-
-// terminate sends SIGTERM to lp's process group, and SIGKILL after
-// KillDelay, once, unless the process has exited. l.mu must be held.
-func (l *Local) terminate(lp *localProc) {
-	if lp.kill != nil || lp.exited {
-		return
-	}
-	pgid := lp.proc.Pid
-	syscall.Kill(-pgid, syscall.SIGTERM)
-	lp.kill = time.AfterFunc(l.opts.KillDelay, func() {
-		l.mu.Lock()
-		defer l.mu.Unlock()
-		if !lp.exited {
-			syscall.Kill(-pgid, syscall.SIGKILL)
-		}
-	})
+	lp.proc.Terminate()
 }
 
 // wallTime is the job's WALL_TIME limit, or 0 for none.
@@ -292,89 +232,27 @@ func wallTime(job *Job) time.Duration {
 }
 
 func (l *Local) wait(lp *localProc) {
-	// Until the process is reaped, its group's id cannot be reused: stop
-	// signalling, kill what the command left in its group, release the
-	// group, then reap.
-	proc.WaitExit(lp.proc.Pid)
-	l.mu.Lock()
-	lp.exited = true
-	l.mu.Unlock()
-	syscall.Kill(-lp.proc.Pid, syscall.SIGKILL)
-	lp.reg.Release()
-	state, werr := lp.proc.Wait()
-	res := &Result{Job: lp.job, ExitCode: -1, Started: lp.started, Ended: time.Now()}
-	for i, done := range lp.copiers {
-		select {
-		case <-done:
-		default:
-			t := time.NewTimer(copyGrace)
-			select {
-			case <-done:
-			case <-t.C:
-				// A background process holds the pipe: stop reading.
-				lp.readEnds[i].SetReadDeadline(time.Now())
-				<-done
-			}
-			t.Stop()
-		}
-	}
+	pr := lp.proc.Wait()
 	l.mu.Lock()
 	delete(l.procs, lp.job)
-	if lp.kill != nil {
-		lp.kill.Stop()
-	}
-	if lp.wall != nil {
-		lp.wall.Stop()
-	}
 	l.mu.Unlock()
-
-	switch {
-	case werr != nil:
-		res.Err = fmt.Errorf("wait: %w", werr)
-	default:
-		res.ExitCode = state.ExitCode()
-		if ws, ok := state.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			res.Signal = signalName(ws.Signal())
-		}
+	res := &Result{Job: lp.job, ExitCode: pr.ExitCode, Started: pr.Started, Ended: pr.Ended, Stderr: pr.StderrTail, Err: pr.Err}
+	if pr.Signal != 0 {
+		res.Signal = signalName(pr.Signal)
 	}
 	// A job that finished its work before the signal reached it is done,
 	// not cancelled.
 	finished := res.Err == nil && res.ExitCode == 0
 	res.Canceled = lp.canceled.Load() && !finished
-	if lp.overtime.Load() && !finished && !res.Canceled {
+	if pr.TimedOut && !finished && !res.Canceled {
 		res.Err = fmt.Errorf("stopped after running past its WALL_TIME of %v", wallTime(lp.job))
 	}
-	res.Stderr = lp.tail.bytes()
 	if lp.sandbox != "" {
 		if err := collectSandbox(lp.job, lp.sandbox, res.OK()); err != nil && res.OK() {
 			res.Err = err
 		}
 	}
 	l.results <- res
-}
-
-// copyOut copies a command's output to w (if any), keeping its tail in
-// tail (if any), until the pipe closes.
-func (l *Local) copyOut(r *os.File, w io.Writer, tail *tailBuffer, done chan<- struct{}) {
-	defer close(done)
-	defer r.Close()
-	var buf [4096]byte
-	for {
-		n, err := r.Read(buf[:])
-		if n > 0 {
-			if tail != nil {
-				tail.write(buf[:n])
-			}
-			if w != nil {
-				l.outMu.Lock()
-				w.Write(buf[:n])
-				l.outMu.Unlock()
-			}
-		}
-		if err != nil {
-			return
-		}
-	}
 }
 
 // env returns the full environment for a rule's variables, computed once
@@ -517,30 +395,6 @@ func signalName(sig syscall.Signal) string {
 		return "SIGHUP"
 	}
 	return fmt.Sprintf("%d (%v)", int(sig), sig)
-}
-
-// A tailBuffer keeps the last stderrTail bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (t *tailBuffer) write(p []byte) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if len(t.buf) > 2*stderrTail {
-		t.buf = append(t.buf[:0], t.buf[len(t.buf)-stderrTail:]...)
-	}
-}
-
-func (t *tailBuffer) bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.buf) > stderrTail {
-		return append([]byte(nil), t.buf[len(t.buf)-stderrTail:]...)
-	}
-	return t.buf
 }
 
 // shellWords are the names a shell runs itself: builtins and keywords. A

@@ -1,5 +1,14 @@
-// Package proc keeps what a program starts from outliving it, however the
-// program ends: a normal exit, a panic, or kill -9.
+// Package proc runs the commands rightsize starts — Makeflow's rules, the
+// local batch driver's jobs, the Work Queue worker's tasks — and keeps what
+// they start from outliving them, however the program ends: a normal exit,
+// a panic, or kill -9.
+//
+// A Cmd runs a command in a process group of its own: its output goes to
+// writers or files and its tails are kept, it is stopped by SIGTERM then
+// SIGKILL (Terminate, or its wall time), what it leaves in its group dies
+// with it, and its Result says how it ended and what it used (rusage). The
+// per-call runner of All-Pairs and Wavefront programs (package funcs) is
+// leaner and registers with a Keeper the same way.
 //
 // A Keeper is a small helper process, a /bin/sh script, that a program
 // starts once, at the first Reserve. It runs in a session of its own, so
@@ -29,8 +38,7 @@
 // parent-death signal, where the caller can set one, covers the process
 // itself); and a group whose processes do not end within about ten seconds
 // of SIGKILL (stuck in the kernel) is given up on. It starts no processes of
-// its own beyond the keeper; the runners that start them live with their
-// callers (makeflow, funcs, the batch drivers, the Work Queue worker).
+// its own beyond the keeper and the commands of Cmd.
 package proc
 
 import (

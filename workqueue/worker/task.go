@@ -1,13 +1,9 @@
 package worker
 
 import (
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"sync"
-	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/rightsize/rightsize/internal/proc"
@@ -28,7 +24,7 @@ type task struct {
 	spec *wire.TaskSpec
 
 	mu      sync.Mutex
-	proc    *os.Process
+	proc    *proc.Process
 	stopped bool
 
 	status   int
@@ -94,67 +90,42 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 	// Output goes through a pipe, not a file: creating and deleting a file
 	// per task costs more than the rest of the dispatch on slow disks.
 	out := &cappedBuffer{limit: maxOutput}
-	cmd := exec.Command("/bin/sh", "-c", t.spec.Command)
-	cmd.Dir = sandbox.Name()
-	cmd.Env = append(os.Environ(), t.spec.Env...)
-	cmd.Stdout, cmd.Stderr = out, out
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	// A backgrounded grandchild holding the pipe must not hold up the task.
-	cmd.WaitDelay = time.Second
-	started := time.Now()
+	cmd := &proc.Cmd{
+		Path: "/bin/sh", Args: []string{"sh", "-c", t.spec.Command},
+		Dir:    sandbox.Name(),
+		Env:    append(os.Environ(), t.spec.Env...),
+		Stdout: out, Stderr: out,
+		// The keeper kills the task's group should the worker die first.
+		Keeper:    s.w.keeper,
+		WallTime:  time.Duration(t.spec.WallTime) * time.Second,
+		KillDelay: time.Second,
+	}
 	t.mu.Lock()
 	if t.stopped {
 		t.mu.Unlock()
 		return false
 	}
-	// The keeper kills the task's group should the worker die first.
-	reg, err := s.w.keeper.Reserve()
-	if err == nil {
-		if err = cmd.Start(); err == nil {
-			reg.Set(cmd.Process.Pid)
-			t.proc = cmd.Process
-		} else {
-			reg.Release()
-		}
-	}
+	pr, err := cmd.Start()
+	t.proc = pr
 	t.mu.Unlock()
 	if err != nil {
 		t.status, t.exit, t.output = resultSuccess, 127, []byte(fmt.Sprintf("cannot start /bin/sh: %v\n", err))
 		return false
 	}
-	var timedOut atomic.Bool
-	if t.spec.WallTime > 0 {
-		timer := time.AfterFunc(time.Duration(t.spec.WallTime)*time.Second, func() {
-			timedOut.Store(true)
-			t.kill()
-		})
-		defer timer.Stop()
-	}
 	// Whatever the command left running in its process group dies with
-	// it, before its sandbox and inputs are looked at. Until the shell is
-	// reaped its group's id cannot be reused: stop signalling, kill the
-	// group, release it, then reap.
-	proc.WaitExit(cmd.Process.Pid)
+	// it (Wait sees to that) before its sandbox and inputs are looked at.
+	res := pr.Wait()
 	t.mu.Lock()
 	t.proc = nil
 	t.mu.Unlock()
-	killGroup(cmd.Process)
-	reg.Release()
-	err = cmd.Wait()
-	t.execUsec = time.Since(started).Microseconds()
+	t.execUsec = res.Ended.Sub(res.Started).Microseconds()
 	t.output = out.buf
-	t.status, t.exit = resultSuccess, 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		ws := ee.Sys().(syscall.WaitStatus)
-		switch {
-		case timedOut.Load():
-			t.status, t.exit = resultMaxRunTime, -1
-		case ws.Signaled():
-			t.status, t.exit = resultSignal, int(ws.Signal())
-		default:
-			t.exit = ws.ExitStatus()
-		}
+	t.status, t.exit = resultSuccess, res.ExitCode
+	switch {
+	case res.TimedOut:
+		t.status, t.exit = resultMaxRunTime, -1
+	case res.Signal != 0:
+		t.status, t.exit = resultSignal, int(res.Signal)
 	}
 	return true
 }
@@ -221,10 +192,6 @@ func (t *task) kill() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.proc != nil {
-		killGroup(t.proc)
+		t.proc.Kill()
 	}
-}
-
-func killGroup(p *os.Process) {
-	syscall.Kill(-p.Pid, syscall.SIGKILL)
 }

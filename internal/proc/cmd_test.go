@@ -1,0 +1,123 @@
+package proc
+
+import (
+	"bytes"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func sh(script string) *Cmd {
+	return &Cmd{Path: "/bin/sh", Args: []string{"sh", "-c", script}, Env: os.Environ()}
+}
+
+func run(t *testing.T, c *Cmd) *Result {
+	t.Helper()
+	p, err := c.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Wait()
+}
+
+func TestCmdEnds(t *testing.T) {
+	var both bytes.Buffer
+	cases := []struct {
+		name  string
+		cmd   *Cmd
+		check func(*Result) bool
+	}{
+		{"exit status", sh("exit 3"), func(r *Result) bool { return r.ExitCode == 3 && r.Signal == 0 && r.Err == nil }},
+		{"signal", sh("kill -9 $$"), func(r *Result) bool { return r.ExitCode == -1 && r.Signal == syscall.SIGKILL }},
+		{"tails", func() *Cmd {
+			c := sh("printf 'a%.0s' $(seq 100); echo out; echo err >&2")
+			c.StdoutTail, c.StderrTail = 4, 100
+			return c
+		}(), func(r *Result) bool { return string(r.StdoutTail) == "out\n" && string(r.StderrTail) == "err\n" }},
+		{"one writer for both, in order", func() *Cmd {
+			c := sh("echo 1; echo 2 >&2; echo 3")
+			c.Stdout, c.Stderr = &both, &both
+			return c
+		}(), func(*Result) bool { return both.String() == "1\n2\n3\n" }},
+		{"usage", sh("exit 0"), func(r *Result) bool { return r.Usage.Maxrss > 0 && !r.Ended.Before(r.Started) }},
+	}
+	for _, tc := range cases {
+		if r := run(t, tc.cmd); !tc.check(r) {
+			t.Errorf("%s: %+v", tc.name, r)
+		}
+	}
+}
+
+// TestCmdStops: a wall time or Terminate sends SIGTERM, and SIGKILL after
+// the kill delay to a command that ignores it.
+func TestCmdStops(t *testing.T) {
+	c := sh("sleep 100")
+	c.WallTime = 10 * time.Millisecond
+	if r := run(t, c); !r.TimedOut || r.Terminated || r.Signal != syscall.SIGTERM {
+		t.Errorf("wall time: %+v", r)
+	}
+	c = sh("trap '' TERM; echo ready; sleep 100")
+	c.KillDelay = 10 * time.Millisecond
+	ready := make(chan struct{})
+	var once sync.Once
+	c.Stdout = writerFunc(func([]byte) { once.Do(func() { close(ready) }) })
+	p, err := c.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-ready // the trap is set
+	p.Terminate()
+	if r := p.Wait(); !r.Terminated || r.Signal != syscall.SIGKILL {
+		t.Errorf("SIGTERM ignored: %+v", r)
+	}
+}
+
+// TestCmdGroupDies: what the command leaves running in its group dies
+// with it, and Wait does not wait for it to close the pipe.
+func TestCmdGroupDies(t *testing.T) {
+	var out bytes.Buffer
+	c := sh("sleep 100 & echo $!")
+	c.Stdout = &out
+	r := run(t, c)
+	pid, err := strconv.Atoi(strings.TrimSpace(out.String()))
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("%q %+v", out.String(), r)
+	}
+	// SIGKILL was sent to it; it dies as soon as the kernel delivers it
+	// (then, at most a zombie until its new parent reaps it).
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if i := bytes.LastIndexByte(stat, ')'); err != nil || i > 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the background process %d outlived its command: %s", pid, stat)
+		}
+	}
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(b []byte) (int, error) { f(b); return len(b), nil }
+
+func TestTail(t *testing.T) {
+	const size = 4096
+	var all bytes.Buffer
+	tb := NewTail(size)
+	for i := 0; i < 3000; i++ {
+		line := strings.Repeat(string(rune('a'+i%26)), i%7) + "\n"
+		all.WriteString(line)
+		tb.Write([]byte(line))
+	}
+	for _, p := range [][]byte{bytes.Repeat([]byte("Z"), size+10), []byte("end")} {
+		tb.Write(p)
+		all.Write(p)
+	}
+	if want := all.Bytes()[all.Len()-size:]; !bytes.Equal(tb.Bytes(), want) {
+		t.Errorf("tail differs")
+	}
+}
