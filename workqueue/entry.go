@@ -23,15 +23,6 @@ func (f fileRef) flags() int {
 	return 0
 }
 
-type entryState int
-
-const (
-	stateWaiting  entryState = iota // in the scheduler's queue
-	stateRunning                    // attempts are on workers
-	stateFetching                   // the worker reported; outputs coming
-	stateDone                       // delivered, cancelled or failed
-)
-
 // entry is a submitted task as the master's loop tracks it. Fields after
 // the first group are owned by the loop goroutine.
 type entry struct {
@@ -42,12 +33,23 @@ type entry struct {
 	outputs   []fileRef
 	sched     sched.Task
 
-	state      entryState
-	attempts   []*attempt // running: its attempts on workers (a speculative copy makes two)
-	fetching   *attempt   // fetching: the attempt whose outputs are coming
-	fastAborts int
-	forsaken   int // times a worker gave it back
-	think      time.Duration
+	// attempts are its attempts on workers that have not ended: running
+	// (a speculative copy makes two), or whose outputs are coming.
+	attempts []*attempt
+	think    time.Duration
+}
+
+// attemptOn returns e's attempt on w, or nil.
+func (e *entry) attemptOn(w *workerConn) *attempt {
+	if e == nil || w == nil {
+		return nil
+	}
+	for _, a := range e.attempts {
+		if a.worker == w {
+			return a
+		}
+	}
+	return nil
 }
 
 // drop removes a from the attempts running, reporting whether it was one.
@@ -97,6 +99,6 @@ type attempt struct {
 	worker     *workerConn
 	alloc      sched.Resources
 	dispatched time.Time
-	fastAborts int
+	result     *Result      // its outputs are in (loop)
 	sendTime   atomic.Int64 // nanoseconds spent sending inputs and the task
 }

@@ -3,7 +3,6 @@ package workqueue
 import (
 	"fmt"
 	"net"
-	"sort"
 	"time"
 
 	"github.com/rightsize/rightsize/model/capacity"
@@ -55,16 +54,13 @@ type (
 	evForsaken struct{ a *attempt }
 )
 
-// maxForsaken is how often a task may be given back by workers before it
-// fails: our worker gives back the tasks that held a cached input when a
-// task writes to it, which happens once per input and worker.
-const maxForsaken = 5
-
 // tickInterval is how often fast abort and keepalives are checked.
 const tickInterval = 200 * time.Millisecond
 
-// loop owns the scheduler and every entry's state; it is the only
-// goroutine that touches them.
+// loop carries out the scheduler's decisions: it feeds it the events the
+// workers' connections report and does what its actions say. It owns the
+// scheduler and the entries and is the only goroutine that touches them;
+// where a task is in its life is the scheduler's to know (TaskState).
 type loop struct {
 	m        *Master
 	s        *sched.Scheduler
@@ -83,6 +79,7 @@ func newLoop(m *Master) *loop {
 		s: sched.New(sched.Config{
 			FastAbort: m.cfg.FastAbort, Categories: m.cfg.FastAbortCategories, MaxLost: m.cfg.MaxLost,
 			SlowStart: m.cfg.SlowStart, Speculation: m.cfg.Speculation,
+			Keepalive: sched.Keepalive{Interval: m.cfg.KeepaliveInterval, Timeout: m.cfg.KeepaliveTimeout},
 		}),
 		tasks:   map[int]*entry{},
 		workers: map[sched.WorkerID]*workerConn{},
@@ -97,8 +94,10 @@ func (l *loop) run() {
 		case ev := <-l.m.events:
 			l.handle(ev)
 		case now := <-tick.C:
+			for _, w := range l.workers {
+				l.s.Heard(w.id, time.Unix(0, w.lastHeard.Load()))
+			}
 			l.apply(l.s.Tick(now), now)
-			l.keepalive(now)
 		case <-l.m.done:
 			return // each worker connection releases its worker
 		}
@@ -143,13 +142,15 @@ func (l *loop) handle(ev event) {
 	case evFetched:
 		l.fetched(ev.a, ev.r, now)
 	case evInputMissing:
+		// The attempt ended without running: its result is complete
+		// with nothing to fetch.
 		a := ev.a
-		e := a.e
-		if e.state != stateRunning || !e.drop(a) {
-			return
+		acts := l.s.TaskDone(a.e.sched.ID, a.worker.id, false, now)
+		if _, ok := acts[0].(sched.Fetch); ok {
+			acts = append(acts, l.s.Fetched(a.e.sched.ID, a.worker.id, now)...)
+			a.result = &Result{Status: InputMissing, ExitCode: -1, Err: ev.err, Worker: a.worker.addr, Dispatched: a.dispatched}
 		}
-		l.apply(l.s.TaskDone(e.sched.ID, a.worker.id, false, now), now)
-		l.deliver(e, &Result{Status: InputMissing, ExitCode: -1, Err: ev.err, Worker: a.worker.addr, Dispatched: a.dispatched}, now)
+		l.apply(acts[1:], now)
 	case evForsaken:
 		l.forsaken(ev.a, now)
 	}
@@ -166,8 +167,7 @@ func (l *loop) apply(acts []sched.Action, now time.Time) {
 				continue
 			}
 			l.nextWire++
-			at := &attempt{e: e, wire: l.nextWire, worker: w, alloc: a.Alloc, dispatched: now, fastAborts: e.fastAborts}
-			e.state = stateRunning
+			at := &attempt{e: e, wire: l.nextWire, worker: w, alloc: a.Alloc, dispatched: now}
 			e.attempts = append(e.attempts, at)
 			if a.Copy {
 				l.st.SpeculativeCopies++
@@ -180,31 +180,40 @@ func (l *loop) apply(acts []sched.Action, now time.Time) {
 				continue
 			}
 			w := l.workers[a.Worker]
-			for _, at := range e.attempts {
-				if at.worker == w {
-					e.drop(at)
-					w.abort(at)
-					break
-				}
-			}
-			if len(e.attempts) == 0 && e.state == stateRunning {
-				e.state = stateWaiting
+			if at := e.attemptOn(w); at != nil {
+				e.drop(at)
+				w.abort(at)
 			}
 			switch a.Reason {
 			case sched.FastAborted:
-				e.fastAborts = a.Count
 				l.st.FastAborts++
 				l.m.log.Warn("fast abort", "task", e.id, "tag", e.task.Tag, "worker", workerAddr(w), "count", a.Count, "final", a.Final)
-			case sched.Superseded, sched.Yielded:
+			case sched.Superseded, sched.Yielded, sched.Restarted:
 				l.m.log.Debug("attempt aborted", "task", e.id, "worker", workerAddr(w), "reason", a.Reason)
 			}
-		case sched.DropWorker:
+		case sched.Complete:
+			e := l.tasks[int(a.Task)]
+			if at := e.attemptOn(l.workers[a.Worker]); e != nil && at != nil && at.result != nil {
+				at.result.FastAborts = a.FastAborts
+				l.deliver(e, at.result, now)
+			}
+		case sched.Check:
 			if w := l.workers[a.Worker]; w != nil {
+				w.check()
+			}
+		case sched.DropWorker:
+			w := l.workers[a.Worker]
+			if w == nil {
+				continue
+			}
+			if a.Until.IsZero() {
+				l.m.log.Warn("worker dropped", "worker", w.addr, "reason", a.Reason)
+			} else {
 				l.m.log.Warn("worker dropped and its host kept out", "worker", w.addr,
 					"until", a.Until.Format(time.RFC3339), "reason", a.Reason)
-				l.st.WorkersRemoved++
-				w.close()
 			}
+			l.st.WorkersRemoved++
+			w.close()
 		case sched.Warning:
 			l.m.log.Warn(a.Text, "worker", workerAddr(l.workers[a.Worker]))
 		case sched.Fail:
@@ -212,7 +221,11 @@ func (l *loop) apply(acts []sched.Action, now time.Time) {
 			if e == nil {
 				continue
 			}
-			l.deliver(e, &Result{Status: MaxRetries, ExitCode: -1, Err: fmt.Errorf("task %d: %s", e.id, a.Reason)}, now)
+			status := MaxRetries
+			if a.GivenBack {
+				status = Forsaken
+			}
+			l.deliver(e, &Result{Status: status, ExitCode: -1, FastAborts: a.FastAborts, Err: fmt.Errorf("task %d: %s", e.id, a.Reason)}, now)
 		}
 	}
 }
@@ -231,89 +244,52 @@ func (l *loop) workerLeft(w *workerConn, err error, now time.Time) {
 	delete(l.workers, w.id)
 	l.st.WorkersLost++
 	l.m.log.Warn("worker left", "worker", w.addr, "reason", err)
-	acts := l.s.WorkerLeft(w.id, now)
-	// Attempts whose outputs were still coming from it start again.
-	var again []*entry
 	for _, e := range l.tasks {
-		if e.state == stateFetching && e.fetching.worker == w {
-			again = append(again, e)
+		if a := e.attemptOn(w); a != nil {
+			e.drop(a)
 		}
 	}
-	sort.Slice(again, func(i, j int) bool { return again[i].id < again[j].id })
-	for _, e := range again {
-		e.state, e.fetching = stateWaiting, nil
-		acts = append(acts, l.s.Submit(e.sched, now)...)
-	}
-	for _, e := range l.tasks {
-		if e.state != stateRunning {
-			continue
-		}
-		for _, a := range e.attempts {
-			if a.worker == w {
-				e.drop(a)
-				break
-			}
-		}
-		if len(e.attempts) == 0 {
-			e.state = stateWaiting
-		}
-	}
-	l.apply(acts, now)
+	l.apply(l.s.WorkerLeft(w.id, now), now)
 }
 
-// forsaken runs again a task its worker gave back: the task ends on every
-// worker (a speculative copy elsewhere is aborted too, since it holds the
-// same input) and starts again from the queue.
+// forsaken hands the scheduler an attempt its worker gave back.
 func (l *loop) forsaken(a *attempt, now time.Time) {
-	e := a.e
-	if e.state != stateRunning || !e.drop(a) {
-		return
-	}
-	l.apply(l.s.TaskDone(e.sched.ID, a.worker.id, false, now), now)
-	e.forsaken++
-	if e.forsaken > maxForsaken {
-		l.deliver(e, &Result{Status: Forsaken, ExitCode: -1, Worker: a.worker.addr, Dispatched: a.dispatched,
-			Err: fmt.Errorf("task %d: given back by its workers %d times", e.id, e.forsaken)}, now)
-		return
-	}
-	e.state = stateWaiting
-	l.apply(l.s.Submit(e.sched, now), now)
+	a.e.drop(a)
+	l.apply(l.s.GivenBack(a.e.sched.ID, a.worker.id, now), now)
 }
 
-// reported takes the result of the first attempt of a task to report and
-// fetches its outputs; the scheduler aborts the task's other attempt.
-// Reports that come after it (a speculative copy that finished too) are
-// discarded: only one attempt writes the task's output files. A report from
-// an attempt aborted a moment ago, while it was finishing, is taken too.
+// reported hands the scheduler an attempt's report: if it takes it
+// (sched.Fetch), the outputs are fetched before the worker gets its next
+// task; if not (sched.Discard), the worker is told to forget it.
 func (l *loop) reported(a *attempt, ok bool, j *fetchJob, now time.Time) {
 	start := time.Now()
 	e := a.e
-	if e.state == stateDone || e.state == stateFetching {
+	acts := l.s.TaskDone(e.sched.ID, a.worker.id, ok, now)
+	if _, take := acts[0].(sched.Fetch); !take {
 		a.worker.discard(a)
 		return
 	}
-	e.drop(a)
-	e.state, e.fetching = stateFetching, a
-	acts := l.s.TaskDone(e.sched.ID, a.worker.id, ok, now)
-	// The outputs are asked for before the worker gets its next task.
+	if e.attemptOn(a.worker) == nil {
+		// An aborted attempt whose report crossed the abort: it is the
+		// one whose outputs come.
+		e.attempts = append(e.attempts, a)
+	}
 	a.worker.fetch(j)
-	l.apply(acts, now)
+	l.apply(acts[1:], now)
 	e.think += time.Since(start)
 }
 
+// fetched hands the scheduler the outputs of an attempt; the task is
+// complete if they are the ones it waits for.
 func (l *loop) fetched(a *attempt, r *Result, now time.Time) {
-	e := a.e
-	if e.state != stateFetching || e.fetching != a {
-		return
-	}
-	l.deliver(e, r, now)
+	a.result = r
+	l.apply(l.s.Fetched(a.e.sched.ID, a.worker.id, now), now)
 }
 
 // deliver completes an entry and hands its result to Wait.
 func (l *loop) deliver(e *entry, r *Result, now time.Time) {
 	start := time.Now()
 	r.ID, r.Tag, r.Task, r.Submitted, r.Finished = e.id, e.task.Tag, e.task, e.submitted, now
-	r.FastAborts = e.fastAborts
 	l.finish(e)
 	l.st.TasksComplete++
 	if !r.OK() {
@@ -332,24 +308,7 @@ func (l *loop) deliver(e *entry, r *Result, now time.Time) {
 }
 
 func (l *loop) finish(e *entry) {
-	e.state = stateDone
 	delete(l.tasks, e.id)
-}
-
-// keepalive asks silent workers whether they live, and drops those that
-// do not answer.
-func (l *loop) keepalive(now time.Time) {
-	for _, w := range l.workers {
-		silent := now.Sub(time.Unix(0, w.lastHeard.Load()))
-		switch {
-		case silent > l.m.cfg.KeepaliveInterval+l.m.cfg.KeepaliveTimeout:
-			l.m.log.Warn("worker did not answer keepalive", "worker", w.addr, "silent", silent.Round(time.Second))
-			w.close()
-		case silent > l.m.cfg.KeepaliveInterval && now.Sub(w.checkSent) > l.m.cfg.KeepaliveTimeout:
-			w.checkSent = now
-			w.check()
-		}
-	}
 }
 
 func (l *loop) stats() Stats {
@@ -358,12 +317,7 @@ func (l *loop) stats() Stats {
 	st.Project = l.m.cfg.Project
 	st.Started = l.m.started
 	c := l.s.Counts()
-	st.TasksWaiting, st.TasksRunning, st.WorkersConnected = c.Waiting, c.Running, c.Workers
-	for _, e := range l.tasks {
-		if e.state == stateFetching {
-			st.TasksRunning++
-		}
-	}
+	st.TasksWaiting, st.TasksRunning, st.WorkersConnected = c.Waiting, c.Running+c.Fetching, c.Workers
 	st.CoresTotal, st.CoresInUse = c.Total.Cores, c.Used.Cores
 	st.MemoryTotal, st.MemoryInUse = c.Total.MemoryMB, c.Used.MemoryMB
 	st.DiskTotal, st.DiskInUse = c.Total.DiskMB, c.Used.DiskMB

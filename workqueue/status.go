@@ -91,16 +91,13 @@ func (l *loop) status(kind string, now time.Time) []byte {
 			e := l.tasks[id]
 			r := catalog.Record{
 				"taskid": e.id, "command": e.task.Command, "category": category(e.task), "tag": e.task.Tag,
-				"state": []string{"waiting", "running", "waiting_retrieval", "done"}[e.state],
+				"state": []string{"done", "waiting", "running", "waiting_retrieval"}[l.s.TaskState(e.sched.ID)],
 				"cores": e.task.Resources.Cores, "memory": e.task.Resources.MemoryMB,
 				"disk": e.task.Resources.DiskMB, "gpus": e.task.Resources.GPUs, "priority": "0",
 				"time_when_submitted": e.submitted.UnixMicro(), "current_time": now.UnixMicro(),
 			}
-			a := e.fetching
-			if n := len(e.attempts); a == nil && n > 0 {
-				a = e.attempts[n-1]
-			}
-			if a != nil {
+			if n := len(e.attempts); n > 0 {
+				a := e.attempts[n-1]
 				r["host"] = a.worker.hello.Host
 				r["address_port"] = a.worker.addr
 				r["time_when_commit_start"] = a.dispatched.UnixMicro()

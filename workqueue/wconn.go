@@ -50,7 +50,6 @@ type workerConn struct {
 	bytesSent     atomic.Int64
 	bytesReceived atomic.Int64
 	completed     atomic.Int64
-	checkSent     time.Time // owned by the loop
 }
 
 // stamp identifies the version of a file in a worker's cache.

@@ -7,11 +7,17 @@
 // event returns the Actions to carry out. The same code therefore runs in
 // the master and in deterministic tests, and can run in a simulator.
 //
+// Every decision of a task's life is made here: where an attempt runs,
+// which of two reports wins (the other is discarded), when a task's
+// outputs are fetched and when it is complete, what happens to it when a
+// worker gives it back or leaves while its outputs are coming, and when a
+// silent worker is asked whether it lives (keepalive) or given up. Each
+// abort carries its reason.
+//
 // It does not move files, talk to workers, or keep results; it knows tasks
 // and workers only by their IDs, resources and cached inputs. It does not
-// watch whether workers answer (the master's keepalive does) nor believe
-// what they announce beyond their resources: a worker holds tasks in
-// proportion to the results it has returned (Config.SlowStart).
+// believe what workers announce beyond their resources: a worker holds
+// tasks in proportion to the results it has returned (Config.SlowStart).
 //
 // Its fast-abort policy (FastAbort, Limit, Stats) is also the distributed
 // master's, for batch jobs.
@@ -100,10 +106,36 @@ type Config struct {
 	// Speculation configures copies of overdue tasks on idle workers (on
 	// by default).
 	Speculation Speculation
+	// Keepalive says when silent workers are asked whether they live and
+	// when they are given up.
+	Keepalive Keepalive
+	// MaxGivenBack is how often workers may give a task back (Work Queue's
+	// FORSAKEN) before it fails (default 5): our worker gives back the
+	// tasks that held a cached input when a task writes to it, which
+	// happens once per input and worker.
+	MaxGivenBack lifecycle.Retries
+}
+
+// Keepalive configures the checks of silent workers: a worker not heard
+// from for Interval (default 120 s) is asked whether it lives, again every
+// Timeout (default 30 s), and dropped when silent for Interval+Timeout. A
+// negative Interval turns the checks off.
+type Keepalive struct {
+	Interval, Timeout time.Duration
+}
+
+func (k Keepalive) withDefaults() Keepalive {
+	if k.Interval == 0 {
+		k.Interval = 120 * time.Second
+	}
+	if k.Timeout <= 0 {
+		k.Timeout = 30 * time.Second
+	}
+	return k
 }
 
 // Action is something the master must do. Its concrete types are Dispatch,
-// Abort, DropWorker, Fail and Warning.
+// Abort, Fetch, Discard, Complete, Check, DropWorker, Fail and Warning.
 type Action interface{ action() }
 
 // Dispatch sends a task to a worker with the resources allocated to it.
@@ -130,9 +162,12 @@ const (
 	// Yielded: a speculative copy gave its place to a waiting task; the
 	// task runs on in its first attempt.
 	Yielded
+	// Restarted: another attempt of the task was given back by its
+	// worker; the task starts again from the queue.
+	Restarted
 )
 
-var abortReasons = [...]string{"cancelled", "fast abort", "superseded", "yielded to a waiting task"}
+var abortReasons = [...]string{"cancelled", "fast abort", "superseded", "yielded to a waiting task", "restarted"}
 
 func (r AbortReason) String() string { return abortReasons[r] }
 
@@ -147,18 +182,51 @@ type Abort struct {
 	Reason AbortReason
 }
 
-// DropWorker disconnects a worker; its address is refused until Until.
-// Its tasks are already back in the queue.
+// Fetch asks a worker for the outputs of the task it reported; Fetched
+// says when they are in. It is the first action TaskDone returns when it
+// takes a report, and the master asks for the outputs before it sends the
+// worker anything else.
+type Fetch struct {
+	Task   TaskID
+	Worker WorkerID
+}
+
+// Discard drops a report that came too late: the task's result was taken
+// from another attempt, or the task was cancelled. It is the only action
+// TaskDone returns for such a report.
+type Discard struct {
+	Task   TaskID
+	Worker WorkerID
+}
+
+// Complete ends a task: its result is the one fetched from Worker.
+// FastAborts is how many times it was fast-aborted.
+type Complete struct {
+	Task       TaskID
+	Worker     WorkerID
+	FastAborts int
+}
+
+// Check asks a silent worker whether it lives (see Keepalive).
+type Check struct {
+	Worker WorkerID
+}
+
+// DropWorker disconnects a worker; its host is refused until Until (the
+// zero time: not refused). Its tasks are already back in the queue.
 type DropWorker struct {
 	Worker WorkerID
 	Until  time.Time
 	Reason string
 }
 
-// Fail ends a task without a result (it lost its worker too often).
+// Fail ends a task without a result: it lost its worker too often, or
+// (GivenBack) workers gave it back too often.
 type Fail struct {
-	Task   TaskID
-	Reason string
+	Task       TaskID
+	Reason     string
+	GivenBack  bool
+	FastAborts int
 }
 
 // Warning is something about a worker that the user should hear of
@@ -170,6 +238,10 @@ type Warning struct {
 
 func (Dispatch) action()   {}
 func (Abort) action()      {}
+func (Fetch) action()      {}
+func (Discard) action()    {}
+func (Complete) action()   {}
+func (Check) action()      {}
 func (DropWorker) action() {}
 func (Fail) action()       {}
 func (Warning) action()    {}
@@ -184,11 +256,17 @@ type run struct {
 
 type task struct {
 	Task
-	runs   []*run // its attempts on workers; none while it waits
-	aborts int
-	lost   int
-	avoid  map[WorkerID]bool // workers it was fast-aborted on
+	runs      []*run // its attempts on workers; none while it waits
+	fetching  bool   // its outputs are coming from fetchFrom
+	fetchFrom WorkerID
+	aborts    int
+	lost      int
+	givenBack int
+	avoid     map[WorkerID]bool // workers it was fast-aborted on
 }
+
+// waiting reports whether t is in the queue: neither running nor fetched.
+func (t *task) waiting() bool { return len(t.runs) == 0 && !t.fetching }
 
 func (t *task) runOn(w WorkerID) *run {
 	for _, r := range t.runs {
@@ -206,6 +284,9 @@ type worker struct {
 	used    Resources
 	cached  map[string]bool
 	tasks   map[TaskID]bool // tasks with an attempt here
+	fetches map[TaskID]bool // tasks whose outputs it is sending
+	heard   time.Time       // when it was last heard from
+	checked time.Time       // when it was last asked whether it lives
 	alarm   bool            // a task of its was fast-aborted
 	speed   float64         // sum over finished tasks of time / category mean
 	samples int
@@ -239,6 +320,7 @@ func New(cfg Config) *Scheduler {
 		cfg.SlowStart = 4
 	}
 	cfg.Speculation = cfg.Speculation.withDefaults()
+	cfg.Keepalive = cfg.Keepalive.withDefaults()
 	return &Scheduler{
 		cfg:     cfg,
 		tasks:   map[TaskID]*task{},
@@ -284,7 +366,8 @@ func (s *Scheduler) WorkerJoined(id WorkerID, host string, total Resources, now 
 			until.Format(time.RFC3339) + ", but no other worker is connected: let in"})
 	}
 	delete(s.blocked, host)
-	s.workers[id] = &worker{id: id, host: host, total: total, cached: map[string]bool{}, tasks: map[TaskID]bool{}}
+	s.workers[id] = &worker{id: id, host: host, total: total, heard: now,
+		cached: map[string]bool{}, tasks: map[TaskID]bool{}, fetches: map[TaskID]bool{}}
 	i := sort.Search(len(s.order), func(i int) bool { return s.order[i] >= id })
 	s.order = append(s.order, 0)
 	copy(s.order[i+1:], s.order[i:])
@@ -310,6 +393,11 @@ func (s *Scheduler) removeWorker(id WorkerID, acts []Action) []Action {
 	for tid := range w.tasks {
 		held = append(held, tid)
 	}
+	// A task whose outputs it was sending has no result after all.
+	for tid := range w.fetches {
+		held = append(held, tid)
+		s.tasks[tid].fetching = false
+	}
 	sort.Slice(held, func(i, j int) bool { return held[i] < held[j] })
 	var requeue []TaskID
 	for _, tid := range held {
@@ -321,7 +409,7 @@ func (s *Scheduler) removeWorker(id WorkerID, acts []Action) []Action {
 		t.lost++
 		if t.lost > s.cfg.MaxLost.Limit(5) {
 			delete(s.tasks, tid)
-			acts = append(acts, Fail{Task: tid, Reason: "lost its worker too many times"})
+			acts = append(acts, Fail{Task: tid, Reason: "lost its worker too many times", FastAborts: t.aborts})
 			continue
 		}
 		requeue = append(requeue, tid)
@@ -332,18 +420,24 @@ func (s *Scheduler) removeWorker(id WorkerID, acts []Action) []Action {
 
 // TaskDone records that the attempt of a task on worker w reported, ok
 // meaning success (its time then counts towards its category's
-// statistics). The first report wins: the task's other attempt, if any, is
-// aborted (Superseded), and a later report of the same task is unknown
-// here. A report from an attempt aborted earlier (a fast abort that
-// crossed the result on the wire) is taken as well, and stops the task's
-// current attempts. Every report lets w hold one more task (SlowStart).
+// statistics). The first report wins: TaskDone returns Fetch for it, aborts
+// the task's other attempt, if any (Superseded), and the task waits for its
+// outputs (Fetched). A later report of the same task, or one of a task
+// cancelled or unknown, gets Discard and nothing else. A report from an
+// attempt aborted earlier (a fast abort that crossed the result on the
+// wire) is taken as well, and stops the task's current attempts. Every
+// report lets w hold one more task (SlowStart).
 func (s *Scheduler) TaskDone(id TaskID, w WorkerID, ok bool, now time.Time) []Action {
-	t, found := s.tasks[id]
-	if !found {
-		return nil
+	wk := s.workers[w]
+	if wk != nil {
+		wk.results++
+		wk.heard = laterOf(wk.heard, now)
 	}
-	delete(s.tasks, id)
-	var acts []Action
+	t, found := s.tasks[id]
+	if !found || t.fetching {
+		return []Action{Discard{Task: id, Worker: w}}
+	}
+	acts := []Action{Fetch{Task: id, Worker: w}}
 	won := t.runOn(w)
 	for len(t.runs) > 0 {
 		r := t.runs[0]
@@ -352,9 +446,9 @@ func (s *Scheduler) TaskDone(id TaskID, w WorkerID, ok bool, now time.Time) []Ac
 		}
 		s.stop(t, r)
 	}
-	wk := s.workers[w]
+	t.fetching, t.fetchFrom = true, w
 	if wk != nil {
-		wk.results++
+		wk.fetches[id] = true
 	}
 	if ok && won != nil {
 		secs := now.Sub(won.started).Seconds()
@@ -375,6 +469,71 @@ func (s *Scheduler) TaskDone(id TaskID, w WorkerID, ok bool, now time.Time) []Ac
 	return s.dispatch(acts, now)
 }
 
+// Fetched records that the outputs of task id came from worker w. It
+// returns Complete if they are the result TaskDone took, and nothing if
+// not (the task was cancelled, or w left and the task went back to the
+// queue): such outputs are not the task's result.
+func (s *Scheduler) Fetched(id TaskID, w WorkerID, now time.Time) []Action {
+	t, ok := s.tasks[id]
+	if !ok || !t.fetching || t.fetchFrom != w {
+		return nil
+	}
+	delete(s.tasks, id)
+	if wk := s.workers[w]; wk != nil {
+		delete(wk.fetches, id)
+		wk.heard = laterOf(wk.heard, now)
+	}
+	return []Action{Complete{Task: id, Worker: w, FastAborts: t.aborts}}
+}
+
+// GivenBack records that worker w gave back its attempt of task id without
+// a result (Work Queue's FORSAKEN: a cached input it needs changed). The
+// task's other attempt, which holds the same input, is aborted
+// (Restarted), and the task starts again from the back of the queue; after
+// Config.MaxGivenBack times it fails. A task not running on w is ignored.
+func (s *Scheduler) GivenBack(id TaskID, w WorkerID, now time.Time) []Action {
+	t, ok := s.tasks[id]
+	if !ok || t.runOn(w) == nil {
+		return nil
+	}
+	if wk := s.workers[w]; wk != nil {
+		wk.results++
+		wk.heard = laterOf(wk.heard, now)
+	}
+	var acts []Action
+	for len(t.runs) > 0 {
+		r := t.runs[0]
+		if r.worker != w {
+			acts = append(acts, Abort{Task: id, Worker: r.worker, Count: t.aborts, Reason: Restarted})
+		}
+		s.stop(t, r)
+	}
+	t.givenBack++
+	if limit := s.cfg.MaxGivenBack.Limit(5); t.givenBack > limit {
+		delete(s.tasks, id)
+		acts = append(acts, Fail{Task: id, GivenBack: true, FastAborts: t.aborts,
+			Reason: fmt.Sprintf("given back by its workers %d times", t.givenBack)})
+		return s.dispatch(acts, now)
+	}
+	s.queue = append(s.queue, id)
+	return s.dispatch(acts, now)
+}
+
+// Heard records that worker id was heard from at time at (see Keepalive);
+// its reports count as heard already.
+func (s *Scheduler) Heard(id WorkerID, at time.Time) {
+	if w, ok := s.workers[id]; ok {
+		w.heard = laterOf(w.heard, at)
+	}
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
 // Cancel removes a task, waiting or running. For each of its attempts it
 // returns an Abort so that the master kills it; the task is not re-queued.
 func (s *Scheduler) Cancel(id TaskID, now time.Time) []Action {
@@ -383,6 +542,11 @@ func (s *Scheduler) Cancel(id TaskID, now time.Time) []Action {
 		return nil
 	}
 	delete(s.tasks, id)
+	if t.fetching {
+		if w := s.workers[t.fetchFrom]; w != nil {
+			delete(w.fetches, id)
+		}
+	}
 	if len(t.runs) == 0 {
 		return nil // its queue entry is skipped
 	}
@@ -395,16 +559,42 @@ func (s *Scheduler) Cancel(id TaskID, now time.Time) []Action {
 	return s.dispatch(acts, now)
 }
 
-// Tick checks running attempts against fast abort at time now, then gives
-// idle room to copies of overdue tasks (see Speculation).
+// Tick checks silent workers (Keepalive) and running attempts against fast
+// abort at time now, then gives idle room to copies of overdue tasks (see
+// Speculation).
 func (s *Scheduler) Tick(now time.Time) []Action {
-	acts := s.fastAborts(now)
+	acts := s.keepalive(now)
+	acts = append(acts, s.fastAborts(now)...)
 	if len(acts) > 0 {
 		acts = s.dispatch(acts, now)
 	}
 	acts = s.speculate(acts, now)
 	if len(acts) == 0 {
 		return nil
+	}
+	return acts
+}
+
+// keepalive asks workers silent for Keepalive.Interval whether they live,
+// once every Keepalive.Timeout, and drops those silent for longer than
+// both.
+func (s *Scheduler) keepalive(now time.Time) []Action {
+	k := s.cfg.Keepalive
+	if k.Interval < 0 {
+		return nil
+	}
+	var acts []Action
+	for _, id := range append([]WorkerID(nil), s.order...) {
+		w := s.workers[id]
+		silent := now.Sub(w.heard)
+		switch {
+		case silent > k.Interval+k.Timeout:
+			acts = append(acts, DropWorker{Worker: id, Reason: fmt.Sprintf("did not answer keepalive: silent for %v", silent.Round(time.Second))})
+			acts = s.removeWorker(id, acts)
+		case silent > k.Interval && now.Sub(w.checked) > k.Timeout:
+			w.checked = now
+			acts = append(acts, Check{Worker: id})
+		}
 	}
 	return acts
 }
@@ -594,7 +784,7 @@ func (s *Scheduler) dispatch(acts []Action, now time.Time) []Action {
 			break
 		}
 		t, ok := s.tasks[id]
-		if !ok || len(t.runs) > 0 {
+		if !ok || !t.waiting() {
 			continue // cancelled, or a stale duplicate entry
 		}
 		best, alloc := s.choose(t, false)
@@ -735,8 +925,9 @@ func less(a, b [3]float64) bool {
 // Counts is a snapshot of the queue.
 type Counts struct {
 	// Running counts tasks with an attempt on a worker (a task and its
-	// speculative copy count once); Copies the copies among the attempts.
-	Waiting, Running, Workers, Copies int
+	// speculative copy count once); Fetching, those whose outputs are
+	// coming; Copies the copies among the attempts.
+	Waiting, Running, Fetching, Workers, Copies int
 	// Used and Total are summed over the connected workers.
 	Used, Total Resources
 }
@@ -745,9 +936,12 @@ type Counts struct {
 func (s *Scheduler) Counts() Counts {
 	c := Counts{Workers: len(s.workers), Copies: s.copies}
 	for _, t := range s.tasks {
-		if len(t.runs) > 0 {
+		switch {
+		case t.fetching:
+			c.Fetching++
+		case len(t.runs) > 0:
 			c.Running++
-		} else {
+		default:
 			c.Waiting++
 		}
 	}
@@ -756,6 +950,30 @@ func (s *Scheduler) Counts() Counts {
 		c.Total = c.Total.add(w.total, 1)
 	}
 	return c
+}
+
+// State is where a task is in its life.
+type State int
+
+const (
+	Unknown  State = iota // finished, cancelled, failed or never submitted
+	Waiting               // in the queue
+	Running               // on one worker or more
+	Fetching              // its outputs are coming
+)
+
+// TaskState returns the state of task id.
+func (s *Scheduler) TaskState(id TaskID) State {
+	t, ok := s.tasks[id]
+	switch {
+	case !ok:
+		return Unknown
+	case t.fetching:
+		return Fetching
+	case len(t.runs) > 0:
+		return Running
+	}
+	return Waiting
 }
 
 // WorkerLoad reports a worker's resources in use and in total, and how many

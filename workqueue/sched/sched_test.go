@@ -144,11 +144,12 @@ func finishTen(s *Scheduler, c string, w WorkerID, base TaskID) {
 	for i := TaskID(0); i < 10; i++ {
 		s.Submit(Task{ID: base + i, Category: c}, t0)
 		s.TaskDone(base+i, w, true, at(1))
+		s.Fetched(base+i, w, at(1))
 	}
 }
 
 func TestFastAbort(t *testing.T) {
-	s := New(Config{FastAbort: FastAbort{Multiplier: 3, MaxAborts: 2, BlockFor: time.Minute}})
+	s := New(Config{FastAbort: FastAbort{Multiplier: 3, MaxAborts: 2, BlockFor: time.Minute}, Keepalive: Keepalive{Interval: -1}})
 	s.WorkerJoined(1, "slow", Resources{Cores: 1}, t0)
 	finishTen(s, "c", 1, 100)
 	s.WorkerJoined(2, "fast", Resources{Cores: 1}, t0)
@@ -219,13 +220,24 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 			acts = s.WorkerLeft(s.order[rng.Intn(len(s.order))], now)
 		case r < 8:
 			for id, t := range s.tasks {
-				if len(t.runs) > 0 {
+				switch {
+				case t.fetching:
+					acts = s.Fetched(id, t.fetchFrom, now)
+				case len(t.runs) > 0 && rng.Intn(10) == 0:
+					acts = s.GivenBack(id, t.runs[rng.Intn(len(t.runs))].worker, now)
+				case len(t.runs) > 0:
 					acts = s.TaskDone(id, t.runs[rng.Intn(len(t.runs))].worker, rng.Intn(5) > 0, now)
-					delete(live, id)
-					break
+				default:
+					continue
 				}
+				break
 			}
 		case r < 9:
+			for id := range s.workers {
+				if rng.Intn(2) == 0 {
+					s.Heard(id, now)
+				}
+			}
 			acts = s.Tick(now)
 		default:
 			id := TaskID(rng.Intn(int(next)) + 1)
@@ -233,8 +245,11 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 			delete(live, id)
 		}
 		for _, a := range acts {
-			if f, ok := a.(Fail); ok {
-				delete(live, f.Task)
+			switch a := a.(type) {
+			case Fail:
+				delete(live, a.Task)
+			case Complete:
+				delete(live, a.Task)
 			}
 		}
 		copies := 0
@@ -255,6 +270,9 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 			}
 		}
 		for id, tk := range s.tasks {
+			if tk.fetching && (len(tk.runs) > 0 || !s.workers[tk.fetchFrom].fetches[id]) {
+				t.Fatalf("step %d: task %d is fetched from %d but runs %+v or is not listed there", step, id, tk.fetchFrom, tk.runs)
+			}
 			if len(tk.runs) > 2 || len(tk.runs) == 2 && tk.runs[0].copy == tk.runs[1].copy || len(tk.runs) == 1 && tk.runs[0].copy {
 				t.Fatalf("step %d: task %d has attempts %+v", step, id, tk.runs)
 			}

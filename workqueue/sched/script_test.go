@@ -14,7 +14,8 @@ import (
 // ones, written as short strings (see show).
 
 // show writes actions as "run T@W", "copy T@W", "abort T@W REASON" (with
-// "#N" and "final" for fast aborts), "drop W", "warn W" and "fail T".
+// "#N" and "final" for fast aborts), "fetch T@W", "discard T@W",
+// "complete T@W", "check W", "drop W", "warn W" and "fail T".
 func show(acts []Action) string {
 	var out []string
 	for _, a := range acts {
@@ -34,6 +35,14 @@ func show(acts []Action) string {
 				}
 			}
 			out = append(out, s)
+		case Fetch:
+			out = append(out, fmt.Sprintf("fetch %d@%d", a.Task, a.Worker))
+		case Discard:
+			out = append(out, fmt.Sprintf("discard %d@%d", a.Task, a.Worker))
+		case Complete:
+			out = append(out, fmt.Sprintf("complete %d@%d", a.Task, a.Worker))
+		case Check:
+			out = append(out, fmt.Sprintf("check %d", a.Worker))
 		case DropWorker:
 			out = append(out, fmt.Sprintf("drop %d", a.Worker))
 		case Warning:
@@ -51,8 +60,13 @@ func show(acts []Action) string {
 //	join W HOST CORES  a worker joins
 //	leave W            it leaves
 //	submit T [CAT]     a task is submitted
-//	done T W           its attempt on W reports success; "failed T W": failure
+//	report T W         its attempt on W reports success; "fails T W": failure
+//	fetched T W        the outputs it reported are in
+//	done T W           report then fetched, showing neither fetch nor
+//	                   complete; "failed T W": failure
+//	back T W           W gives its attempt back
 //	cancel T           it is cancelled
+//	heard W            W is heard from
 //	tick               time passes
 //	warm W N [CAT]     N one-second tasks run and succeed on W (setup: the
 //	                   actions are not checked)
@@ -87,8 +101,19 @@ func runScript(t *testing.T, cfg Config, steps []step) *Scheduler {
 			acts = s.WorkerLeft(WorkerID(arg(1)), now)
 		case "submit":
 			acts = s.Submit(Task{ID: TaskID(arg(1)), Category: opt(2)}, now)
+		case "report", "fails":
+			acts = s.TaskDone(TaskID(arg(1)), WorkerID(arg(2)), f[0] == "report", now)
+		case "fetched":
+			acts = s.Fetched(TaskID(arg(1)), WorkerID(arg(2)), now)
 		case "done", "failed":
 			acts = s.TaskDone(TaskID(arg(1)), WorkerID(arg(2)), f[0] == "done", now)
+			if _, ok := acts[0].(Fetch); ok {
+				acts = append(acts[1:], s.Fetched(TaskID(arg(1)), WorkerID(arg(2)), now)[1:]...)
+			}
+		case "back":
+			acts = s.GivenBack(TaskID(arg(1)), WorkerID(arg(2)), now)
+		case "heard":
+			s.Heard(WorkerID(arg(1)), now)
 		case "cancel":
 			acts = s.Cancel(TaskID(arg(1)), now)
 		case "tick":
@@ -120,6 +145,7 @@ func warm(s *Scheduler, w WorkerID, n int, cat string, now time.Time) {
 		s.start(tk, wk, need(tk, wk), now, false)
 		now = now.Add(time.Second)
 		s.TaskDone(id, w, true, now)
+		s.Fetched(id, w, now)
 	}
 }
 
@@ -156,7 +182,7 @@ func TestScripts(t *testing.T) {
 			{2.1, "tick", "copy 1@2"},
 			{2.5, "tick", ""}, // one copy per task
 			{2.6, "done 1 2", "abort 1@1 superseded"},
-			{2.7, "done 1 1", ""}, // the loser's late report is unknown
+			{2.7, "done 1 1", "discard 1@1"}, // the loser's late report
 		}},
 		{"the original may win too", Config{}, []step{
 			{0, "join 1 a 1", ""},
@@ -189,7 +215,9 @@ func TestScripts(t *testing.T) {
 			{0, "submit 1", "run 1@1"},
 			{2.1, "tick", "copy 1@2"},
 			{2.2, "submit 2", "abort 1@2 yielded, run 2@2"},
-			{3, "done 1 1", ""},
+			{3, "report 1 1", "fetch 1@1"},
+			{3, "done 2 2", ""},
+			{3.1, "fetched 1 1", "complete 1@1"},
 		}},
 		{"a copy whose original's worker left is the task's attempt, and yields no more", Config{}, []step{
 			{0, "join 1 a 1", ""},
@@ -251,6 +279,66 @@ func TestScripts(t *testing.T) {
 			{2.5, "tick", "abort 1@1 fast #1, abort 2@1 fast #1, drop 1, run 1@2"},
 			{63, "join 3 bad 2", "run 2@3"},
 		}},
+		{"a report while another's outputs come is discarded; the outputs complete the task", Config{}, []step{
+			{0, "join 1 a 1", ""},
+			{0, "join 2 b 1", ""},
+			{-10, "warm 2 3", ""},
+			{0, "submit 1", "run 1@1"},
+			{2.1, "tick", "copy 1@2"},
+			{2.2, "report 1 2", "fetch 1@2, abort 1@1 superseded"},
+			{2.3, "report 1 1", "discard 1@1"},
+			{2.4, "fetched 1 1", ""}, // not the outputs taken
+			{2.5, "fetched 1 2", "complete 1@2"},
+			{2.6, "fetched 1 2", ""},
+		}},
+		{"a worker lost while its outputs come: the task runs again elsewhere", Config{}, []step{
+			{0, "join 1 a 1", ""},
+			{0, "join 2 b 1", ""},
+			{0, "submit 1", "run 1@1"},
+			{1, "report 1 1", "fetch 1@1"},
+			{1.5, "leave 1", "run 1@2"},
+			{1.6, "fetched 1 1", ""},
+			{3, "done 1 2", ""},
+		}},
+		{"a task lost while fetched counts towards MaxLost", Config{MaxLost: 1}, []step{
+			{0, "join 1 a 1", ""},
+			{0, "submit 1", "run 1@1"},
+			{1, "report 1 1", "fetch 1@1"},
+			{1.5, "leave 1", ""},
+			{2, "join 2 b 1", "run 1@2"},
+			{3, "leave 2", "fail 1"},
+		}},
+		{"a task given back starts again, its copy aborted; the sixth time it fails", Config{}, []step{
+			{0, "join 1 a 1", ""},
+			{0, "join 2 b 1", ""},
+			{-10, "warm 2 3", ""},
+			{0, "submit 1", "run 1@1"},
+			{2.1, "tick", "copy 1@2"},
+			{2.2, "back 1 2", "abort 1@1 restarted, run 1@1"},
+			{2.3, "back 1 2", ""}, // not running there
+			{2.4, "back 1 1", "run 1@1"},
+			{2.5, "back 1 1", "run 1@1"},
+			{2.6, "back 1 1", "run 1@1"},
+			{2.7, "back 1 1", "run 1@1"},
+			{2.8, "back 1 1", "fail 1"},
+		}},
+		{"keepalive: a silent worker is checked, then dropped with its tasks requeued", Config{Keepalive: Keepalive{Interval: 10 * time.Second, Timeout: 5 * time.Second}}, []step{
+			{0, "join 1 a 2", ""},
+			{0, "join 2 b 1", ""},
+			{0, "submit 1", "run 1@1"},
+			{0, "submit 2", "run 2@2"},
+			{9, "heard 2", ""},
+			{10.5, "tick", "check 1"},
+			{12, "tick", ""},    // asked a moment ago
+			{14, "heard 1", ""}, // it answered
+			{20, "tick", "check 2"},
+			{23.9, "tick", ""},
+			{24.1, "tick", "check 1, drop 2, run 2@1"}, // 2 silent for 15.1 s
+		}},
+		{"keepalive off", Config{Keepalive: Keepalive{Interval: -1}}, []step{
+			{0, "join 1 a 1", ""},
+			{1000, "tick", ""},
+		}},
 		{"cancel aborts every attempt", Config{}, []step{
 			{0, "join 1 a 1", ""},
 			{0, "join 2 b 1", ""},
@@ -311,6 +399,8 @@ func (m *sim) apply(acts []Action) {
 			}
 		case Warning:
 			m.warns++
+		case Complete:
+			m.done[a.Task] = m.now
 		case Fail:
 			m.t.Fatalf("task %d failed: %s", a.Task, a.Reason)
 		}
@@ -349,14 +439,18 @@ func (m *sim) run(limit float64) float64 {
 			k := keys[0]
 			m.now = m.ends[k]
 			delete(m.ends, k)
-			if _, known := m.s.tasks[k.t]; known {
-				m.done[k.t] = m.now
+			acts := m.s.TaskDone(k.t, k.w, true, at(m.now))
+			if _, ok := acts[0].(Fetch); ok {
+				acts = append(acts, m.s.Fetched(k.t, k.w, at(m.now))...)
 			}
-			m.apply(m.s.TaskDone(k.t, k.w, true, at(m.now)))
+			m.apply(acts)
 			continue
 		}
 		m.now = nextTick
 		nextTick += m.tick
+		for id := range m.s.workers {
+			m.s.Heard(id, at(m.now)) // they answer
+		}
 		m.apply(m.s.Tick(at(m.now)))
 	}
 	return m.now
