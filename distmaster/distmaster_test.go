@@ -244,8 +244,8 @@ exit 1`)
 	if !errors.As(err, &refused) || !strings.Contains(err.Error(), "Unable to contact slurm controller") {
 		t.Fatalf("err = %v, want a *RefusedError with sbatch's message", err)
 	}
-	if b, _ := os.ReadFile(calls); strings.Count(string(b), "call") != maxRefusedInARow {
-		t.Errorf("sbatch was run %d times for 9 blocks, want %d", strings.Count(string(b), "call"), maxRefusedInARow)
+	if b, _ := os.ReadFile(calls); strings.Count(string(b), "call") != 3 {
+		t.Errorf("sbatch was run %d times for 9 blocks, want 3 (TrackerConfig.MaxRefused)", strings.Count(string(b), "call"))
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -214,10 +213,6 @@ type loopStats struct {
 	MeanJob time.Duration
 }
 
-// maxRefusedInARow is how many submissions in a row the batch system may
-// refuse before a run stops.
-const maxRefusedInARow = 3
-
 // RefusedError is the error of a run stopped because the batch system
 // refused every job submitted to it: Refused submissions in a row, the last
 // with Err. What finished before is kept in the checkpoint.
@@ -248,7 +243,6 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	}
 	jobs := map[string]jobInfo{}
 	var failures []*BlockError
-	refusedInARow := 0 // submissions, with none accepted in between
 	d := cfg.Driver
 	defer func() {
 		// Whatever still runs is no longer wanted: removed without waiting.
@@ -294,22 +288,13 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				// One refusal may be the job's; several in a row, with
-				// every block asking the same, mean the batch system takes
-				// none (it is down, or cannot run what we ask), and
-				// retrying each block would only repeat the wait for
-				// every one of them. A file of the job's that is missing
-				// here is the block's problem, not the batch system's.
-				var fileErr *fs.PathError
-				if !errors.As(err, &fileErr) {
-					if refusedInARow++; refusedInARow >= maxRefusedInARow {
-						return &RefusedError{Refused: refusedInARow, Err: err}
-					}
+				o := tr.SubmitFailed(b, err)
+				if o.Halt {
+					return &RefusedError{Refused: o.Refused, Err: err}
 				}
-				handle(tr.SubmitFailed(b, err), nil)
+				handle(o, nil)
 				continue
 			}
-			refusedInARow = 0
 			tr.Submitted(b, id, time.Now())
 			jobs[id] = jobInfo{b, dir}
 		}

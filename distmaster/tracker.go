@@ -2,7 +2,9 @@ package distmaster
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
+	"io/fs"
 	"slices"
 	"time"
 
@@ -36,11 +38,17 @@ type TrackerConfig struct {
 	// that have none; leave it off for Work Queue, which aborts stragglers
 	// itself.
 	FastAbort FastAbort
+	// MaxRefused is how many submissions in a row the batch system may
+	// refuse before the run halts (default 3).
+	MaxRefused int
 }
 
 func (c *TrackerConfig) fill() {
 	if c.MaxJobs <= 0 {
 		c.MaxJobs = 1000
+	}
+	if c.MaxRefused <= 0 {
+		c.MaxRefused = 3
 	}
 }
 
@@ -62,6 +70,9 @@ type Tracker struct {
 	busy   int                   // blocks handed out by Next and not yet ended
 	stats  sched.Stats           // running times of the finished jobs
 	counts TrackerCounts
+	// refused counts the submissions the batch system refused since it
+	// last accepted one.
+	refused int
 }
 
 // blockRecord is what the tracker knows of one block.
@@ -123,11 +134,25 @@ func (t *Tracker) Next() (block, attempt int, ok bool) {
 func (t *Tracker) Submitted(block int, job string, now time.Time) {
 	t.jobs[job] = &jobRecord{block: block, submitted: now}
 	t.counts.Jobs++
+	t.refused = 0
 }
 
 // SubmitFailed reports that block's job could not be submitted; it counts
-// as a failed attempt.
+// as a failed attempt. An error that is not about one of the job's files
+// (fs.PathError: a file missing here is the block's problem) is the batch
+// system refusing the job; when it has refused MaxRefused in a row, with
+// every block asking the same, it takes none (it is down, or cannot run
+// what is asked), and the Outcome says Halt rather than have each block
+// repeat the wait: the block is not counted as failed.
 func (t *Tracker) SubmitFailed(block int, err error) Outcome {
+	if !errors.As(err, new(*fs.PathError)) {
+		if t.refused++; t.refused >= t.cfg.MaxRefused {
+			t.busy--
+			t.queue = append([]int{block}, t.queue...)
+			r := t.blocks[block]
+			return Outcome{Block: block, Known: true, Halt: true, Refused: t.refused, Err: err, Attempts: r.failures + r.aborts}
+		}
+	}
 	return t.fail(block, fmt.Errorf("submit: %w", err))
 }
 
@@ -150,6 +175,10 @@ type Outcome struct {
 	// GaveUp: it failed for the last time; Err says why.
 	Done, Retry, GaveUp bool
 	Err                 error
+	// Halt: the batch system refused Refused submissions in a row, this
+	// one the last; the run should stop (see SubmitFailed).
+	Halt    bool
+	Refused int
 	// Attempts is how many jobs the block has had, this one included.
 	Attempts int
 }

@@ -3,6 +3,7 @@ package distmaster
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"slices"
 	"strconv"
@@ -143,6 +144,50 @@ func TestTrackerSubmitFailureIsAnAttempt(t *testing.T) {
 	}
 	if !h.tr.Idle() {
 		t.Error("not idle")
+	}
+}
+
+// A batch system that refuses MaxRefused submissions in a row halts the
+// run; an accepted one in between, or a job's own missing file, does not
+// count.
+func TestTrackerRefusalsHalt(t *testing.T) {
+	refused := errors.New("sbatch: error: Batch job submission failed: Unable to contact slurm controller")
+	missing := &fs.PathError{Op: "open", Path: "items/7", Err: fs.ErrNotExist}
+	cases := []struct {
+		name string
+		errs []error // nil: accepted
+		halt int     // index of the submission that halts; -1: none
+	}{
+		{"three refusals in a row", []error{refused, refused, refused}, 2},
+		{"an accepted job in between", []error{refused, refused, nil, refused, refused}, -1},
+		{"a missing file is the block's", []error{refused, missing, refused, missing, refused}, 4},
+		{"missing files never halt", []error{missing, missing, missing, missing}, -1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			blocks := make([]int, len(tc.errs))
+			for i := range blocks {
+				blocks[i] = i
+			}
+			h := newHarness(t, TrackerConfig{Retries: lifecycle.NoRetry}, blocks...)
+			for i, err := range tc.errs {
+				b, _, ok := h.tr.Next()
+				if !ok {
+					t.Fatalf("submission %d: nothing to submit", i)
+				}
+				if err == nil {
+					h.tr.Submitted(b, fmt.Sprint("job", i), h.now)
+					continue
+				}
+				o := h.tr.SubmitFailed(b, err)
+				if o.Halt != (i == tc.halt) {
+					t.Fatalf("submission %d: %+v; want Halt at %d", i, o, tc.halt)
+				}
+				if o.Halt && (o.Refused != 3 || o.GaveUp || h.tr.Counts().Failed != i) {
+					t.Fatalf("halt: %+v, counts %+v; want 3 refusals, the block not given up", o, h.tr.Counts())
+				}
+			}
+		})
 	}
 }
 
