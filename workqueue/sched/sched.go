@@ -303,12 +303,21 @@ func (w *worker) slowness() float64 {
 
 // Scheduler is the state machine. It is not safe for concurrent use: one
 // goroutine owns it.
+//
+// Its cost does not grow with the workers or tasks it holds but with what
+// changes: it keeps apart the workers with room (only they are looked at
+// when a task is placed), the tasks that run (only they are checked at a
+// tick), and the queue as a window on one slice (a dispatch looks at the
+// tasks it places, not the whole queue).
 type Scheduler struct {
 	cfg     Config
 	tasks   map[TaskID]*task
-	queue   []TaskID // waiting tasks, in dispatch order
+	queue   []TaskID // waiting tasks from head on, in dispatch order
+	head    int
 	workers map[WorkerID]*worker
-	order   []WorkerID // workers by ID, for deterministic choices
+	order   []WorkerID           // workers by ID, for deterministic choices
+	room    map[WorkerID]*worker // workers that may take another task
+	running map[TaskID]*task     // tasks with an attempt on a worker
 	blocked map[string]time.Time
 	stats   map[string]*Stats
 	copies  int // speculative copies running
@@ -325,6 +334,8 @@ func New(cfg Config) *Scheduler {
 		cfg:     cfg,
 		tasks:   map[TaskID]*task{},
 		workers: map[WorkerID]*worker{},
+		room:    map[WorkerID]*worker{},
+		running: map[TaskID]*task{},
 		blocked: map[string]time.Time{},
 		stats:   map[string]*Stats{},
 	}
@@ -347,6 +358,27 @@ func (s *Scheduler) Submit(t Task, now time.Time) []Action {
 	return s.dispatch(nil, now)
 }
 
+// requeue puts tasks back at the front of the queue, in the order given.
+func (s *Scheduler) requeue(ids []TaskID) {
+	if len(ids) <= s.head {
+		s.head -= len(ids)
+		copy(s.queue[s.head:], ids)
+		return
+	}
+	s.queue = append(append([]TaskID(nil), ids...), s.queue[s.head:]...)
+	s.head = 0
+}
+
+// touch records whether w may take another task, after a change to what
+// it holds, has proved or offers.
+func (s *Scheduler) touch(w *worker) {
+	if s.workers[w.id] == w && s.hasRoom(w) {
+		s.room[w.id] = w
+	} else {
+		delete(s.room, w.id)
+	}
+}
+
 // WorkerJoined adds a worker offering total resources, or updates the
 // resources of a known one. host is its address without port, used to keep
 // dropped workers out; a blocked host is let in all the same when no other
@@ -355,6 +387,7 @@ func (s *Scheduler) Submit(t Task, now time.Time) []Action {
 func (s *Scheduler) WorkerJoined(id WorkerID, host string, total Resources, now time.Time) []Action {
 	if w, ok := s.workers[id]; ok {
 		w.total = total
+		s.touch(w)
 		return s.dispatch(nil, now)
 	}
 	var acts []Action
@@ -372,6 +405,7 @@ func (s *Scheduler) WorkerJoined(id WorkerID, host string, total Resources, now 
 	s.order = append(s.order, 0)
 	copy(s.order[i+1:], s.order[i:])
 	s.order[i] = id
+	s.touch(s.workers[id])
 	return s.dispatch(acts, now)
 }
 
@@ -387,6 +421,7 @@ func (s *Scheduler) removeWorker(id WorkerID, acts []Action) []Action {
 		return acts
 	}
 	delete(s.workers, id)
+	delete(s.room, id)
 	i := sort.Search(len(s.order), func(i int) bool { return s.order[i] >= id })
 	s.order = append(s.order[:i], s.order[i+1:]...)
 	var held []TaskID
@@ -414,7 +449,7 @@ func (s *Scheduler) removeWorker(id WorkerID, acts []Action) []Action {
 		}
 		requeue = append(requeue, tid)
 	}
-	s.queue = append(requeue, s.queue...)
+	s.requeue(requeue)
 	return acts
 }
 
@@ -432,6 +467,7 @@ func (s *Scheduler) TaskDone(id TaskID, w WorkerID, ok bool, now time.Time) []Ac
 	if wk != nil {
 		wk.results++
 		wk.heard = laterOf(wk.heard, now)
+		s.touch(wk)
 	}
 	t, found := s.tasks[id]
 	if !found || t.fetching {
@@ -499,6 +535,7 @@ func (s *Scheduler) GivenBack(id TaskID, w WorkerID, now time.Time) []Action {
 	if wk := s.workers[w]; wk != nil {
 		wk.results++
 		wk.heard = laterOf(wk.heard, now)
+		s.touch(wk)
 	}
 	var acts []Action
 	for len(t.runs) > 0 {
@@ -584,17 +621,21 @@ func (s *Scheduler) keepalive(now time.Time) []Action {
 		return nil
 	}
 	var acts []Action
-	for _, id := range append([]WorkerID(nil), s.order...) {
+	var gone []WorkerID
+	for _, id := range s.order {
 		w := s.workers[id]
 		silent := now.Sub(w.heard)
 		switch {
 		case silent > k.Interval+k.Timeout:
 			acts = append(acts, DropWorker{Worker: id, Reason: fmt.Sprintf("did not answer keepalive: silent for %v", silent.Round(time.Second))})
-			acts = s.removeWorker(id, acts)
+			gone = append(gone, id)
 		case silent > k.Interval && now.Sub(w.checked) > k.Timeout:
 			w.checked = now
 			acts = append(acts, Check{Worker: id})
 		}
+	}
+	for _, id := range gone {
+		acts = s.removeWorker(id, acts)
 	}
 	return acts
 }
@@ -606,7 +647,7 @@ func (s *Scheduler) fastAborts(now time.Time) []Action {
 		limit time.Duration
 	}
 	var slow []straggler
-	for _, t := range s.tasks {
+	for _, t := range s.running {
 		for _, r := range t.runs {
 			st := s.stats[t.Category]
 			if st == nil {
@@ -664,7 +705,7 @@ func (s *Scheduler) fastAborts(now time.Time) []Action {
 	}
 	// Stragglers go first, in task order, ahead of the tasks their
 	// dropped workers held.
-	s.queue = append(requeue, s.queue...)
+	s.requeue(requeue)
 	return acts
 }
 
@@ -688,7 +729,7 @@ func (s *Scheduler) speculate(acts []Action, now time.Time) []Action {
 		return acts
 	}
 	var late []*task
-	for _, t := range s.tasks {
+	for _, t := range s.running {
 		st := s.stats[t.Category]
 		if len(t.runs) != 1 || st == nil || st.N() < sp.MinSamples {
 			continue
@@ -738,6 +779,8 @@ func (s *Scheduler) start(t *task, w *worker, alloc Resources, now time.Time, co
 	}
 	w.used = w.used.add(alloc, 1)
 	w.tasks[t.ID] = true
+	s.running[t.ID] = t
+	s.touch(w)
 	for _, in := range t.Inputs {
 		w.cached[in.Key] = true
 	}
@@ -759,6 +802,10 @@ func (s *Scheduler) stop(t *task, r *run) {
 	if w := s.workers[r.worker]; w != nil {
 		w.used = w.used.add(r.alloc, -1)
 		delete(w.tasks, t.ID)
+		s.touch(w)
+	}
+	if len(t.runs) == 0 {
+		delete(s.running, t.ID)
 	}
 	if r.copy {
 		s.copies--
@@ -774,15 +821,17 @@ func (s *Scheduler) stop(t *task, r *run) {
 // most cached input bytes, then the fastest history, then the least loaded.
 // A task that fits nowhere takes the place of speculative copies.
 func (s *Scheduler) dispatch(acts []Action, now time.Time) []Action {
-	if len(s.queue) == 0 || len(s.order) == 0 {
+	if s.head == len(s.queue) || len(s.order) == 0 {
 		return acts
 	}
-	kept := s.queue[:0]
-	for i, id := range s.queue {
-		if s.copies == 0 && !s.anyFree() {
-			kept = append(kept, s.queue[i:]...)
+	// The tasks that stay are gathered at the front of the part looked
+	// at, in order (q[head:k]), and moved up to just before i at the end.
+	q, k, i := s.queue, s.head, s.head
+	for ; i < len(q); i++ {
+		if s.copies == 0 && len(s.room) == 0 {
 			break
 		}
+		id := q[i]
 		t, ok := s.tasks[id]
 		if !ok || !t.waiting() {
 			continue // cancelled, or a stale duplicate entry
@@ -792,15 +841,19 @@ func (s *Scheduler) dispatch(acts []Action, now time.Time) []Action {
 			best, alloc, acts = s.yield(t, acts)
 		}
 		if best == nil {
-			kept = append(kept, id)
+			q[k] = id
+			k++
 			continue
 		}
 		acts = append(acts, s.start(t, best, alloc, now, false))
 	}
-	for i := len(kept); i < len(s.queue); i++ {
-		s.queue[i] = 0
+	kept := k - s.head
+	copy(q[i-kept:i], q[s.head:k])
+	s.head = i - kept
+	if s.head > 1024 && s.head > len(q)/2 {
+		n := copy(q, q[s.head:])
+		s.queue, s.head = q[:n], 0
 	}
-	s.queue = kept
 	return acts
 }
 
@@ -818,14 +871,7 @@ func (s *Scheduler) hasRoom(w *worker) bool {
 	return (free.Cores > 1e-9 || free.GPUs > 0) && len(w.tasks) < s.limit(w)
 }
 
-func (s *Scheduler) anyFree() bool {
-	for _, id := range s.order {
-		if s.hasRoom(s.workers[id]) {
-			return true
-		}
-	}
-	return false
-}
+func (s *Scheduler) anyFree() bool { return len(s.room) > 0 }
 
 // shuns reports whether t should wait for another worker rather than go
 // back to w, one it was fast-aborted on: yes unless no other is connected.
@@ -848,10 +894,9 @@ func (s *Scheduler) choose(t *task, copy bool) (*worker, Resources) {
 	var (
 		best      *worker
 		bestAlloc Resources
-		bestKey   [3]float64
+		bestKey   [4]float64
 	)
-	for _, id := range s.order {
-		w := s.workers[id]
+	for id, w := range s.room {
 		if copy && (w.results == 0 || t.avoid[id] || w.tasks[t.ID]) || !copy && s.shuns(t, id) || !s.hasRoom(w) {
 			continue
 		}
@@ -865,8 +910,9 @@ func (s *Scheduler) choose(t *task, copy bool) (*worker, Resources) {
 				cached += in.Size
 			}
 		}
-		// Smaller is better in every position.
-		key := [3]float64{-float64(cached), w.slowness(), float64(len(w.tasks))}
+		// Smaller is better in every position; the ID last, so that the
+		// choice does not depend on the order of the map.
+		key := [4]float64{-float64(cached), w.slowness(), float64(len(w.tasks)), float64(id)}
 		if best == nil || less(key, bestKey) {
 			best, bestAlloc, bestKey = w, n, key
 		}
@@ -913,7 +959,7 @@ func (s *Scheduler) yield(t *task, acts []Action) (*worker, Resources, []Action)
 	return nil, Resources{}, acts
 }
 
-func less(a, b [3]float64) bool {
+func less(a, b [4]float64) bool {
 	for i := range a {
 		if a[i] != b[i] {
 			return a[i] < b[i]

@@ -252,6 +252,28 @@ func TestRandomEventsKeepInvariants(t *testing.T) {
 				delete(live, a.Task)
 			}
 		}
+		for id, w := range s.workers {
+			if _, in := s.room[id]; in != s.hasRoom(w) {
+				t.Fatalf("step %d: worker %d has room %v, listed %v", step, id, s.hasRoom(w), in)
+			}
+		}
+		if len(s.room) > len(s.workers) {
+			t.Fatalf("step %d: %d workers with room, %d connected", step, len(s.room), len(s.workers))
+		}
+		waiting := map[TaskID]bool{}
+		for _, id := range s.queue[s.head:] {
+			if tk := s.tasks[id]; tk != nil && tk.waiting() {
+				waiting[id] = true
+			}
+		}
+		for id, tk := range s.tasks {
+			if (len(tk.runs) > 0) != (s.running[id] == tk) {
+				t.Fatalf("step %d: task %d has %d attempts; in the running set: %v", step, id, len(tk.runs), s.running[id] != nil)
+			}
+			if tk.waiting() && !waiting[id] {
+				t.Fatalf("step %d: task %d waits but is not in the queue", step, id)
+			}
+		}
 		copies := 0
 		for id, w := range s.workers {
 			var sum Resources
