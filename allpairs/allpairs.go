@@ -14,8 +14,14 @@
 // gathers the cells in its checkpoint and turns that into lines with
 // Checkpoint.WriteLines.
 //
-// It does not parse command lines (see cmd/allpairs) or define functions
-// (see package funcs).
+// Problem.Decide chooses the cores and how many items of A a block holds;
+// the order the cells are then computed in (blocks of A, tiles of B that
+// fit in the cache) is package multicore's Plan.
+//
+// It does not parse command lines, decide where a checkpoint file lives or
+// choose between running here and distributing: the allpairs command does
+// (package internal/allpairscmd; cmd/allpairs is only its main). It does not
+// define functions (see package funcs).
 package allpairs
 
 import (

@@ -2,9 +2,9 @@
 // Engine and HTCondor — behind one interface, Driver, so that the Makeflow
 // runner, the distributed All-Pairs and Wavefront masters and the Work Queue
 // worker factory can submit a job, follow it and remove it without knowing
-// which system runs it. It sits under distmaster, whose batch layer it is,
-// as a package of its own so that Makeflow and the worker factory can use it
-// without the rest of the distributed master.
+// which system runs it. It is the batch layer of all of them and imports
+// none: the Work Queue driver is in package batch/wq, so that a user of the
+// other drivers does not link the Work Queue master.
 //
 // A job is a shell command line with the files it reads and writes, the
 // resources it needs and its environment. Once submitted (queued), every

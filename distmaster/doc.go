@@ -1,7 +1,8 @@
 // Package distmaster is the distributed master of seed 000 (Fig. 3.2): it
 // runs an All-Pairs or Wavefront problem as blocks on a batch system — Work
 // Queue workers, local processes, SLURM, Grid Engine or HTCondor, through
-// package batch — instead of on this machine's cores.
+// package batch (Work Queue through batch/wq) — instead of on this machine's
+// cores.
 //
 // RunAllPairs and RunWavefront benchmark the user's function briefly, size
 // the blocks with the models of package model (jobs long enough that
@@ -19,9 +20,11 @@
 //
 // Failures are the Tracker's: a state machine, with no I/O and no clock,
 // that retries a failing block a bounded number of times before giving it
-// up with the end of its standard error, and removes and resubmits
-// stragglers (fast abort) on batch systems, where Work Queue does that
-// itself.
+// up with the end of its standard error, removes and resubmits stragglers
+// (fast abort) on batch systems, where Work Queue does that itself, and
+// halts the run when the batch system refuses submissions several times in
+// a row. Its retry count and fast-abort rule are package lifecycle's, the
+// ones every scheduler in rightsize applies.
 //
 // The package does not parse command lines, read R directories or choose
 // between running here and distributing: the allpairs and wavefront

@@ -17,11 +17,18 @@
 //     (<file>.makeflowlog, in CCTools' line format), hands jobs to an
 //     Executor, verifies outputs, logs every transition and keeps running
 //     whatever can still run when a rule fails.
+//   - Executors run the jobs: Local on this machine, DryRun nowhere (it
+//     only prints them), and Batch on a batch system through a
+//     batch.Driver of the top-level batch package (SLURM, Grid Engine,
+//     HTCondor, local processes) or on Work Queue workers through batch/wq,
+//     shipping inputs and fetching outputs when the hosts share no
+//     filesystem with this one.
 //   - Clean removes what a workflow made; WriteDot draws the DAG.
 //
-// The package runs jobs on this machine (Local) or only prints them
-// (DryRun). It does not talk to batch systems or Work Queue itself: those are
-// other Executor implementations, which plug into Run without changing it.
-// It has no notion of pattern rules, phony targets or timestamps-only
-// rebuilds as in GNU make; what is done is what the log says was done.
+// The package does not open batch drivers or start Work Queue masters or
+// workers: the caller (the makeflow command, package internal/makeflowcmd)
+// opens a driver and hands it to NewBatch; the package itself does not link
+// the Work Queue master. It has no notion of pattern rules, phony targets
+// or timestamps-only rebuilds as in GNU make; what is done is what the log
+// says was done.
 package makeflow
