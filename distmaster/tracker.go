@@ -9,21 +9,19 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/lifecycle"
-	"github.com/rightsize/rightsize/workqueue"
-	"github.com/rightsize/rightsize/workqueue/sched"
 )
 
-// FastAbort configures the fast abort of straggling block jobs. It is Work
-// Queue's policy type (workqueue.FastAbort, sched.FastAbort), applied by the
-// same rule to the same statistics: a job running longer than Multiplier
-// times the mean time of the finished jobs, or than the mean plus Sigmas
-// (sample) standard deviations, never less than twice the mean, once
-// MinSamples jobs have finished, is removed and submitted again, at most
-// MaxAborts times per block. Each abort of a block raises its limit by one
-// mean, so a block that is simply long is not killed for ever. BlockFor
-// does not apply: the tracker sees jobs, not workers. The zero value is
-// off.
-type FastAbort = workqueue.FastAbort
+// FastAbort configures the fast abort of straggling block jobs. It is
+// package lifecycle's policy type, which Work Queue's scheduler applies too
+// (workqueue.FastAbort, sched.FastAbort), by the same rule to the same
+// statistics: a job running longer than Multiplier times the mean time of
+// the finished jobs, or than the mean plus Sigmas (sample) standard
+// deviations, never less than twice the mean, once MinSamples jobs have
+// finished, is removed and submitted again, at most MaxAborts times per
+// block. Each abort of a block raises its limit by one mean, so a block
+// that is simply long is not killed for ever. BlockFor does not apply: the
+// tracker sees jobs, not workers. The zero value is off.
+type FastAbort = lifecycle.FastAbort
 
 // TrackerConfig configures a Tracker. The zero value of each field means its
 // documented default.
@@ -68,7 +66,7 @@ type Tracker struct {
 	blocks map[int]*blockRecord
 	jobs   map[string]*jobRecord // jobs submitted and not ended
 	busy   int                   // blocks handed out by Next and not yet ended
-	stats  sched.Stats           // running times of the finished jobs
+	stats  lifecycle.Stats       // running times of the finished jobs
 	counts TrackerCounts
 	// refused counts the submissions the batch system refused since it
 	// last accepted one.
