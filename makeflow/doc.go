@@ -11,8 +11,8 @@
 //   - Workflow.Check reports, before anything runs, dependency cycles, files
 //     made by two rules and inputs that neither exist nor are made by a rule.
 //   - Scheduler is the DAG runner: a state machine with no I/O that is told
-//     which rules finished and answers which rules to start, within job and
-//     resource limits.
+//     which rules ended (Ended) and answers which rules to start, within
+//     job and resource limits, until nothing more can run (Finished).
 //   - Run is the thin driver around it: it recovers from the transaction log
 //     (<file>.makeflowlog, in CCTools' line format), hands jobs to an
 //     Executor, verifies outputs, logs every transition and keeps running

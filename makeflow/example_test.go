@@ -86,7 +86,7 @@ func ExampleRun() {
 	// ran 0 rules, 2 already done
 }
 
-// The scheduler is a state machine: tell it what finished, and it says
+// The scheduler is a state machine: tell it which rule ended, and it says
 // what to start.
 func ExampleScheduler() {
 	src := "a:\n\ttouch a\nb:\n\ttouch b\nab: a b\n\tcat a b > ab\n"
@@ -99,12 +99,12 @@ func ExampleScheduler() {
 		log.Fatal(err)
 	}
 	fmt.Println("start", s.Next())
-	fmt.Println("a done, start", s.Finished(0, true))
-	fmt.Println("b done, start", s.Finished(1, true))
-	fmt.Println("ab done, start", s.Finished(2, true), "done:", s.Done())
+	fmt.Println("a done, start", s.Ended(0, true))
+	fmt.Println("b done, start", s.Ended(1, true))
+	fmt.Println("ab done, start", s.Ended(2, true), "finished:", s.Finished())
 	// Output:
 	// start [{0 1 false}]
 	// a done, start [{1 1 false}]
 	// b done, start [{2 1 false}]
-	// ab done, start [] done: true
+	// ab done, start [] finished: true
 }

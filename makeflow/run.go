@@ -457,7 +457,7 @@ func (d *driver) run(ctx context.Context) (*Report, error) {
 	d.progress()
 	for {
 		d.launch()
-		if d.sched.Done() && d.running == 0 {
+		if d.sched.Finished() && d.running == 0 {
 			break
 		}
 		select {
@@ -625,7 +625,7 @@ func (d *driver) finish(res *Result) {
 				d.log.file(f.Name, fileExists, sizes[i])
 			}
 		}
-		d.queue(d.sched.Finished(id, true))
+		d.queue(d.sched.Ended(id, true))
 		d.report.Ran++
 		d.lognode(id, Complete)
 	case res.Canceled && d.aborting:
@@ -633,7 +633,7 @@ func (d *driver) finish(res *Result) {
 		d.removeOutputs(r)
 		d.lognode(id, Aborted)
 	default:
-		d.queue(d.sched.Finished(id, false))
+		d.queue(d.sched.Ended(id, false))
 		d.lognode(id, Failed)
 		// With retries left the rule is waiting again, or already chosen
 		// to start again (it is in d.pending, submitted after this).

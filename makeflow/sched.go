@@ -59,7 +59,7 @@ type SchedulerConfig struct {
 	// Retries is how many more times a failed rule is tried
 	// (lifecycle.Retries; default none).
 	Retries lifecycle.Retries
-	// Done marks the rules finished by an earlier run (from the log); nil
+	// Done marks the rules an earlier run completed (from the log); nil
 	// means none. A done rule is not run again.
 	Done []bool
 }
@@ -78,15 +78,15 @@ type Counts struct {
 
 // A Scheduler decides when each rule of a workflow runs. It is a state
 // machine with no I/O and no clock: the driver tells it what happened
-// (Finished, Abort, SetLimits) and it answers which rules to start. A rule
+// (Ended, Abort, SetLimits) and it answers which rules to start. A rule
 // starts once every rule that makes one of its inputs is complete and its
 // pool has a free job slot and the resources the rule declared. Among ready
 // rules the one with the longest chain of rules after it goes first (the
 // critical path), then the earliest in the file.
 //
 // When a rule fails for good, the rules that need its outputs stay waiting
-// and everything else keeps running; Done reports when nothing more can
-// start and nothing runs.
+// and everything else keeps running; Finished reports when nothing more
+// can start and nothing runs.
 //
 // A Scheduler is not safe for concurrent use.
 type Scheduler struct {
@@ -172,10 +172,11 @@ func (s *Scheduler) Next() []Start {
 	return s.fill()
 }
 
-// Finished records that a running rule ended, successfully or not, and
-// returns the rules to start now (the slice is reused by the next call). A
-// failed rule with retries left goes back to waiting and may be among them.
-func (s *Scheduler) Finished(id int, ok bool) []Start {
+// Ended records that a running rule ended, successfully (ok, the rule is
+// then Complete: done) or not, and returns the rules to start now (the
+// slice is reused by the next call). A failed rule with retries left goes
+// back to waiting and may be among them.
+func (s *Scheduler) Ended(id int, ok bool) []Start {
 	s.out = s.out[:0]
 	if s.state[id] != Running {
 		return s.out
@@ -209,7 +210,7 @@ func (s *Scheduler) Abort(id int) {
 }
 
 // Halt stops the scheduler from starting anything more; running rules are
-// still reported with Finished or Abort.
+// still reported with Ended or Abort.
 func (s *Scheduler) Halt() { s.halted = true }
 
 // SetLimits changes a pool's limits (for instance when workers join a batch
@@ -236,8 +237,10 @@ func (s *Scheduler) Attempts(id int) int { return int(s.attempts[id]) }
 // Counts returns how many rules are in each state.
 func (s *Scheduler) Counts() Counts { return s.counts }
 
-// Done reports whether nothing runs and nothing more can start.
-func (s *Scheduler) Done() bool {
+// Finished reports whether nothing runs and nothing more can start: every
+// rule is done, or the rest wait on rules that failed or were aborted, or
+// the scheduler was halted.
+func (s *Scheduler) Finished() bool {
 	if s.counts.Running > 0 {
 		return false
 	}

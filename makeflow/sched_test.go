@@ -163,9 +163,9 @@ func TestScheduler(t *testing.T) {
 				case "next":
 					got = s.Next()
 				case "ok":
-					got = s.Finished(n, true)
+					got = s.Ended(n, true)
 				case "fail":
-					got = s.Finished(n, false)
+					got = s.Ended(n, false)
 				case "abort":
 					s.Abort(n)
 				case "halt":
@@ -177,8 +177,8 @@ func TestScheduler(t *testing.T) {
 					t.Fatalf("after %q: started %v, want %v", st.event, ids(got), st.want)
 				}
 			}
-			if !s.Done() {
-				t.Error("not Done at the end")
+			if !s.Finished() {
+				t.Error("not Finished at the end")
 			}
 			if c := s.Counts(); c != tt.final {
 				t.Errorf("counts = %+v, want %+v", c, tt.final)
@@ -195,7 +195,7 @@ func TestSchedulerStartDetails(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("Next = %+v, want %+v", got, want)
 	}
-	if again := s.Finished(1, false); len(again) != 1 || again[0] != (Start{Rule: 1, Attempt: 2, Remote: true}) {
+	if again := s.Ended(1, false); len(again) != 1 || again[0] != (Start{Rule: 1, Attempt: 2, Remote: true}) {
 		t.Errorf("retry = %+v", again)
 	}
 	if s.State(1) != Running || s.Attempts(1) != 2 {
@@ -281,9 +281,9 @@ func TestSchedulerProperties(t *testing.T) {
 				state[id] = Failed
 				fails[id] = true
 			}
-			check(s.Finished(id, ok))
+			check(s.Ended(id, ok))
 		}
-		if !s.Done() {
+		if !s.Finished() {
 			t.Fatalf("seed %d: not done with nothing running", seed)
 		}
 		// Exactly the rules with no failed ancestor completed.
@@ -323,7 +323,7 @@ func BenchmarkScheduler(b *testing.B) {
 		queue := slices.Clone(ids(s.Next()))
 		for len(queue) > 0 {
 			id := queue[0]
-			queue = append(queue[1:], ids(s.Finished(id, true))...)
+			queue = append(queue[1:], ids(s.Ended(id, true))...)
 		}
 	}
 }
