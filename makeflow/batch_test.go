@@ -180,9 +180,9 @@ WALL_TIME=1
 	b, _ := startWorkQueue(t, 2, BatchOptions{})
 	start := time.Now()
 	rep, err := tr.runRemote(context.Background(), b, Options{})
-	var runErr *RunError
+	var runErr *FailedError
 	if !errors.As(err, &runErr) {
-		t.Fatalf("error = %v, want a *RunError", err)
+		t.Fatalf("error = %v, want a *FailedError", err)
 	}
 	if time.Since(start) > 20*time.Second {
 		t.Error("the wall-time limit did not stop the slow rule")
@@ -251,7 +251,7 @@ bad: copy
 	b := NewBatch(batch.NewLocal(batch.Options{Slots: 2}), BatchOptions{})
 	defer closeBatch(t, b)
 	rep, err := tr.runRemote(context.Background(), b, Options{})
-	var runErr *RunError
+	var runErr *FailedError
 	if !errors.As(err, &runErr) || len(rep.Failures) != 1 {
 		t.Fatalf("error = %v, want one failed rule", err)
 	}

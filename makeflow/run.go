@@ -92,13 +92,15 @@ type Failure struct {
 	SavedIn string
 }
 
-// A RunError reports a run that finished with failed rules. Everything that
-// could run did run, and is recorded in the log.
-type RunError struct {
+// A FailedError reports a run that went on to the end with failed rules.
+// Everything that could run did run, and is recorded in the log. It has
+// the name and the meaning of allpairs.FailedError, wavefront.FailedError
+// and distmaster.FailedError.
+type FailedError struct {
 	Report *Report
 }
 
-func (e *RunError) Error() string {
+func (e *FailedError) Error() string {
 	const maxListed = 10
 	rep := e.Report
 	var b strings.Builder
@@ -166,7 +168,7 @@ func lastLines(b []byte, n int) string {
 }
 
 // Run runs a workflow to the end: every rule that is not already done
-// according to the log and that can run, runs. It returns a *RunError if
+// according to the log and that can run, runs. It returns a *FailedError if
 // rules failed (the rest still ran), an ErrorList if the workflow has
 // structural problems (nothing ran then), and an error wrapping ctx.Err()
 // if ctx was cancelled (running jobs are cancelled; what finished is kept).
@@ -821,7 +823,7 @@ func (d *driver) end(ctx context.Context) (*Report, error) {
 		err = d.err
 		d.logEvent("ABORTED")
 	case len(rep.Failures) > 0 || len(rep.Blocked) > 0:
-		err = &RunError{Report: rep}
+		err = &FailedError{Report: rep}
 		d.logEvent("FAILED")
 	default:
 		d.logEvent("COMPLETED")

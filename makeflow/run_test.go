@@ -183,9 +183,9 @@ after-slow.txt: slow.txt
 	echo w >> runs; cp slow.txt after-slow.txt
 `)
 	rep, err := tr.run(context.Background(), Options{})
-	var runErr *RunError
+	var runErr *FailedError
 	if !errors.As(err, &runErr) {
-		t.Fatalf("Run error = %v, want a *RunError", err)
+		t.Fatalf("Run error = %v, want a *FailedError", err)
 	}
 	// Everything that could run did, once; what needs bad.txt did not.
 	if got := tr.runs(); !slices.Equal(got, []string{"w", "x", "z"}) {
@@ -237,9 +237,9 @@ unlimited.txt:
 `)
 	start := time.Now()
 	rep, err := tr.run(context.Background(), Options{})
-	var runErr *RunError
+	var runErr *FailedError
 	if !errors.As(err, &runErr) {
-		t.Fatalf("Run error = %v, want a *RunError", err)
+		t.Fatalf("Run error = %v, want a *FailedError", err)
 	}
 	if elapsed := time.Since(start); elapsed > 30*time.Second {
 		t.Errorf("the run took %v: the hanging rule was not stopped at its WALL_TIME", elapsed)

@@ -93,9 +93,9 @@ func FastTempDir() string {
 // that cells still to run will read.
 //
 // A cell whose function fails is reported, with everything that depends on
-// it, in a *wavefront.FailuresError once every other cell has run. Cancelling ctx, or
-// an error from w.Out, stops the run early with that error; the cells
-// already given to w.Out are finished and kept.
+// it, in a *wavefront.FailedError once every other cell has run. Cancelling
+// ctx, or an error from w.Out, stops the run early with that error; the
+// cells already given to w.Out are finished and kept.
 func RunWavefront(ctx context.Context, w Wavefront) (WavefrontResult, error) {
 	e, err := newEngine(w)
 	if err != nil {
@@ -340,7 +340,7 @@ func (e *engine) run(ctx context.Context) (WavefrontResult, error) {
 		return res, context.Cause(ctx)
 	case len(failures) > 0:
 		notRun := e.w.Region.Cells() - res.Computed - res.Skipped - len(failures)
-		return res, &wavefront.FailuresError{Failed: failures, NotRun: notRun}
+		return res, &wavefront.FailedError{Failed: failures, NotRun: notRun}
 	}
 	return res, nil
 }

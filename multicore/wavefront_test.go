@@ -225,9 +225,9 @@ func TestWavefrontFailure(t *testing.T) {
 			_, err := multicore.RunWavefront(context.Background(), multicore.Wavefront{
 				Cell: cell, Region: wavefront.Rect{X: 1, Y: 1, W: 8, H: 8}, Value: from(known), Out: out, Cores: 2, TempDir: tmp,
 			})
-			var fe *wavefront.FailuresError
+			var fe *wavefront.FailedError
 			if !errors.As(err, &fe) {
-				t.Fatalf("error = %v, want *FailuresError", err)
+				t.Fatalf("error = %v, want *FailedError", err)
 			}
 			if len(fe.Failed) != 1 || fe.Failed[0].X != 5 || fe.Failed[0].Y != 1 || fe.NotRun != 4*8-1 {
 				t.Fatalf("failures = %v, not run %d; want cell (5,1) and 31", fe.Failed, fe.NotRun)

@@ -68,14 +68,16 @@ type CellError struct {
 func (e *CellError) Error() string { return fmt.Sprintf("cell (%d,%d): %v", e.X, e.Y, e.Err) }
 func (e *CellError) Unwrap() error { return e.Err }
 
-// FailuresError reports the cells a run could not compute. The cells that
-// did not depend on them were computed and written.
-type FailuresError struct {
+// FailedError reports a run that went on to the end but could not compute
+// some cells. The cells that did not depend on them were computed and
+// written. It has the name and the meaning of allpairs.FailedError,
+// distmaster.FailedError and makeflow.FailedError.
+type FailedError struct {
 	Failed []*CellError // in the order they failed
 	NotRun int          // cells never run because they depend on a failed one
 }
 
-func (e *FailuresError) Error() string {
+func (e *FailedError) Error() string {
 	s := "1 cell failed"
 	if len(e.Failed) != 1 {
 		s = fmt.Sprintf("%d cells failed", len(e.Failed))
@@ -87,4 +89,12 @@ func (e *FailuresError) Error() string {
 		s += "; first " + e.Failed[0].Error()
 	}
 	return s
+}
+
+// Unwrap returns the first failure, or nil.
+func (e *FailedError) Unwrap() error {
+	if len(e.Failed) == 0 {
+		return nil
+	}
+	return e.Failed[0]
 }

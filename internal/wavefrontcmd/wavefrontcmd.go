@@ -288,7 +288,7 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 	if ckPath == "-" {
 		where = "standard output"
 	}
-	var fe *wavefront.FailuresError
+	var fe *wavefront.FailedError
 	if errors.As(runErr, &fe) {
 		const show = 10
 		for i, ce := range fe.Failed {
