@@ -1,3 +1,6 @@
+// Command allpairs computes M[i,j] = F(A[i], B[j]) for two sets A and B on
+// this machine's cores or, with -T, as blocks on a batch system; see
+// internal/allpairscmd.
 package main
 
 import (

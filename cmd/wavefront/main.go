@@ -1,5 +1,5 @@
 // Command wavefront computes a two-dimensional recurrence on this machine's
-// cores; see internal/wavefrontcmd.
+// cores or, with -T, as blocks on a batch system; see internal/wavefrontcmd.
 package main
 
 import (

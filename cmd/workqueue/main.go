@@ -1,5 +1,6 @@
-// Command workqueue runs Work Queue workers, a catalog server and status
-// queries. See internal/workqueuecmd.
+// Command workqueue runs Work Queue workers, a catalog server, status
+// queries and a factory of workers on a batch system. See
+// internal/workqueuecmd.
 package main
 
 import (

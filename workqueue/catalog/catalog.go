@@ -7,8 +7,9 @@
 // records by size, by sending address and in all (ServerConfig), so that no
 // sender can make its answer unreadable; it does not authenticate senders.
 //
-// It does not decide anything about the masters it lists; the worker pool and
-// the status command do that with what Query returns.
+// It does not decide anything about the masters it lists; its users do
+// that with what Query returns: the status command, workers started with -M
+// and the factory.
 package catalog
 
 import (

@@ -1,18 +1,19 @@
 // Package factory keeps Work Queue workers running on a batch system for a
 // master, or for every master of a project, as CCTools' work_queue_factory
-// does: it submits workers as batch jobs (through a batch
-// Driver: local processes, SLURM, Grid Engine, HTCondor), keeps between a
-// minimum and a maximum of them submitted — within that, as many as the
-// masters' tasks need — replaces those that end, and removes them all when
-// it stops.
+// does: it submits workers as batch jobs (through a batch.Driver: local
+// processes, SLURM, Grid Engine, HTCondor), keeps between a minimum and a
+// maximum of them submitted — within that, as many as the masters' tasks
+// need — replaces those that end, and removes them all when it stops.
 //
 // How many workers to submit is decided by Plan, a state machine without
-// I/O that the worker pool reuses; Run is the thin driver around it that
-// asks the masters, submits jobs and follows their events.
+// I/O, so that other drivers (a simulator, a worker pool) can make the same
+// decision; Run is the thin driver around it that asks the masters, submits
+// jobs and follows their events.
 //
 // The factory does not run tasks, choose between masters, or weigh one
-// master against another (the pool does that), and it never removes a
-// worker that is merely idle: workers leave at their idle timeout.
+// master against another (that would be a worker pool's job, and rightsize
+// has none yet), and it never removes a worker that is merely idle: workers
+// leave at their idle timeout.
 //
 // Workers connect to the master from wherever the batch system runs them,
 // so the master's address must be reachable from the execution hosts: on a
