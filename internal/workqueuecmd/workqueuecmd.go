@@ -1,6 +1,7 @@
 // Package workqueuecmd is the workqueue command: a Work Queue worker, a
-// catalog server, status queries against catalogs and masters, and a
-// factory that keeps workers running on a batch system. The
+// catalog server, status queries against catalogs and masters, a
+// factory that keeps workers running on a batch system, and a simulator
+// of runs at scales this machine cannot run (model/sim). The
 // behaviour lives in the workqueue packages; this package only parses flags
 // and prints.
 package workqueuecmd
@@ -23,16 +24,16 @@ import (
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
 	root := &cobra.Command{
 		Use:   "workqueue",
-		Short: "Work Queue workers, worker factory, catalog and status, compatible with CCTools",
+		Short: "Work Queue workers, worker factory, catalog and status, compatible with CCTools; and a simulator",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return cmdutil.Usagef("unknown command %q (try worker, factory, catalog or status)", args[0])
+				return cmdutil.Usagef("unknown command %q (try worker, factory, catalog, status or sim)", args[0])
 			}
 			return cmd.Help()
 		},
 	}
-	root.AddCommand(newWorkerCmd(s), newFactoryCmd(s), newCatalogCmd(s), newStatusCmd(s))
+	root.AddCommand(newWorkerCmd(s), newFactoryCmd(s), newCatalogCmd(s), newStatusCmd(s), newSimCmd(s))
 	return cmdutil.Execute(ctx, root, args, s)
 }
 

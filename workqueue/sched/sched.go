@@ -248,6 +248,8 @@ func (Warning) action()    {}
 
 // run is one attempt of a task on a worker.
 type run struct {
+	task    *task
+	stopped bool
 	worker  WorkerID
 	alloc   Resources
 	started time.Time
@@ -318,6 +320,12 @@ type Scheduler struct {
 	order   []WorkerID           // workers by ID, for deterministic choices
 	room    map[WorkerID]*worker // workers that may take another task
 	running map[TaskID]*task     // tasks with an attempt on a worker
+	// started holds the attempts from started on, oldest first (some
+	// stopped since): a tick looks only at the old ones.
+	started []*run
+	// keepaliveDue is no later than the first time a worker may need a
+	// keepalive check.
+	keepaliveDue time.Time
 	blocked map[string]time.Time
 	stats   map[string]*Stats
 	copies  int // speculative copies running
@@ -564,6 +572,15 @@ func (s *Scheduler) Heard(id WorkerID, at time.Time) {
 	}
 }
 
+func minTime(t time.Time, more ...time.Time) time.Time {
+	for _, u := range more {
+		if u.Before(t) {
+			t = u
+		}
+	}
+	return t
+}
+
 func laterOf(a, b time.Time) time.Time {
 	if b.After(a) {
 		return b
@@ -617,9 +634,13 @@ func (s *Scheduler) Tick(now time.Time) []Action {
 // both.
 func (s *Scheduler) keepalive(now time.Time) []Action {
 	k := s.cfg.Keepalive
-	if k.Interval < 0 {
+	if k.Interval < 0 || now.Before(s.keepaliveDue) {
 		return nil
 	}
+	// A worker joins heard from, and is heard from again later: the
+	// earliest time one may be due stays a lower bound until the next
+	// look.
+	due := now.Add(k.Interval)
 	var acts []Action
 	var gone []WorkerID
 	for _, id := range s.order {
@@ -629,11 +650,18 @@ func (s *Scheduler) keepalive(now time.Time) []Action {
 		case silent > k.Interval+k.Timeout:
 			acts = append(acts, DropWorker{Worker: id, Reason: fmt.Sprintf("did not answer keepalive: silent for %v", silent.Round(time.Second))})
 			gone = append(gone, id)
+			continue
 		case silent > k.Interval && now.Sub(w.checked) > k.Timeout:
 			w.checked = now
 			acts = append(acts, Check{Worker: id})
 		}
+		if silent > k.Interval {
+			due = minTime(due, w.checked.Add(k.Timeout), w.heard.Add(k.Interval+k.Timeout))
+		} else {
+			due = minTime(due, w.heard.Add(k.Interval))
+		}
 	}
+	s.keepaliveDue = due
 	for _, id := range gone {
 		acts = s.removeWorker(id, acts)
 	}
@@ -646,17 +674,20 @@ func (s *Scheduler) fastAborts(now time.Time) []Action {
 		r     *run
 		limit time.Duration
 	}
+	// No attempt younger than the lowest limit of any category is
+	// looked at: a task's aborts only raise its limit.
+	lowest, found := time.Duration(math.MaxInt64), false
+	for cat, st := range s.stats {
+		if limit, ok := s.fastAbort(cat).Limit(*st, 0); ok {
+			lowest, found = min(lowest, limit), true
+		}
+	}
 	var slow []straggler
-	for _, t := range s.running {
-		for _, r := range t.runs {
-			st := s.stats[t.Category]
-			if st == nil {
-				continue
-			}
-			limit, ok := s.fastAbort(t.Category).Limit(*st, t.aborts)
-			if ok && now.Sub(r.started) > limit {
-				slow = append(slow, straggler{t, r, limit})
-			}
+	for _, r := range s.oldRuns(now, lowest, found) {
+		t := r.task
+		limit, ok := s.fastAbort(t.Category).Limit(*s.stats[t.Category], t.aborts)
+		if ok && now.Sub(r.started) > limit {
+			slow = append(slow, straggler{t, r, limit})
 		}
 	}
 	sort.Slice(slow, func(i, j int) bool {
@@ -709,6 +740,35 @@ func (s *Scheduler) fastAborts(now time.Time) []Action {
 	return acts
 }
 
+// oldRuns returns the attempts running that started more than age before
+// now (none unless ok), oldest first, dropping stopped ones from the front
+// of s.started on the way.
+func (s *Scheduler) oldRuns(now time.Time, age time.Duration, ok bool) []*run {
+	i := 0
+	for i < len(s.started) && s.started[i].stopped {
+		i++
+	}
+	if i > 0 {
+		s.started = s.started[i:]
+		if cap(s.started) > 1024 && len(s.started) < cap(s.started)/4 {
+			s.started = append([]*run(nil), s.started...)
+		}
+	}
+	if !ok {
+		return nil
+	}
+	var old []*run
+	for _, r := range s.started {
+		if now.Sub(r.started) <= age {
+			break
+		}
+		if !r.stopped {
+			old = append(old, r)
+		}
+	}
+	return old
+}
+
 // othersCanRun reports whether a worker other than w could run t. Without
 // one, dropping w for slowness would leave t and its like with nowhere to
 // run: on a loaded machine every task is slow, and the run would stall.
@@ -728,8 +788,15 @@ func (s *Scheduler) speculate(acts []Action, now time.Time) []Action {
 	if sp.Multiplier < 0 || !s.anyFree() {
 		return acts
 	}
+	lowest, found := math.Inf(1), false
+	for _, st := range s.stats {
+		if st.N() >= sp.MinSamples {
+			lowest, found = math.Min(lowest, sp.Multiplier*st.Mean().Seconds()), true
+		}
+	}
 	var late []*task
-	for _, t := range s.running {
+	for _, r := range s.oldRuns(now, time.Duration(lowest*float64(time.Second)), found) {
+		t := r.task
 		st := s.stats[t.Category]
 		if len(t.runs) != 1 || st == nil || st.N() < sp.MinSamples {
 			continue
@@ -773,7 +840,9 @@ func need(t *task, w *worker) Resources {
 
 // start runs an attempt of t on w.
 func (s *Scheduler) start(t *task, w *worker, alloc Resources, now time.Time, copy bool) Action {
-	t.runs = append(t.runs, &run{worker: w.id, alloc: alloc, started: now, copy: copy})
+	r := &run{task: t, worker: w.id, alloc: alloc, started: now, copy: copy}
+	t.runs = append(t.runs, r)
+	s.started = append(s.started, r)
 	if copy {
 		s.copies++
 	}
@@ -799,6 +868,7 @@ func (s *Scheduler) stop(t *task, r *run) {
 			break
 		}
 	}
+	r.stopped = true
 	if w := s.workers[r.worker]; w != nil {
 		w.used = w.used.add(r.alloc, -1)
 		delete(w.tasks, t.ID)
