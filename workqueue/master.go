@@ -5,14 +5,15 @@
 // rightsize workers and Debian's work_queue_worker serve it; with a
 // password, a worker must prove it knows it before the master does. With a
 // project name it advertises itself to catalogs, including its capacity,
-// so that workers started with -M and pools find it. Connections that have
+// so that workers started with -M and factories find it. Connections that have
 // not finished their handshake are bounded in number and time, so that a
 // flood of them cannot starve the application of file descriptors.
 //
 // Matching, how many tasks a worker is trusted with, speculative copies,
-// fast abort and worker dropping are decided by package sched;
-// this package is the driver around it: sockets, files and clocks. It does
-// not start workers (see the worker package and the pool) and does not
+// fast abort, which report of a task is taken, keepalive and worker
+// dropping are decided by package sched; this package is the driver
+// around it: sockets, files and clocks. It does not start workers (see
+// the worker and factory packages) and does not
 // retry failed commands: a result with a non-zero exit is the
 // application's to judge.
 package workqueue
@@ -44,7 +45,7 @@ type Config struct {
 	// Addr is where to listen for workers (default ":9123", CCTools'
 	// port). Use "127.0.0.1:0" or ":0" for any free port; Port reports it.
 	Addr string
-	// Project, if set, is advertised to Catalogs so that workers and pools
+	// Project, if set, is advertised to Catalogs so that workers and factories
 	// can find the master by name.
 	Project string
 	// Catalogs are the catalog servers ("host:port") to advertise to

@@ -19,8 +19,9 @@
 // believe what workers announce beyond their resources: a worker holds
 // tasks in proportion to the results it has returned (Config.SlowStart).
 //
-// Its fast-abort policy (FastAbort, Limit, Stats) is also the distributed
-// master's, for batch jobs.
+// Its fast-abort policy and statistics (FastAbort, Stats) are package
+// lifecycle's, which the distributed master applies to batch jobs too.
+// The simulator (model/sim) drives it on simulated workers.
 package sched
 
 import (
@@ -326,9 +327,9 @@ type Scheduler struct {
 	// keepaliveDue is no later than the first time a worker may need a
 	// keepalive check.
 	keepaliveDue time.Time
-	blocked map[string]time.Time
-	stats   map[string]*Stats
-	copies  int // speculative copies running
+	blocked      map[string]time.Time
+	stats        map[string]*Stats
+	copies       int // speculative copies running
 }
 
 // New returns an empty Scheduler.
