@@ -19,7 +19,9 @@ type Result struct {
 	// workers too often). Unfinished says the run stopped with tasks left:
 	// at the scenario's limit, or with no worker left or to come.
 	Tasks, Finished, Failed int
-	Unfinished              bool
+	// Blocks of a distributed All-Pairs or Wavefront; done; given up.
+	Blocks, BlocksDone, BlocksFailed int
+	Unfinished                       bool
 	// Stalled says the run stopped because nothing more could happen
 	// (see Run).
 	Stalled bool
@@ -62,12 +64,18 @@ func (r *Result) String() string {
 		fmt.Fprintf(&b, "%-18s "+format+"\n", append([]any{name}, v...)...)
 	}
 	line("scenario", "%s", r.Name)
-	line("tasks", "%d finished, %d failed of %d", r.Finished, r.Failed, r.Tasks)
+	if r.Tasks > 0 {
+		line("tasks", "%d finished, %d failed of %d", r.Finished, r.Failed, r.Tasks)
+	}
+	if r.Blocks > 0 {
+		line("blocks", "%d done, %d given up of %d", r.BlocksDone, r.BlocksFailed, r.Blocks)
+	}
+	left := r.Tasks - r.Finished - r.Failed + r.Blocks - r.BlocksDone - r.BlocksFailed
 	switch {
 	case r.Stalled:
-		line("unfinished", "%d tasks left: nothing more could happen", r.Tasks-r.Finished-r.Failed)
+		line("unfinished", "%d tasks or blocks left: nothing more could happen", left)
 	case r.Unfinished:
-		line("unfinished", "%d tasks left at the time limit", r.Tasks-r.Finished-r.Failed)
+		line("unfinished", "%d tasks or blocks left at the time limit", left)
 	}
 	line("makespan", "%.3f s", r.Makespan)
 	line("utilisation", "%.1f%%", 100*r.Utilisation)

@@ -30,6 +30,7 @@ type Scenario struct {
 	Workers   []WorkerGroup `json:"workers"`
 	Factory   *Factory      `json:"factory,omitempty"`
 	Tasks     []TaskGroup   `json:"tasks"`
+	Blocks    *Blocks       `json:"blocks,omitempty"`
 }
 
 // Master describes the master's machine.
@@ -242,8 +243,13 @@ func lineOf(b []byte, off int64) int {
 }
 
 func (sc *Scenario) check() error {
-	if len(sc.Tasks) == 0 {
-		return errors.New("no tasks")
+	if len(sc.Tasks) == 0 && sc.Blocks == nil {
+		return errors.New("no tasks and no blocks")
+	}
+	if sc.Blocks != nil {
+		if err := sc.Blocks.check(); err != nil {
+			return fmt.Errorf("blocks: %w", err)
+		}
 	}
 	if len(sc.Workers) == 0 && sc.Factory == nil {
 		return errors.New("no workers and no factory")

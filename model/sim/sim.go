@@ -1,8 +1,10 @@
 // Package sim simulates Work Queue runs at scales this machine cannot run:
 // a discrete-event simulation on a logical clock that drives the
 // production state machines — the master's scheduler (workqueue/sched)
-// and, where the scenario has one, the worker factory's plan
-// (workqueue/factory) — against simulated workers, network and batch
+// and, where the scenario has them, the worker factory's plan
+// (workqueue/factory), and the distributed master's tracker
+// (distmaster.Tracker) with the Wavefront block scheduler
+// (wavefront.Scheduler) — against simulated workers, network and batch
 // system. Every decision in a simulated run is the one the real master
 // and factory would take; only the world around them is modelled:
 //
@@ -26,6 +28,7 @@ package sim
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -84,11 +87,12 @@ func (h *eventHeap) Pop() any {
 }
 
 type simTask struct {
-	group    int32
-	runtime  float64 // on a worker of speed 1
-	live     int32   // attempts running
-	fetching bool
-	finished bool
+	group       int32   // in Scenario.Tasks; -1 for a block's job
+	runtime     float64 // on a worker of speed 1
+	inMB, outMB float64
+	live        int32 // attempts running
+	fetching    bool
+	finished    bool
 }
 
 type simWorker struct {
@@ -132,6 +136,9 @@ type engine struct {
 
 	masterFree, nicFree float64
 
+	blocks                                                    *blockRun // nil without Scenario.Blocks
+	blocksDone, blocksFailed                                  int
+	plainTasks                                                int // of Scenario.Tasks
 	submitted, finished, failed, running, fetching, connected int
 	lastEnd                                                   float64
 	// pending counts the events in the heap that are not periodic;
@@ -158,7 +165,7 @@ func Run(ctx context.Context, sc *Scenario) (*Result, error) {
 	if err := e.setup(); err != nil {
 		return nil, err
 	}
-	for n := 0; len(e.events) > 0 && e.finished+e.failed < len(e.tasks) && !e.stalled; n++ {
+	for n := 0; len(e.events) > 0 && !e.over() && !e.stalled; n++ {
 		if n&4095 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -177,6 +184,14 @@ func Run(ctx context.Context, sc *Scenario) (*Result, error) {
 		e.handle(ev)
 	}
 	return e.result(), nil
+}
+
+// over reports whether every task and block has ended.
+func (e *engine) over() bool {
+	if e.blocks != nil && !e.blocks.tr.Idle() {
+		return false
+	}
+	return e.finished+e.failed == e.plainTasks
 }
 
 func (e *engine) push(ev event) {
@@ -208,11 +223,12 @@ func (e *engine) setup() error {
 	for _, g := range sc.Tasks {
 		total += g.Count
 	}
+	e.plainTasks = total
 	e.tasks = make([]simTask, 0, total)
 	for gi, g := range sc.Tasks {
 		run, submit := g.Runtime.sampler(e.src), g.Submit.sampler(e.src)
 		for range g.Count {
-			e.tasks = append(e.tasks, simTask{group: int32(gi), runtime: run()})
+			e.tasks = append(e.tasks, simTask{group: int32(gi), runtime: run(), inMB: g.InputMB, outMB: g.OutputMB})
 			id := sched.TaskID(len(e.tasks))
 			e.push(event{at: submit(), kind: evSubmit, task: id})
 		}
@@ -240,6 +256,14 @@ func (e *engine) setup() error {
 		e.queueWait = f.QueueWait.sampler(e.src)
 		e.push(event{at: 0, kind: evFactory})
 	}
+	if sc.Blocks != nil {
+		r, err := newBlockRun(sc.Blocks, sc.Blocks.CellTime.sampler(e.src))
+		if err != nil {
+			return fmt.Errorf("blocks: %w", err)
+		}
+		e.blocks = r
+		e.submitBlocks(e.at(0))
+	}
 	e.sampleEvery = sc.Master.Tick
 	e.push(event{at: sc.Master.Tick, kind: evTick})
 	return nil
@@ -261,7 +285,7 @@ func (e *engine) handle(ev event) {
 	switch ev.kind {
 	case evSubmit:
 		e.submitted++
-		g := e.sc.Tasks[e.tasks[ev.task-1].group]
+		g := &e.sc.Tasks[e.tasks[ev.task-1].group]
 		e.apply(e.s.Submit(sched.Task{ID: ev.task, Category: g.Category,
 			Need: sched.Resources{Cores: g.Cores, MemoryMB: g.MemoryMB, DiskMB: g.DiskMB}}, now))
 	case evJoin, evJobStart:
@@ -356,7 +380,7 @@ func (e *engine) apply(acts []sched.Action) {
 			e.idle(at.w)
 			t.fetching = true
 			e.fetching++
-			out := e.sc.Tasks[t.group].OutputMB
+			out := t.outMB
 			e.res.MBFromWorkers += out
 			done := e.transfer(e.now+e.sc.Master.Latency, out, at.w)
 			e.push(event{at: done, kind: evFetched, a: at})
@@ -375,11 +399,15 @@ func (e *engine) apply(acts []sched.Action) {
 				t.fetching = false
 				e.fetching--
 			}
-			e.finished++
 			e.lastEnd = e.now
 			w := e.worker(a.Worker)
 			delete(w.attempts, a.Task)
 			e.idle(w)
+			if t.group < 0 {
+				e.blockEnded(a.Task, nil, e.at(e.now))
+			} else {
+				e.finished++
+			}
 		case sched.Fail:
 			t := &e.tasks[a.Task-1]
 			if t.fetching {
@@ -387,8 +415,12 @@ func (e *engine) apply(acts []sched.Action) {
 				e.fetching--
 			}
 			t.finished = true
-			e.failed++
 			e.lastEnd = e.now
+			if t.group < 0 {
+				e.blockEnded(a.Task, errors.New(a.Reason), e.at(e.now))
+			} else {
+				e.failed++
+			}
 		case sched.Check:
 			if w := e.worker(a.Worker); !w.silent {
 				e.push(event{at: e.now + 2*e.sc.Master.Latency, kind: evHeard, worker: w.id})
@@ -410,16 +442,20 @@ func (e *engine) apply(acts []sched.Action) {
 func (e *engine) dispatch(d sched.Dispatch) {
 	w := e.worker(d.Worker)
 	t := &e.tasks[d.Task-1]
-	g := &e.sc.Tasks[t.group]
 	e.res.Attempts++
 	if d.Copy {
 		e.res.Copies++
 	}
 	e.masterFree = math.Max(e.now, e.masterFree) + e.sc.Master.TaskCost
-	mb := g.InputMB
-	if g.SharedInputMB > 0 && !w.cached[t.group] {
-		mb += g.SharedInputMB
-		w.cached[t.group] = true
+	mb := t.inMB
+	hang := 0.0
+	if t.group >= 0 {
+		g := &e.sc.Tasks[t.group]
+		if g.SharedInputMB > 0 && !w.cached[t.group] {
+			mb += g.SharedInputMB
+			w.cached[t.group] = true
+		}
+		hang = g.Hang
 	}
 	e.res.MBToWorkers += mb
 	start := e.transfer(e.masterFree, mb, w) + w.g.TaskCost
@@ -433,7 +469,7 @@ func (e *engine) dispatch(d sched.Dispatch) {
 	if w.silent {
 		return // it will never answer
 	}
-	if g.Hang > 0 && e.rng.Float64() < g.Hang {
+	if hang > 0 && e.rng.Float64() < hang {
 		return // it never ends
 	}
 	e.push(event{at: start + t.runtime/w.g.Speed + e.sc.Master.Latency, kind: evReport, a: at})
@@ -527,7 +563,7 @@ func (e *engine) factory(now time.Time) {
 		}
 		e.push(event{at: e.now + e.queueWait(), kind: kind, worker: w.id})
 	}
-	if e.finished+e.failed < len(e.tasks) {
+	if !e.over() {
 		e.push(event{at: e.now + f.Interval, kind: evFactory})
 	}
 }
@@ -557,11 +593,14 @@ func (e *engine) sample() {
 func (e *engine) result() *Result {
 	r := &e.res
 	r.Name = e.sc.Name
-	r.Tasks = len(e.tasks)
+	r.Tasks = e.plainTasks
 	r.Finished, r.Failed = e.finished, e.failed
+	if e.blocks != nil {
+		r.Blocks, r.BlocksDone, r.BlocksFailed = e.blocks.blocks(), e.blocksDone, e.blocksFailed
+	}
 	r.Makespan = e.lastEnd
 	r.Stalled = e.stalled
-	if r.Unfinished || e.finished+e.failed < len(e.tasks) {
+	if r.Unfinished || !e.over() {
 		r.Unfinished = true
 		r.Makespan = e.now
 	}

@@ -114,6 +114,20 @@ func TestAgainstArithmetic(t *testing.T) {
 		{"a cached input", `{"master": {"bandwidth": 100}, "scheduler": {"slow_start": -1},
 			"workers": [{"count": 2, "cores": 1}],
 			"tasks": [{"count": 40, "runtime": 1, "shared_input_mb": 500}]}`, 10 + 20, 5.1},
+		// All-Pairs 100×100 in blocks of 10×10 (100 blocks), 0.01 s a
+		// cell: 1 s a block, 4 one-core workers, no slow start: 25 rounds.
+		{"all-pairs blocks", `{"scheduler": {"slow_start": -1}, "workers": [{"count": 4, "cores": 1}],
+			"blocks": {"kind": "allpairs", "rows": 100, "cols": 100, "block_rows": 10, "block_cols": 10, "cell_time": 0.01}}`, 25, 0.1},
+		// A wavefront of 5×5 blocks of 2 s on plenty of cores: its 9
+		// diagonals one after the other.
+		{"wavefront blocks", `{"workers": [{"count": 10, "cores": 1}],
+			"blocks": {"kind": "wavefront", "rows": 50, "block_rows": 10, "cell_time": 0.02}}`, 18, 0.1},
+		// ... and on one core, the 25 blocks in turn.
+		{"wavefront blocks on one core", `{"workers": [{"count": 1, "cores": 1}],
+			"blocks": {"kind": "wavefront", "rows": 50, "block_rows": 10, "cell_time": 0.02}}`, 50, 0.1},
+		// The tracker keeps MaxJobs out: 2 at a time on 8 cores.
+		{"max jobs", `{"scheduler": {"slow_start": -1}, "workers": [{"count": 8, "cores": 1}],
+			"blocks": {"kind": "allpairs", "rows": 40, "cols": 10, "block_rows": 10, "block_cols": 10, "cell_time": 0.01, "max_jobs": 2}}`, 2, 0.1},
 		// Half-speed workers take twice as long.
 		{"speed", `{"workers": [{"count": 1, "cores": 1, "speed": 0.5}],
 			"tasks": [{"count": 5, "runtime": 2}]}`, 20, 0.1},
@@ -297,6 +311,20 @@ func BenchmarkScale(b *testing.B) {
 		r, err := Run(context.Background(), sc)
 		if err != nil || r.Finished != r.Tasks {
 			b.Fatal(err, r)
+		}
+	}
+}
+
+// TestBlocksSurviveDeaths: the blocks of workers that die run again, as the
+// scheduler re-queues them, and every block is done; a Wavefront's blocks
+// never start before the blocks they depend on.
+func TestBlocksSurviveDeaths(t *testing.T) {
+	for _, kind := range []string{"allpairs", "wavefront"} {
+		r := run(t, parse(t, fmt.Sprintf(`{"seed": 3,
+			"workers": [{"count": 3, "cores": 2}, {"count": 6, "cores": 2, "lifetime": {"dist": "exp", "mean": 30}, "silent": 0.3}],
+			"blocks": {"kind": %q, "rows": 60, "cols": 60, "block_rows": 6, "block_cols": 6, "cell_time": {"dist": "exp", "mean": 0.5}, "item_mb": 1, "cell_mb": 0.001}}`, kind)))
+		if r.Unfinished || r.BlocksDone != 100 || r.Blocks != 100 || r.WorkersDied == 0 || r.Attempts <= 100 {
+			t.Errorf("%s: %s", kind, r)
 		}
 	}
 }
