@@ -1,5 +1,6 @@
-/* busy: an All-Pairs function that spends BUSY_MS milliseconds of CPU time
- * (default 10) and prints a checksum of its two input files. CPU time, not
+/* busy: an All-Pairs (two files) or Wavefront (three files) function that
+ * spends BUSY_MS milliseconds of CPU time (default 10) and prints a checksum
+ * of its input files. CPU time, not
  * wall-clock time, so that every call costs the machine the same whatever
  * else runs on it; the distributed benchmark's function. */
 #include <stdio.h>
@@ -29,12 +30,15 @@ int main(int argc, char **argv) {
 	const char *ms = getenv("BUSY_MS");
 	double busy = (ms ? atof(ms) : 10) / 1000, start = cpu();
 	volatile unsigned long spin = 0;
-	if (argc != 3) {
-		fprintf(stderr, "usage: busy A B\n");
+	unsigned long h = 5381;
+	if (argc != 3 && argc != 4) {
+		fprintf(stderr, "usage: busy A B [C]\n");
 		return 2;
 	}
 	while (cpu() - start < busy)
 		spin++;
-	printf("%lu\n", sum(argv[2], sum(argv[1], 5381)));
+	for (int i = 1; i < argc; i++)
+		h = sum(argv[i], h);
+	printf("%lu\n", h % 1000003);
 	return 0;
 }
