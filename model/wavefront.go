@@ -17,7 +17,10 @@ func antiDiagonal(x, y, k int) int {
 //
 //	T_mc = Σ_k ⌈s_k/p⌉·τ
 //
-// It is also the ideal that a perfect dependency-driven scheduler reaches.
+// A scheduler that starts each cell as soon as its three neighbours are
+// done may do a little better, since a core left idle at the end of one
+// anti-diagonal can start cells of the next: on two cores, by up to about
+// n/2 rounds (model/sim's TestWavefrontCrossover measures it).
 func WavefrontMulticore(x, y, p int, tau float64) float64 {
 	if x <= 0 || y <= 0 || p <= 0 {
 		return 0

@@ -1,0 +1,63 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/rightsize/rightsize/model"
+)
+
+// TestWavefrontCrossover reproduces seed 000's choice between this
+// machine's cores and a cluster for a Wavefront (its Fig. 3.13, with the
+// Fig. 3.6 setting: 1 s cells, a 30 s dispatch latency per job, 100
+// one-core nodes), running the production Wavefront block scheduler and
+// distributed tracker in the simulator against the closed-form models
+// (model.WavefrontMulticore, model.WavefrontDistributed): small problems
+// belong on the two local cores, large ones on the cluster, and the
+// simulator and the models cross over at the same size.
+func TestWavefrontCrossover(t *testing.T) {
+	const (
+		tau   = 1.0  // s per cell
+		delta = 30.0 // s of dispatch latency per job
+		local = 2    // this machine's cores
+		nodes = 100
+	)
+	simulate := func(js string) float64 {
+		r := run(t, parse(t, js))
+		if r.Unfinished || r.BlocksDone != r.Blocks {
+			t.Fatalf("%s", r)
+		}
+		return r.Makespan
+	}
+	crossSim, crossModel := 0, 0
+	t.Logf("%5s %6s %12s %12s %12s %12s", "N", "block", "model here", "sim here", "model dist", "sim dist")
+	for _, n := range []int{10, 20, 30, 40, 50, 60, 70, 80, 100, 150, 200} {
+		c := model.ChooseWavefront(n, local, nodes, 1, tau, delta)
+		here := simulate(fmt.Sprintf(`{"scheduler": {"slow_start": -1}, "workers": [{"count": 1, "cores": %d}],
+			"blocks": {"kind": "wavefront", "rows": %d, "block_rows": 1, "cell_time": %g}}`, local, n, tau))
+		dist := simulate(fmt.Sprintf(`{"workers": [{"count": %d, "cores": 1, "task_cost": %g}],
+			"blocks": {"kind": "wavefront", "rows": %d, "block_rows": %d, "cell_time": %g}}`, nodes, delta, n, c.Block, tau))
+		t.Logf("%5d %6d %12.0f %12.0f %12.0f %12.0f", n, c.Block, c.Multicore, here, c.Cluster, dist)
+		// The multicore model waits for each anti-diagonal to finish;
+		// the block scheduler starts a cell as soon as its neighbours are
+		// done, so a core left over on one diagonal starts the next: it
+		// may only do better, by up to about N/2 rounds on two cores.
+		if here > c.Multicore+1e-6 || here < c.Multicore-float64(n)/2*tau {
+			t.Errorf("N=%d here: simulated %.0f s, modelled %.0f s", n, here, c.Multicore)
+		}
+		if math.Abs(dist-c.Cluster) > 0.02*c.Cluster {
+			t.Errorf("N=%d distributed: simulated %.0f s, modelled %.0f s", n, dist, c.Cluster)
+		}
+		if crossSim == 0 && dist < here {
+			crossSim = n
+		}
+		if crossModel == 0 && c.Cluster < c.Multicore {
+			crossModel = n
+		}
+	}
+	t.Logf("the cluster wins from N = %d (simulated) and N = %d (modelled)", crossSim, crossModel)
+	if crossSim == 0 || crossSim != crossModel {
+		t.Errorf("crossover at N = %d simulated, %d modelled", crossSim, crossModel)
+	}
+}
