@@ -140,7 +140,7 @@ func (r *blockRun) task(i int) simTask {
 	return simTask{group: -1, runtime: run, inMB: in, outMB: float64(cells) * r.b.CellMB}
 }
 
-// submit turns the blocks the tracker hands out into tasks.
+// submitBlocks turns the blocks the tracker hands out into tasks.
 func (e *engine) submitBlocks(now time.Time) {
 	r := e.blocks
 	for {
@@ -153,7 +153,7 @@ func (e *engine) submitBlocks(now time.Time) {
 		r.jobs[id] = b
 		r.tr.Submitted(b, strconv.Itoa(int(id)), now)
 		e.submitted++
-		e.apply(e.s.Submit(sched.Task{ID: id, Category: r.b.Kind}, now))
+		e.submitTo(e.masters[0], id, e.schedTask(id))
 	}
 }
 

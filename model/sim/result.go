@@ -36,6 +36,8 @@ type Result struct {
 	WorkersJoined, WorkersDied, WorkersDropped, JobsSubmitted int
 	// Warnings the scheduler gave.
 	Warnings int
+	// Steals that brought tasks and that found none (Masters.Steal).
+	Steals, StealsFailed int
 	// FactoryErr is why the factory gave up, if it did.
 	FactoryErr string
 	// WorkerSeconds and CoreSeconds are the time workers were connected
@@ -89,6 +91,9 @@ func (r *Result) String() string {
 	}
 	if r.FactoryErr != "" {
 		line("factory error", "%s", r.FactoryErr)
+	}
+	if r.Steals+r.StealsFailed > 0 {
+		line("steals", "%d brought tasks, %d found none", r.Steals, r.StealsFailed)
 	}
 	if r.Warnings > 0 {
 		line("warnings", "%d", r.Warnings)

@@ -31,6 +31,7 @@ type Scenario struct {
 	Factory   *Factory      `json:"factory,omitempty"`
 	Tasks     []TaskGroup   `json:"tasks"`
 	Blocks    *Blocks       `json:"blocks,omitempty"`
+	Masters   *Masters      `json:"masters,omitempty"`
 }
 
 // Master describes the master's machine.
@@ -251,6 +252,14 @@ func (sc *Scenario) check() error {
 			return fmt.Errorf("blocks: %w", err)
 		}
 	}
+	if ms := sc.Masters; ms != nil {
+		if err := ms.check(); err != nil {
+			return fmt.Errorf("masters: %w", err)
+		}
+		if ms.Count > 1 && (sc.Factory != nil || sc.Blocks != nil) {
+			return errors.New("masters: several masters work with plain tasks and fixed workers only, not with a factory or blocks")
+		}
+	}
 	if len(sc.Workers) == 0 && sc.Factory == nil {
 		return errors.New("no workers and no factory")
 	}
@@ -330,6 +339,10 @@ func (sc Scenario) withDefaults() Scenario {
 	}
 	if m.Tick <= 0 {
 		m.Tick = 0.2
+	}
+	if sc.Masters != nil {
+		ms := sc.Masters.withDefaults()
+		sc.Masters = &ms
 	}
 	sc.Workers = append([]WorkerGroup(nil), sc.Workers...)
 	for i := range sc.Workers {

@@ -56,11 +56,15 @@ const (
 	evFactory                   // the factory looks at the master
 	evJobStart                  // a factory job starts: its worker connects
 	evJobFail                   // a factory job fails to start
+	evSteal                     // a master may steal (Masters.Steal)
+	evStolen                    // stolen tasks reach their new master
 )
 
 // periodic reports whether events of kind k come round whatever happens:
 // they do not keep a stalled run going.
-func (k eventKind) periodic() bool { return k == evTick || k == evFactory || k == evHeard }
+func (k eventKind) periodic() bool {
+	return k == evTick || k == evFactory || k == evHeard || k == evSteal
+}
 
 type event struct {
 	at     float64
@@ -68,7 +72,9 @@ type event struct {
 	kind   eventKind
 	task   sched.TaskID
 	worker sched.WorkerID
+	master int32
 	a      *attempt
+	ids    []sched.TaskID // evStolen
 }
 
 type eventHeap []event
@@ -88,6 +94,8 @@ func (h *eventHeap) Pop() any {
 
 type simTask struct {
 	group       int32   // in Scenario.Tasks; -1 for a block's job
+	m           int32   // its master; -1 while stolen tasks travel
+	dispatched  bool    // it has left its first master's queue
 	runtime     float64 // on a worker of speed 1
 	inMB, outMB float64
 	live        int32 // attempts running
@@ -98,6 +106,7 @@ type simTask struct {
 type simWorker struct {
 	id     sched.WorkerID
 	g      *WorkerGroup
+	m      *master
 	job    string  // the factory's job, if it is one
 	joined float64 // when it connected; -1 before
 	left   float64 // when it left; -1 before
@@ -126,15 +135,13 @@ type engine struct {
 	now     float64
 	seq     uint64
 	events  eventHeap
-	s       *sched.Scheduler
+	masters []*master
 	plan    *factory.Plan
 	tasks   []simTask
 	workers []*simWorker // by ID - 1
 	// lifetime samplers by worker group, drawn from in event order
 	lifetime  []sampler
 	queueWait sampler
-
-	masterFree, nicFree float64
 
 	blocks                                                    *blockRun // nil without Scenario.Blocks
 	blocksDone, blocksFailed                                  int
@@ -218,7 +225,17 @@ func (e *engine) setup() error {
 			Timeout:  seconds(sc.Scheduler.KeepaliveTimeout),
 		},
 	}
-	e.s = sched.New(cfg)
+	k := 1
+	if sc.Masters != nil {
+		k = sc.Masters.Count
+	}
+	for i := range k {
+		e.masters = append(e.masters, &master{id: i, s: sched.New(cfg), poll: 0.001})
+		if sc.Masters != nil && sc.Masters.Steal && k > 1 {
+			e.masters[i].polling = true
+			e.push(event{at: 0, kind: evSteal, master: int32(i)})
+		}
+	}
 	total := 0
 	for _, g := range sc.Tasks {
 		total += g.Count
@@ -228,7 +245,11 @@ func (e *engine) setup() error {
 	for gi, g := range sc.Tasks {
 		run, submit := g.Runtime.sampler(e.src), g.Submit.sampler(e.src)
 		for range g.Count {
-			e.tasks = append(e.tasks, simTask{group: int32(gi), runtime: run(), inMB: g.InputMB, outMB: g.OutputMB})
+			m := 0
+			if sc.Masters != nil && sc.Masters.Submit != "one" {
+				m = len(e.tasks) % k
+			}
+			e.tasks = append(e.tasks, simTask{group: int32(gi), m: int32(m), runtime: run(), inMB: g.InputMB, outMB: g.OutputMB})
 			id := sched.TaskID(len(e.tasks))
 			e.push(event{at: submit(), kind: evSubmit, task: id})
 		}
@@ -273,6 +294,7 @@ func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Se
 
 func (e *engine) newWorker(g *WorkerGroup) *simWorker {
 	w := &simWorker{id: sched.WorkerID(len(e.workers) + 1), g: g, joined: -1, left: -1, idleSince: -1,
+		m:      e.masters[len(e.workers)%len(e.masters)],
 		cached: map[int32]bool{}, attempts: map[sched.TaskID]*attempt{}}
 	e.workers = append(e.workers, w)
 	return w
@@ -285,9 +307,15 @@ func (e *engine) handle(ev event) {
 	switch ev.kind {
 	case evSubmit:
 		e.submitted++
-		g := &e.sc.Tasks[e.tasks[ev.task-1].group]
-		e.apply(e.s.Submit(sched.Task{ID: ev.task, Category: g.Category,
-			Need: sched.Resources{Cores: g.Cores, MemoryMB: g.MemoryMB, DiskMB: g.DiskMB}}, now))
+		t := &e.tasks[ev.task-1]
+		e.submitTo(e.masters[t.m], ev.task, e.schedTask(ev.task))
+	case evStolen:
+		m := e.masters[ev.master]
+		for _, id := range ev.ids {
+			e.submitTo(m, id, e.schedTask(id))
+		}
+	case evSteal:
+		e.steal(e.masters[ev.master])
 	case evJoin, evJobStart:
 		w := e.worker(ev.worker)
 		if ev.kind == evJobStart {
@@ -299,7 +327,9 @@ func (e *engine) handle(ev event) {
 		if gi := e.groupOf(w); gi >= 0 && e.lifetime[gi] != nil {
 			e.push(event{at: e.now + e.lifetime[gi](), kind: evDeath, worker: w.id})
 		}
-		e.apply(e.s.WorkerJoined(w.id, fmt.Sprintf("w%d", w.id), sched.Resources{
+		w.m.cores += w.g.Cores
+		defer e.hungry(w.m)
+		e.apply(w.m.s.WorkerJoined(w.id, fmt.Sprintf("w%d", w.id), sched.Resources{
 			Cores: w.g.Cores, MemoryMB: w.g.MemoryMB, DiskMB: w.g.DiskMB}, now))
 	case evDeath:
 		w := e.worker(ev.worker)
@@ -315,23 +345,25 @@ func (e *engine) handle(ev event) {
 			return
 		}
 		e.leave(w, batch.Status{State: batch.Done, ExitCode: 137})
-		e.apply(e.s.WorkerLeft(w.id, now))
+		e.apply(w.m.s.WorkerLeft(w.id, now))
 	case evReport:
 		if ev.a.dead {
 			return
 		}
-		e.apply(e.s.TaskDone(ev.a.task, ev.a.w.id, true, now))
+		e.apply(ev.a.w.m.s.TaskDone(ev.a.task, ev.a.w.id, true, now))
 	case evFetched:
 		if ev.a.dead {
 			return
 		}
-		e.apply(e.s.Fetched(ev.a.task, ev.a.w.id, now))
+		e.apply(ev.a.w.m.s.Fetched(ev.a.task, ev.a.w.id, now))
 	case evHeard:
 		if w := e.worker(ev.worker); w.connected() && !w.silent {
-			e.s.Heard(w.id, now)
+			w.m.s.Heard(w.id, now)
 		}
 	case evTick:
-		e.apply(e.s.Tick(now))
+		for _, m := range e.masters {
+			e.apply(m.s.Tick(now))
+		}
 		e.sample()
 		e.stalled = e.pending == 0 && e.now-e.lastChange > max(600, e.lastChange)
 		e.push(event{at: e.now + e.sc.Master.Tick, kind: evTick})
@@ -342,6 +374,17 @@ func (e *engine) handle(ev event) {
 		e.plan.Ended(batch.Event{ID: w.job, Status: batch.Status{State: batch.Failed,
 			Err: fmt.Errorf("simulated: %w", batch.ErrRejected)}}, now)
 	}
+}
+
+// schedTask is what the scheduler is told of task id.
+func (e *engine) schedTask(id sched.TaskID) sched.Task {
+	t := &e.tasks[id-1]
+	if t.group < 0 {
+		return sched.Task{ID: id, Category: e.blocks.b.Kind}
+	}
+	g := &e.sc.Tasks[t.group]
+	return sched.Task{ID: id, Category: g.Category,
+		Need: sched.Resources{Cores: g.Cores, MemoryMB: g.MemoryMB, DiskMB: g.DiskMB}}
 }
 
 func (e *engine) groupOf(w *simWorker) int {
@@ -446,7 +489,10 @@ func (e *engine) dispatch(d sched.Dispatch) {
 	if d.Copy {
 		e.res.Copies++
 	}
-	e.masterFree = math.Max(e.now, e.masterFree) + e.sc.Master.TaskCost
+	m := w.m
+	m.free = math.Max(e.now, m.free) + e.sc.Master.TaskCost
+	e.dispatched(m, t)
+	m.busy += d.Alloc.Cores
 	mb := t.inMB
 	hang := 0.0
 	if t.group >= 0 {
@@ -458,7 +504,7 @@ func (e *engine) dispatch(d sched.Dispatch) {
 		hang = g.Hang
 	}
 	e.res.MBToWorkers += mb
-	start := e.transfer(e.masterFree, mb, w) + w.g.TaskCost
+	start := e.transfer(m.free, mb, w) + w.g.TaskCost
 	at := &attempt{task: d.Task, w: w, cores: d.Alloc.Cores, start: start, running: true}
 	if t.live == 0 {
 		e.running++
@@ -481,8 +527,9 @@ func (e *engine) transfer(start, mb float64, w *simWorker) float64 {
 	if mb <= 0 {
 		return start + e.sc.Master.Latency
 	}
-	e.nicFree = math.Max(start, e.nicFree) + mb/e.sc.Master.Bandwidth
-	return math.Max(e.nicFree, start+mb/w.g.Bandwidth) + e.sc.Master.Latency
+	m := w.m
+	m.nicFree = math.Max(start, m.nicFree) + mb/e.sc.Master.Bandwidth
+	return math.Max(m.nicFree, start+mb/w.g.Bandwidth) + e.sc.Master.Latency
 }
 
 // end records that attempt a no longer runs.
@@ -491,6 +538,8 @@ func (e *engine) end(a *attempt) {
 		return
 	}
 	a.running = false
+	a.w.m.busy -= a.cores
+	e.hungry(a.w.m)
 	t := &e.tasks[a.task-1]
 	t.live--
 	if t.live == 0 {
@@ -525,6 +574,7 @@ func (e *engine) leave(w *simWorker, st batch.Status) {
 		e.kill(a)
 	}
 	clear(w.attempts)
+	w.m.cores -= w.g.Cores
 	w.left = e.now
 	e.connected--
 	e.res.WorkerSeconds += e.now - w.joined
@@ -543,7 +593,7 @@ func (e *engine) factory(now time.Time) {
 		if w.job != "" && w.connected() && !w.silent && len(w.attempts) == 0 && w.idleSince >= 0 &&
 			e.now-w.idleSince >= f.IdleTimeout {
 			e.leave(w, batch.Status{State: batch.Done})
-			e.apply(e.s.WorkerLeft(w.id, now))
+			e.apply(w.m.s.WorkerLeft(w.id, now))
 		}
 	}
 	e.plan.Observe(factory.Demand{Masters: 1, Tasks: e.submitted - e.finished - e.failed, Workers: e.connected}, now)

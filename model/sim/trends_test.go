@@ -61,3 +61,54 @@ func TestWavefrontCrossover(t *testing.T) {
 		t.Errorf("crossover at N = %d simulated, %d modelled", crossSim, crossModel)
 	}
 }
+
+// TestWorkStealingTrend reproduces seed 001's trend (MATRIX against a
+// centralised dispatcher such as Falkon, its Figs. on 256 to 160K cores):
+// one-second tasks, ten per core, on four-core workers; every master
+// spends 1 ms on each task (SimMatrix's model of a centralised
+// dispatcher). One master's efficiency falls as the cores grow past what
+// 1000 tasks/s can feed; a master per worker, all tasks submitted to the
+// first and spread by work stealing, stays efficient.
+func TestWorkStealingTrend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of simulation")
+	}
+	type config struct {
+		name    string
+		masters string
+	}
+	configs := []config{
+		{"one master", ``},
+		{"a master per worker, tasks spread", `, "masters": {"count": %d}`},
+		{"a master per worker, all to one, stealing", `, "masters": {"count": %d, "submit": "one", "steal": true}`},
+	}
+	scales := []int{256, 1024, 4096, 16384}
+	eff := map[string][]float64{}
+	for _, cores := range scales {
+		workers := cores / 4
+		for _, c := range configs {
+			masters := c.masters
+			if masters != "" {
+				masters = fmt.Sprintf(masters, workers)
+			}
+			r := run(t, parse(t, fmt.Sprintf(`{"master": {"task_cost": 0.001},
+				"workers": [{"count": %d, "cores": 4}],
+				"tasks": [{"count": %d, "runtime": 1}]%s}`, workers, 10*cores, masters)))
+			if r.Unfinished || r.Finished != 10*cores {
+				t.Fatalf("%s, %d cores: %s", c.name, cores, r)
+			}
+			e := 10 / r.Makespan // the ideal is ten rounds of 1 s
+			eff[c.name] = append(eff[c.name], e)
+			t.Logf("%-44s %6d cores: makespan %8.2f s, efficiency %5.1f%%, %d steals", c.name, cores, r.Makespan, 100*e, r.Steals)
+		}
+	}
+	one, steal := eff[configs[0].name], eff[configs[2].name]
+	if one[0] < 0.85 || one[len(one)-1] > 0.2 {
+		t.Errorf("one master: efficiency %.2f at %d cores, %.2f at %d; want ≥ 0.85 falling below 0.2", one[0], scales[0], one[len(one)-1], scales[len(scales)-1])
+	}
+	for i, e := range steal {
+		if e < 0.8 {
+			t.Errorf("work stealing: efficiency %.2f at %d cores; want ≥ 0.8 at every scale", e, scales[i])
+		}
+	}
+}
