@@ -1102,11 +1102,3 @@ func (s *Scheduler) WorkerLoad(id WorkerID) (used, total Resources, tasks int, o
 	}
 	return w.used, w.total, len(w.tasks), true
 }
-
-// Forget tells the scheduler a worker's cache lost a file (the master
-// unlinked it, or the worker reconnected empty).
-func (s *Scheduler) Forget(id WorkerID, key string) {
-	if w, ok := s.workers[id]; ok {
-		delete(w.cached, key)
-	}
-}
