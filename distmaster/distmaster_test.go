@@ -245,7 +245,7 @@ exit 1`)
 		t.Fatalf("err = %v, want a *RefusedError with sbatch's message", err)
 	}
 	if b, _ := os.ReadFile(calls); strings.Count(string(b), "call") != 3 {
-		t.Errorf("sbatch was run %d times for 9 blocks, want 3 (TrackerConfig.MaxRefused)", strings.Count(string(b), "call"))
+		t.Errorf("sbatch was run %d times for 9 blocks, want 3 (jobs.Config.MaxRefused)", strings.Count(string(b), "call"))
 	}
 }
 
@@ -310,7 +310,7 @@ func TestTransientFailureRetried(t *testing.T) {
 // Work Queue's fast abort or a speculative copy on workers — and which
 // other jobs the machine's noise makes stragglers of their own are
 // decisions of the state machines, tested on logical time there
-// (TestTrackerFastAbort, sched.TestStragglerDecision); this test waits only
+// (jobs.TestTrackerFastAbort, sched.TestStragglerDecision); this test waits only
 // for the run to end, so that a loaded machine cannot fail it.
 func TestStraggler(t *testing.T) {
 	set := itemSet(t, 8)

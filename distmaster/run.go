@@ -14,9 +14,17 @@ import (
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/wq"
+	"github.com/rightsize/rightsize/distmaster/jobs"
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue"
 )
+
+// FastAbort configures the fast abort of straggling block jobs (see
+// jobs.FastAbort: package lifecycle's policy, applied to jobs).
+type FastAbort = jobs.FastAbort
+
+// TrackerCounts count what happened to a run's blocks and jobs.
+type TrackerCounts = jobs.Counts
 
 // Config is what every distributed run needs besides its problem. Driver
 // and WorkDir are required; the zero value of every other field means its
@@ -38,7 +46,7 @@ type Config struct {
 	// what a killed run left) and removes it at the end. DefaultWorkDir
 	// puts it beside the checkpoint.
 	WorkDir string
-	// Retries, MaxJobs and FastAbort: see TrackerConfig. FastAbort is the
+	// Retries, MaxJobs and FastAbort: see jobs.Config. FastAbort is the
 	// master's own timer for batch systems; for Work Queue it is set when
 	// the driver is opened (OpenDriver) and the master leaves it to Work
 	// Queue.
@@ -235,13 +243,13 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	if batch.AbortsStragglers(cfg.Driver) {
 		fa = FastAbort{} // Work Queue, say, aborts stragglers itself
 	}
-	tr := NewTracker(TrackerConfig{Retries: cfg.Retries, MaxJobs: cfg.MaxJobs, FastAbort: fa})
+	tr := jobs.New(jobs.Config{Retries: cfg.Retries, MaxJobs: cfg.MaxJobs, FastAbort: fa})
 	tr.Add(ready...)
 	type jobInfo struct {
 		block int
 		dir   string
 	}
-	jobs := map[string]jobInfo{}
+	submitted := map[string]jobInfo{}
 	var failures []*BlockError
 	d := cfg.Driver
 	defer func() {
@@ -253,7 +261,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		}
 	}()
 
-	handle := func(o Outcome, stderr []byte) {
+	handle := func(o jobs.Outcome, stderr []byte) {
 		name := src.name(o.Block)
 		switch {
 		case o.Done:
@@ -296,15 +304,15 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				continue
 			}
 			tr.Submitted(b, id, time.Now())
-			jobs[id] = jobInfo{b, dir}
+			submitted[id] = jobInfo{b, dir}
 		}
 	}
 	finish := func(ev batch.Event) {
-		info, ok := jobs[ev.ID]
+		info, ok := submitted[ev.ID]
 		if !ok {
 			return
 		}
-		delete(jobs, ev.ID)
+		delete(submitted, ev.ID)
 		defer os.RemoveAll(info.dir)
 		var jobErr error
 		switch {
@@ -353,8 +361,8 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 			}
 		case now := <-tick.C:
 			for _, sl := range tr.Tick(now) {
-				info := jobs[sl.Job]
-				delete(jobs, sl.Job)
+				info := submitted[sl.Job]
+				delete(submitted, sl.Job)
 				why := fmt.Sprintf("block %s ran %v, past the fast-abort limit of %v (mean job %v): removed and submitted again",
 					src.name(info.block), sl.Ran.Round(time.Millisecond), sl.Limit.Round(time.Millisecond), sl.Mean.Round(time.Millisecond))
 				if sl.Final {

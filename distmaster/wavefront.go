@@ -17,6 +17,7 @@ import (
 	"github.com/rightsize/rightsize/multicore"
 	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
+	"github.com/rightsize/rightsize/wavefront/blocks"
 )
 
 // Wavefront is a Wavefront problem to run as blocks on a batch system, in
@@ -126,7 +127,7 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		return res, fmt.Errorf("checkpoint plan: %w", err)
 	}
 
-	r.sched, err = wavefront.NewScheduler(rg, r.b, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
+	r.sched, err = blocks.NewScheduler(rg, r.b, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
 	if err != nil {
 		return res, err
 	}
@@ -155,7 +156,7 @@ type wfRun struct {
 	files jobFiles
 	b     int // block side
 	nx    int // blocks per row
-	sched *wavefront.Scheduler
+	sched *blocks.Scheduler
 	// have marks the cells of the region that are done.
 	have bitset
 	// edges holds the top row and right column of each block computed by

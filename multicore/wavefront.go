@@ -16,6 +16,7 @@ import (
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/wavefront"
+	"github.com/rightsize/rightsize/wavefront/blocks"
 )
 
 // CellWriter receives the cells a Wavefront run computes. The sparse-matrix
@@ -269,7 +270,7 @@ func (e *engine) cleanup() {
 // behind a mutex, so that a core that finishes a block takes the next one
 // itself without a hop through another goroutine.
 func (e *engine) run(ctx context.Context) (WavefrontResult, error) {
-	sched, err := wavefront.NewScheduler(e.w.Region, e.w.Block, e.w.Block, func(x, y int) bool {
+	sched, err := blocks.NewScheduler(e.w.Region, e.w.Block, e.w.Block, func(x, y int) bool {
 		return e.done[e.index(x, y)]
 	})
 	if err != nil {

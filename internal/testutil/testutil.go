@@ -101,11 +101,16 @@ func ModuleRoot() string {
 }
 
 // BuildCommands builds ./cmd/NAME for each name into dir, so that end-to-end
-// tests run the real binaries. Call it once from TestMain.
+// tests run the real binaries, built as the Makefile builds them (the
+// workqueue command without cgo: see the Makefile). Call it once from
+// TestMain.
 func BuildCommands(dir string, names ...string) error {
 	for _, name := range names {
 		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, name), "./cmd/"+name)
 		cmd.Dir = ModuleRoot()
+		if name == "workqueue" {
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go build ./cmd/%s: %v\n%s", name, err, out)
 		}

@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/rightsize/rightsize/distmaster"
+	"github.com/rightsize/rightsize/distmaster/jobs"
 	"github.com/rightsize/rightsize/lifecycle"
-	"github.com/rightsize/rightsize/wavefront"
+	"github.com/rightsize/rightsize/wavefront/blocks"
 	"github.com/rightsize/rightsize/workqueue/sched"
 )
 
 // Blocks is a distributed All-Pairs or Wavefront, as the distributed
-// master runs it on Work Queue: its tracker (distmaster.Tracker) hands out
-// the blocks, a Wavefront's block scheduler (wavefront.Scheduler) releases
+// master runs it on Work Queue: its tracker (distmaster/jobs) hands out
+// the blocks, a Wavefront's block scheduler (wavefront/blocks) releases
 // each block once its neighbours above and to the left are done, and each
 // block is one task of the master.
 type Blocks struct {
@@ -69,21 +69,21 @@ func (b *Blocks) check() error {
 // scheduler, and which task carries which block.
 type blockRun struct {
 	b        *Blocks
-	tr       *distmaster.Tracker
-	wf       *wavefront.Scheduler // nil for All-Pairs
-	nx, ny   int                  // blocks across and down
+	tr       *jobs.Tracker
+	wf       *blocks.Scheduler // nil for All-Pairs
+	nx, ny   int               // blocks across and down
 	cellTime sampler
 	jobs     map[sched.TaskID]int // task → block
 }
 
 func newBlockRun(b *Blocks, cellTime sampler) (*blockRun, error) {
 	r := &blockRun{b: b, cellTime: cellTime, jobs: map[sched.TaskID]int{},
-		tr: distmaster.NewTracker(distmaster.TrackerConfig{MaxJobs: b.MaxJobs, Retries: lifecycle.Retries(b.Retries)})}
+		tr: jobs.New(jobs.Config{MaxJobs: b.MaxJobs, Retries: lifecycle.Retries(b.Retries)})}
 	if b.Kind == "wavefront" {
 		r.nx = (b.Rows + b.BlockRows - 1) / b.BlockRows
 		r.ny = r.nx
 		// Row 0 and column 0 are a wavefront's boundary.
-		wf, err := wavefront.NewScheduler(wavefront.Rect{X: 1, Y: 1, W: b.Rows, H: b.Rows}, b.BlockRows, b.BlockRows, func(x, y int) bool { return false })
+		wf, err := blocks.NewScheduler(blocks.Rect{X: 1, Y: 1, W: b.Rows, H: b.Rows}, b.BlockRows, b.BlockRows, func(x, y int) bool { return false })
 		if err != nil {
 			return nil, err
 		}
@@ -102,15 +102,15 @@ func newBlockRun(b *Blocks, cellTime sampler) (*blockRun, error) {
 func (r *blockRun) blocks() int { return r.nx * r.ny }
 
 // rect is block i's cells; a wavefront's start at (1, 1).
-func (r *blockRun) rect(i int) wavefront.Rect {
+func (r *blockRun) rect(i int) blocks.Rect {
 	if r.wf != nil {
 		b := r.b.BlockRows
 		x, y := i%r.nx*b, i/r.nx*b
-		return wavefront.Rect{X: 1 + x, Y: 1 + y, W: min(b, r.b.Rows-x), H: min(b, r.b.Rows-y)}
+		return blocks.Rect{X: 1 + x, Y: 1 + y, W: min(b, r.b.Rows-x), H: min(b, r.b.Rows-y)}
 	}
 	bw, bh := r.b.BlockCols, r.b.BlockRows
 	x, y := i%r.nx*bw, i/r.nx*bh
-	return wavefront.Rect{X: x, Y: y, W: min(bw, r.b.Cols-x), H: min(bh, r.b.Rows-y)}
+	return blocks.Rect{X: x, Y: y, W: min(bw, r.b.Cols-x), H: min(bh, r.b.Rows-y)}
 }
 
 // release hands the tracker the blocks the wavefront made ready.

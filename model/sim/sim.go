@@ -3,8 +3,8 @@
 // production state machines — the master's scheduler (workqueue/sched)
 // and, where the scenario has them, the worker factory's plan
 // (workqueue/factory), and the distributed master's tracker
-// (distmaster.Tracker) with the Wavefront block scheduler
-// (wavefront.Scheduler) — against simulated workers, network and batch
+// (distmaster/jobs) with the Wavefront block scheduler
+// (wavefront/blocks) — against simulated workers, network and batch
 // system. Every decision in a simulated run is the one the real master
 // and factory would take; only the world around them is modelled:
 //

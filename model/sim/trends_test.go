@@ -112,3 +112,33 @@ func TestWorkStealingTrend(t *testing.T) {
 		}
 	}
 }
+
+// TestOneMasterWithLongerTasks is the other side of the trend: one master
+// spending 1 ms a task keeps up with 16,384 cores once tasks last longer
+// than about 16 s (cores × cost per task), and is efficient well beyond,
+// so a master that sizes its jobs (the distributed All-Pairs and Wavefront
+// do) needs no peers to steal from; only short tasks at that width do.
+func TestOneMasterWithLongerTasks(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a few seconds of simulation")
+	}
+	const cores = 16384
+	for _, tc := range []struct {
+		runtime  float64
+		min, max float64 // efficiency
+	}{
+		{1, 0, 0.1},
+		{4, 0.2, 0.3},
+		{16, 0.7, 0.9}, // the master just keeps up: 16 s feeds 16,000 cores
+		{64, 0.9, 1},
+	} {
+		r := run(t, parse(t, fmt.Sprintf(`{"master": {"task_cost": 0.001},
+			"workers": [{"count": %d, "cores": 4}],
+			"tasks": [{"count": %d, "runtime": %g}]}`, cores/4, 4*cores, tc.runtime)))
+		e := 4 * tc.runtime / r.Makespan
+		t.Logf("%5.0f s tasks on %d cores, one master: efficiency %5.1f%%", tc.runtime, cores, 100*e)
+		if e < tc.min || e > tc.max {
+			t.Errorf("%g s tasks: efficiency %.3f, want %g to %g", tc.runtime, e, tc.min, tc.max)
+		}
+	}
+}

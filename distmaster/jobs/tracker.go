@@ -1,4 +1,10 @@
-package distmaster
+// Package jobs follows the jobs of a distributed run for the distributed
+// master (package distmaster): which blocks wait to be submitted, which job
+// runs which block, how often each block has failed or been aborted, which
+// running jobs are stragglers, and when the batch system refuses so often
+// that the run should halt. It is a state machine without I/O or clock,
+// also driven by the simulator (model/sim).
+package jobs
 
 import (
 	"cmp"
@@ -23,9 +29,9 @@ import (
 // tracker sees jobs, not workers. The zero value is off.
 type FastAbort = lifecycle.FastAbort
 
-// TrackerConfig configures a Tracker. The zero value of each field means its
+// Config configures a Tracker. The zero value of each field means its
 // documented default.
-type TrackerConfig struct {
+type Config struct {
 	// Retries is how many times a block whose job failed is submitted again
 	// before the block is given up (lifecycle.Retries; default 2: three
 	// attempts).
@@ -41,7 +47,7 @@ type TrackerConfig struct {
 	MaxRefused int
 }
 
-func (c *TrackerConfig) fill() {
+func (c *Config) fill() {
 	if c.MaxJobs <= 0 {
 		c.MaxJobs = 1000
 	}
@@ -61,13 +67,13 @@ func (c *TrackerConfig) fill() {
 // to remove as stragglers (Tick), and does it. It is not safe for
 // concurrent use.
 type Tracker struct {
-	cfg    TrackerConfig
+	cfg    Config
 	queue  []int // blocks to submit, in order
 	blocks map[int]*blockRecord
 	jobs   map[string]*jobRecord // jobs submitted and not ended
 	busy   int                   // blocks handed out by Next and not yet ended
 	stats  lifecycle.Stats       // running times of the finished jobs
-	counts TrackerCounts
+	counts Counts
 	// refused counts the submissions the batch system refused since it
 	// last accepted one.
 	refused int
@@ -86,8 +92,8 @@ type jobRecord struct {
 	started   time.Time // when it was seen starting; zero until then
 }
 
-// TrackerCounts count what happened to the run's blocks and jobs.
-type TrackerCounts struct {
+// Counts count what happened to the run's blocks and jobs.
+type Counts struct {
 	Jobs       int // jobs submitted
 	Done       int // blocks finished
 	Failed     int // blocks given up
@@ -95,8 +101,8 @@ type TrackerCounts struct {
 	FastAborts int // stragglers removed and submitted again
 }
 
-// NewTracker returns a Tracker with no blocks.
-func NewTracker(cfg TrackerConfig) *Tracker {
+// New returns a Tracker with no blocks.
+func New(cfg Config) *Tracker {
 	cfg.fill()
 	return &Tracker{cfg: cfg, blocks: map[int]*blockRecord{}, jobs: map[string]*jobRecord{}}
 }
@@ -273,7 +279,7 @@ func (t *Tracker) Running() []string {
 }
 
 // Counts returns what has happened so far.
-func (t *Tracker) Counts() TrackerCounts { return t.counts }
+func (t *Tracker) Counts() Counts { return t.counts }
 
 // MeanJobTime returns the mean running time of the finished jobs, or 0.
 func (t *Tracker) MeanJobTime() time.Duration { return t.stats.Mean() }

@@ -1,4 +1,4 @@
-package wavefront_test
+package blocks_test
 
 import (
 	"fmt"
@@ -6,7 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/rightsize/rightsize/wavefront"
+	"github.com/rightsize/rightsize/wavefront/blocks"
 )
 
 type cell struct{ x, y int }
@@ -52,7 +52,7 @@ func TestSchedulerAgainstSequential(t *testing.T) {
 		w, h := 1+rng.IntN(25), 1+rng.IntN(25)
 		bw, bh := 1+rng.IntN(6), 1+rng.IntN(6)
 		want := sequential(w, h)
-		region := wavefront.Rect{X: 1, Y: 1, W: w, H: h}
+		region := blocks.Rect{X: 1, Y: 1, W: w, H: h}
 
 		// A checkpoint: a staircase of finished cells, as a crashed run leaves.
 		got := map[cell]uint64{}
@@ -72,7 +72,7 @@ func TestSchedulerAgainstSequential(t *testing.T) {
 		}
 		checkpoint := len(got)
 		isDone := func(x, y int) bool { _, ok := got[cell{x, y}]; return ok }
-		s, err := wavefront.NewScheduler(region, bw, bh, isDone)
+		s, err := blocks.NewScheduler(region, bw, bh, isDone)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,8 +80,8 @@ func TestSchedulerAgainstSequential(t *testing.T) {
 		if rng.IntN(3) == 0 {
 			failRate = 0.05
 		}
-		var running []wavefront.Rect
-		var failedBlocks []wavefront.Rect
+		var running []blocks.Rect
+		var failedBlocks []blocks.Rect
 		for !s.Finished() {
 			// Take a random number of ready blocks, then finish a random one.
 			for n := rng.IntN(4); n >= 0; n-- {
@@ -165,13 +165,13 @@ func TestSchedulerMeetsModel(t *testing.T) {
 	for _, p := range []int{1, 2, 3, 4, 7} {
 		for _, size := range [][2]int{{1, 1}, {2, 2}, {3, 3}, {9, 9}, {30, 30}, {40, 7}, {5, 33}} {
 			w, h := size[0], size[1]
-			s, err := wavefront.NewScheduler(wavefront.Rect{X: 1, Y: 1, W: w, H: h}, 1, 1, nil)
+			s, err := blocks.NewScheduler(blocks.Rect{X: 1, Y: 1, W: w, H: h}, 1, 1, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
 			steps := 0
 			for !s.Finished() {
-				var batch []wavefront.Rect
+				var batch []blocks.Rect
 				for len(batch) < p {
 					b, ok := s.Next()
 					if !ok {
@@ -193,14 +193,14 @@ func TestSchedulerMeetsModel(t *testing.T) {
 
 func TestNewSchedulerErrors(t *testing.T) {
 	for _, tt := range []struct {
-		r      wavefront.Rect
+		r      blocks.Rect
 		bw, bh int
 	}{
-		{wavefront.Rect{X: 0, Y: 1, W: 3, H: 3}, 1, 1},
-		{wavefront.Rect{X: 1, Y: 1, W: 0, H: 3}, 1, 1},
-		{wavefront.Rect{X: 1, Y: 1, W: 3, H: 3}, 0, 1},
+		{blocks.Rect{X: 0, Y: 1, W: 3, H: 3}, 1, 1},
+		{blocks.Rect{X: 1, Y: 1, W: 0, H: 3}, 1, 1},
+		{blocks.Rect{X: 1, Y: 1, W: 3, H: 3}, 0, 1},
 	} {
-		if _, err := wavefront.NewScheduler(tt.r, tt.bw, tt.bh, nil); err == nil {
+		if _, err := blocks.NewScheduler(tt.r, tt.bw, tt.bh, nil); err == nil {
 			t.Errorf("NewScheduler(%v, %d, %d) succeeded", tt.r, tt.bw, tt.bh)
 		}
 	}
@@ -208,7 +208,7 @@ func TestNewSchedulerErrors(t *testing.T) {
 
 func ExampleScheduler() {
 	// A 4×4 sub-problem at (15, 20), in blocks of 2×2, on one core.
-	s, _ := wavefront.NewScheduler(wavefront.Rect{X: 15, Y: 20, W: 4, H: 4}, 2, 2, nil)
+	s, _ := blocks.NewScheduler(blocks.Rect{X: 15, Y: 20, W: 4, H: 4}, 2, 2, nil)
 	for !s.Finished() {
 		b, _ := s.Next()
 		fmt.Println("run", b)

@@ -1,4 +1,9 @@
-package wavefront
+// Package blocks releases the blocks of a Wavefront in dependency order: a
+// state machine without I/O, clock or functions, shared by the multicore
+// engine (package multicore), the distributed master (package distmaster)
+// and the simulator (model/sim). Rect is the Wavefront's rectangle of
+// cells (package wavefront's Rect is this one).
+package blocks
 
 import (
 	"container/heap"

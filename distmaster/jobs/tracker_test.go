@@ -1,4 +1,4 @@
-package distmaster
+package jobs
 
 import (
 	"errors"
@@ -23,8 +23,8 @@ type trackerHarness struct {
 	ids map[string]bool
 }
 
-func newHarness(t *testing.T, cfg TrackerConfig, blocks ...int) *trackerHarness {
-	h := &trackerHarness{t: t, tr: NewTracker(cfg), now: time.Unix(1000, 0), ids: map[string]bool{}}
+func newHarness(t *testing.T, cfg Config, blocks ...int) *trackerHarness {
+	h := &trackerHarness{t: t, tr: New(cfg), now: time.Unix(1000, 0), ids: map[string]bool{}}
 	h.tr.Add(blocks...)
 	return h
 }
@@ -71,7 +71,7 @@ func TestTrackerRetriesThenGivesUp(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprint(tt.retries), func(t *testing.T) {
-			h := newHarness(t, TrackerConfig{Retries: tt.retries}, 7)
+			h := newHarness(t, Config{Retries: tt.retries}, 7)
 			boom := errors.New("boom")
 			for attempt := 1; ; attempt++ {
 				ids := h.submitAll()
@@ -104,7 +104,7 @@ func TestTrackerRetriesThenGivesUp(t *testing.T) {
 }
 
 func TestTrackerRetryThenDone(t *testing.T) {
-	h := newHarness(t, TrackerConfig{}, 1, 2, 3)
+	h := newHarness(t, Config{}, 1, 2, 3)
 	ids := h.submitAll()
 	if !slices.Equal(ids, []string{"b1.0", "b2.0", "b3.0"}) {
 		t.Fatalf("submitted %v", ids)
@@ -131,7 +131,7 @@ func TestTrackerRetryThenDone(t *testing.T) {
 }
 
 func TestTrackerSubmitFailureIsAnAttempt(t *testing.T) {
-	h := newHarness(t, TrackerConfig{Retries: 1}, 5)
+	h := newHarness(t, Config{Retries: 1}, 5)
 	for i := 0; i < 2; i++ {
 		b, _, ok := h.tr.Next()
 		if !ok || b != 5 {
@@ -169,7 +169,7 @@ func TestTrackerRefusalsHalt(t *testing.T) {
 			for i := range blocks {
 				blocks[i] = i
 			}
-			h := newHarness(t, TrackerConfig{Retries: lifecycle.NoRetry}, blocks...)
+			h := newHarness(t, Config{Retries: lifecycle.NoRetry}, blocks...)
 			for i, err := range tc.errs {
 				b, _, ok := h.tr.Next()
 				if !ok {
@@ -192,7 +192,7 @@ func TestTrackerRefusalsHalt(t *testing.T) {
 }
 
 func TestTrackerMaxJobs(t *testing.T) {
-	h := newHarness(t, TrackerConfig{MaxJobs: 2}, 1, 2, 3, 4, 5)
+	h := newHarness(t, Config{MaxJobs: 2}, 1, 2, 3, 4, 5)
 	if ids := h.submitAll(); len(ids) != 2 {
 		t.Fatalf("submitted %v with MaxJobs 2", ids)
 	}
@@ -208,7 +208,7 @@ func TestTrackerMaxJobs(t *testing.T) {
 }
 
 func TestTrackerFastAbort(t *testing.T) {
-	cfg := TrackerConfig{FastAbort: FastAbort{Multiplier: 3, MinSamples: 3, MaxAborts: 2}}
+	cfg := Config{FastAbort: FastAbort{Multiplier: 3, MinSamples: 3, MaxAborts: 2}}
 	h := newHarness(t, cfg, 0, 1, 2, 3, 4)
 	h.submitAll()
 	// No abort before MinSamples jobs have finished, however long.
@@ -267,7 +267,7 @@ func TestTrackerFastAbort(t *testing.T) {
 
 func TestTrackerFastAbortSigmas(t *testing.T) {
 	// Mean 10 s, deviation 0: the limit is twice the mean, not the mean.
-	h := newHarness(t, TrackerConfig{FastAbort: FastAbort{Sigmas: 3, MinSamples: 2}}, 0, 1, 2)
+	h := newHarness(t, Config{FastAbort: FastAbort{Sigmas: 3, MinSamples: 2}}, 0, 1, 2)
 	h.submitAll()
 	h.advance(10 * time.Second)
 	h.tr.Ended("b0.0", h.now, nil)
@@ -287,7 +287,7 @@ func TestTrackerFastAbortSigmas(t *testing.T) {
 // sample standard deviation).
 func TestTrackerStraggler(t *testing.T) {
 	fa := FastAbort{Sigmas: 1, MinSamples: 3, MaxAborts: 2}
-	h := newHarness(t, TrackerConfig{FastAbort: fa}, 0, 1, 2, 3)
+	h := newHarness(t, Config{FastAbort: fa}, 0, 1, 2, 3)
 	h.submitAll()
 	var st sched.Stats
 	for i, secs := range []int{10, 20, 90} {
@@ -320,7 +320,7 @@ func TestTrackerStraggler(t *testing.T) {
 }
 
 func TestTrackerFastAbortOff(t *testing.T) {
-	h := newHarness(t, TrackerConfig{}, 0, 1)
+	h := newHarness(t, Config{}, 0, 1)
 	h.submitAll()
 	h.advance(time.Second)
 	h.tr.Ended("b0.0", h.now, nil)
@@ -336,7 +336,7 @@ func TestTrackerAddTwicePanics(t *testing.T) {
 			t.Error("no panic")
 		}
 	}()
-	tr := NewTracker(TrackerConfig{})
+	tr := New(Config{})
 	tr.Add(1)
 	tr.Add(1)
 }
