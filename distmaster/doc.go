@@ -16,9 +16,10 @@
 // appended to the run's checkpoint (package sparsematrix), so that a master
 // killed at any moment resumes without recomputing a finished block. A
 // Wavefront block is submitted the moment the blocks it reads from are
-// done (wavefront.Scheduler).
+// done (package wavefront/blocks).
 //
-// Failures are the Tracker's: a state machine, with no I/O and no clock,
+// Failures are the job tracker's (package distmaster/jobs, which the
+// simulator model/sim drives too): a state machine, with no I/O and no clock,
 // that retries a failing block a bounded number of times before giving it
 // up with the end of its standard error, removes and resubmits stragglers
 // (fast abort) on batch systems, where Work Queue does that itself, and

@@ -11,7 +11,7 @@
 // few to a crash.
 //
 // RunWavefront computes a Wavefront rectangle on this machine: a fixed
-// number of goroutines take blocks from a wavefront.Scheduler the moment
+// number of goroutines take blocks from a blocks.Scheduler (wavefront/blocks) the moment
 // their inputs exist, each with one in-process call or one child process in
 // flight, keeping in memory only the values that cells still to run will
 // read.

@@ -38,7 +38,7 @@ type Blocks struct {
 	// Wavefront, a boundary value sent with a job).
 	ItemMB float64 `json:"item_mb"`
 	CellMB float64 `json:"cell_mb"`
-	// MaxJobs and Retries are the tracker's (distmaster.TrackerConfig).
+	// MaxJobs and Retries are the tracker's (jobs.Config).
 	MaxJobs int `json:"max_jobs"`
 	Retries int `json:"retries"`
 }
