@@ -101,4 +101,5 @@ type attempt struct {
 	dispatched time.Time
 	result     *Result      // its outputs are in (loop)
 	sendTime   atomic.Int64 // nanoseconds spent sending inputs and the task
+	sendShare  atomic.Int64 // the master's network time of it (shareClock)
 }

@@ -297,7 +297,7 @@ func (l *loop) deliver(e *entry, r *Result, now time.Time) {
 	}
 	e.think += time.Since(start)
 	if r.Status == Success {
-		s := capacity.Sample{Exec: r.Exec, Transfer: r.Transfer, Think: e.think}
+		s := capacity.Sample{Exec: r.Exec, Transfer: r.netShare, Think: e.think}
 		l.window.Add(s)
 		l.ewma.Add(s)
 		l.st.ExecTime += r.Exec

@@ -164,6 +164,7 @@ type Master struct {
 
 	nextID      atomic.Int64
 	nextSerial  atomic.Int64
+	transfers   shareClock // the master's network time, shared out
 	outstanding atomic.Int64
 
 	rmu     sync.Mutex

@@ -213,6 +213,9 @@ type Result struct {
 	// Transfer is the time spent sending its inputs and receiving its
 	// outputs.
 	Transfer time.Duration
+	// netShare is its share of the master's network time (shareClock),
+	// for the capacity estimate.
+	netShare time.Duration
 	// Err describes a failure that has no exit code (missing input, lost
 	// worker, transfer error).
 	Err error

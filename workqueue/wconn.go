@@ -92,6 +92,8 @@ type fetchJob struct {
 	a         *attempt
 	r         *Result
 	start     time.Time
+	mark      time.Duration // on the master's shareClock, while counted (w.mu)
+	counted   bool
 	remaining int
 	missing   []string // outputs not (wholly) sent, and why
 	stored    []bool   // by output: in place
@@ -136,6 +138,15 @@ func (w *workerConn) run() {
 	err := w.readLoop()
 	w.close()
 	<-done
+	// Fetches cut short no longer share the master's network.
+	w.mu.Lock()
+	pending := w.pending
+	w.mu.Unlock()
+	for _, p := range pending {
+		if p.fetch != nil {
+			w.uncount(p.fetch)
+		}
+	}
 	w.m.send(evWorkerLeft{w: w, err: err})
 }
 
@@ -243,6 +254,9 @@ func (w *workerConn) write(o op) error {
 			w.finishFetch(j)
 			return nil
 		}
+		w.mu.Lock()
+		j.mark, j.counted = w.m.transfers.begin(), true
+		w.mu.Unlock()
 		for i, out := range j.a.e.outputs {
 			w.mu.Lock()
 			w.pending = append(w.pending, expect{fetch: j, out: i})
@@ -273,7 +287,8 @@ func (w *workerConn) write(o op) error {
 
 // sendTask sends an attempt's inputs that the worker lacks, then the task.
 func (w *workerConn) sendTask(a *attempt) error {
-	start := time.Now()
+	start, mark := time.Now(), w.m.transfers.begin()
+	defer func() { a.sendShare.Store(int64(w.m.transfers.end(mark))) }()
 	e := a.e
 	for _, in := range e.inputs {
 		if err := w.sendInput(in); err != nil {
@@ -814,11 +829,24 @@ func (w *workerConn) unlinkUncached(inputs []fileRef) {
 	}
 }
 
+// uncount ends j's transfer on the master's shareClock, once, and returns
+// its share.
+func (w *workerConn) uncount(j *fetchJob) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !j.counted {
+		return 0
+	}
+	j.counted = false
+	return w.m.transfers.end(j.mark)
+}
+
 // finishFetch completes an attempt: status from what arrived, cleanup on
 // the worker, and the result to the loop.
 func (w *workerConn) finishFetch(j *fetchJob) {
 	r, e := j.r, j.a.e
 	r.Transfer += time.Since(j.start)
+	r.netShare = time.Duration(j.a.sendShare.Load()) + w.uncount(j)
 	switch {
 	case j.err != nil:
 		r.Status = OutputTransfer

@@ -43,6 +43,7 @@ type factoryOptions struct {
 	batchOptions string
 	scratch      string
 	interval     time.Duration
+	decision     string
 	log          logFlags
 }
 
@@ -56,7 +57,10 @@ func newFactoryCmd(s cmdutil.Streams) *cobra.Command {
 at HOST PORT, or for every master of a project found through the catalog (-M),
 and keeps between --min and --max of them submitted: within those bounds, one
 for every task the masters have waiting or running (--tasks-per-worker to a
-worker). Workers that end are replaced; workers no longer needed leave at
+worker), but no more than each master can keep busy — its capacity, which it
+measures and advertises (--decision says how: seed 000's pool decisions D1 to
+D6; D1 ignores capacity, D6 also starts from --default-capacity and rises by at
+most --max-change workers a minute). Workers that end are replaced; workers no longer needed leave at
 their idle timeout (-t). Jobs the batch system rejects and workers that fail
 are reported, with the batch system's or the worker's message, and pause
 submissions; after --max-failures in a row the factory gives up. On exit,
@@ -121,6 +125,9 @@ cluster, the submit host's name, not 127.0.0.1.`,
 	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "further options for the batch system (sbatch, qsub), or submit-file lines (condor)")
 	f.StringVarP(&o.scratch, "scratch-dir", "S", "", "where the jobs' scripts and output are kept; must be shared with the execution hosts (default: the working directory)")
 	f.Var(seconds{&o.interval}, "interval", "how often to ask the masters what they need (default 10s)")
+	f.StringVar(&o.decision, "decision", "D3", "how many workers: D1 (one per task), D2 (D1 rising by --max-change), D3 (each master's tasks, at most its capacity), D4 (D3 with --default-capacity until a master reports one), D5 (D3 rising by --max-change), D6 (D4 rising by --max-change)")
+	f.Float64Var(&o.limits.MaxChange, "max-change", 60, "D2, D5, D6: most workers added a minute")
+	f.IntVar(&o.limits.DefaultCapacity, "default-capacity", 20, "D4, D6: the capacity, in tasks, of a master that has not reported one")
 	for _, name := range []string{"min-workers", "max-workers", "workers-per-cycle"} {
 		f.MarkHidden(name)
 	}
@@ -152,7 +159,14 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 		return cfg, cmdutil.Usagef("--max-pending and --tasks-per-worker must not be negative, --max-failures at least 1")
 	case o.worker.Cores < 0 || o.worker.MemoryMB < 0 || o.worker.DiskMB < 0:
 		return cfg, cmdutil.Usagef("worker resources must not be negative")
+	case o.limits.MaxChange <= 0 || o.limits.DefaultCapacity < 1:
+		return cfg, cmdutil.Usagef("--max-change must be positive, --default-capacity at least 1")
 	}
+	policy, err := factory.ParsePolicy(o.decision)
+	if err != nil {
+		return cfg, cmdutil.Usagef("--decision: %v", err)
+	}
+	cfg.Limits.Policy = policy
 	if len(args) == 2 {
 		if _, err := strconv.ParseUint(args[1], 10, 16); err != nil {
 			return cfg, cmdutil.Usagef("bad port %q", args[1])

@@ -33,6 +33,8 @@ func TestUsageErrors(t *testing.T) {
 		{"status", "h", "99999"},
 		{"catalog", "-p", "70000"},
 		{"catalog", "extra"},
+		{"factory", "-T", "local", "--decision", "D9", "h", "1"},
+		{"factory", "-T", "local", "--max-change", "0", "h", "1"},
 		{"nonsense"},
 	}
 	for _, args := range cases {

@@ -10,6 +10,8 @@ import (
 	"os"
 
 	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
 // A Scenario is what is simulated: a master, the workers it gets (a fixed
@@ -106,6 +108,12 @@ type Factory struct {
 	IdleTimeout float64 `json:"idle_timeout"`
 	// FailStart is the share of jobs the batch system fails to start.
 	FailStart float64 `json:"fail_start"`
+	// Decision is the factory's policy, D1 to D6 (factory.Policy; default
+	// D3), with MaxChange (workers a minute) and DefaultCapacity (tasks):
+	// the master's capacity is measured as the real master measures it.
+	Decision        string  `json:"decision"`
+	MaxChange       float64 `json:"max_change"`
+	DefaultCapacity int     `json:"default_capacity"`
 }
 
 // TaskGroup is Count alike tasks.
@@ -283,6 +291,14 @@ func (sc *Scenario) check() error {
 		}
 		if f.FailStart < 0 || f.FailStart >= 1 {
 			return fmt.Errorf("factory: fail_start %g is not in [0, 1)", f.FailStart)
+		}
+		if f.Decision != "" {
+			if _, err := factory.ParsePolicy(f.Decision); err != nil {
+				return fmt.Errorf("factory: %w", err)
+			}
+		}
+		if f.MaxChange < 0 || f.DefaultCapacity < 0 {
+			return errors.New("factory: a negative max_change or default_capacity")
 		}
 	}
 	for i, g := range sc.Tasks {

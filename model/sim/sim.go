@@ -35,6 +35,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/model/capacity"
 	"github.com/rightsize/rightsize/workqueue/factory"
 	"github.com/rightsize/rightsize/workqueue/sched"
 )
@@ -124,6 +125,7 @@ type attempt struct {
 	w       *simWorker
 	cores   float64
 	start   float64 // when it started running on the worker
+	exec    float64 // how long it ran, once it has reported
 	running bool    // until it reports or dies
 	dead    bool    // aborted, discarded, or its worker gone
 }
@@ -137,8 +139,11 @@ type engine struct {
 	events  eventHeap
 	masters []*master
 	plan    *factory.Plan
-	tasks   []simTask
-	workers []*simWorker // by ID - 1
+	// capacity is the master's estimate (Eq. 4.5), as the real master
+	// keeps it, for the factory's decisions.
+	capacity capacity.Window
+	tasks    []simTask
+	workers  []*simWorker // by ID - 1
 	// lifetime samplers by worker group, drawn from in event order
 	lifetime  []sampler
 	queueWait sampler
@@ -268,8 +273,17 @@ func (e *engine) setup() error {
 		}
 	}
 	if f := sc.Factory; f != nil {
+		policy := factory.D3
+		if f.Decision != "" {
+			p, err := factory.ParsePolicy(f.Decision)
+			if err != nil {
+				return fmt.Errorf("factory: %w", err)
+			}
+			policy = p
+		}
 		plan, err := factory.NewPlan(factory.Limits{Min: f.Min, Max: f.Max,
-			TasksPerWorker: max(1, int(f.Worker.Cores))}, e.at(0))
+			TasksPerWorker: max(1, int(f.Worker.Cores)), Policy: policy,
+			MaxChange: f.MaxChange, DefaultCapacity: f.DefaultCapacity}, e.at(0))
 		if err != nil {
 			return err
 		}
@@ -420,7 +434,7 @@ func (e *engine) apply(acts []sched.Action) {
 			at := e.worker(a.Worker).attempts[a.Task]
 			t := &e.tasks[a.Task-1]
 			e.end(at)
-			e.idle(at.w)
+			at.exec = e.now - at.start
 			t.fetching = true
 			e.fetching++
 			out := t.outMB
@@ -444,6 +458,14 @@ func (e *engine) apply(acts []sched.Action) {
 			}
 			e.lastEnd = e.now
 			w := e.worker(a.Worker)
+			if at := w.attempts[a.Task]; at != nil {
+				// What the master measures of it, for its capacity: its
+				// share of the master's network time (workqueue's
+				// shareClock), which on the simulated interface, one
+				// transfer at a time, is its own transfers' time.
+				e.capacity.Add(capacity.Sample{Exec: seconds(at.exec),
+					Transfer: seconds((t.inMB + t.outMB) / e.sc.Master.Bandwidth), Think: seconds(e.sc.Master.TaskCost)})
+			}
 			delete(w.attempts, a.Task)
 			e.idle(w)
 			if t.group < 0 {
@@ -596,13 +618,23 @@ func (e *engine) factory(now time.Time) {
 			e.apply(w.m.s.WorkerLeft(w.id, now))
 		}
 	}
-	e.plan.Observe(factory.Demand{Masters: 1, Tasks: e.submitted - e.finished - e.failed, Workers: e.connected}, now)
-	d := e.plan.Next(now)
-	if d.Err != nil {
-		e.res.FactoryErr = d.Err.Error()
+	d := factory.Demand{Masters: 1, Tasks: e.submitted - e.finished - e.failed, Workers: e.connected}
+	busy := 0
+	for _, w := range e.workers {
+		if w.connected() && len(w.attempts) > 0 {
+			busy++
+		}
+	}
+	if c, ok := e.capacity.Capacity(busy); ok && c >= 1 {
+		d.Capacities = []factory.MasterCapacity{{Tasks: d.Tasks, Capacity: int(min(c, 1e9))}}
+	}
+	e.plan.Observe(d, now)
+	next := e.plan.Next(now)
+	if next.Err != nil {
+		e.res.FactoryErr = next.Err.Error()
 		return
 	}
-	for range d.Submit {
+	for range next.Submit {
 		w := e.newWorker(&f.Worker)
 		w.job = fmt.Sprint(w.id)
 		e.plan.Submitted(w.job)

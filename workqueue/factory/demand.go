@@ -71,7 +71,8 @@ func askCatalogs(ctx context.Context, catalogs []string, project *regexp.Regexp)
 
 // demandOf sums what master records say, as CCTools' factory reads them:
 // tasks waiting, plus tasks_left (the tasks a master says it has yet to
-// submit), plus tasks on workers.
+// submit), plus tasks on workers; and each master's capacity_tasks, where
+// it has one.
 func demandOf(recs []catalog.Record) Demand {
 	var d Demand
 	for _, r := range recs {
@@ -79,9 +80,13 @@ func demandOf(recs []catalog.Record) Demand {
 		if _, ok := r["tasks_on_workers"]; !ok {
 			running = count(r, "tasks_running")
 		}
+		tasks := count(r, "tasks_waiting") + count(r, "tasks_left") + running
 		d.Masters++
-		d.Tasks += count(r, "tasks_waiting") + count(r, "tasks_left") + running
+		d.Tasks += tasks
 		d.Workers += count(r, "workers")
+		if c := count(r, "capacity_tasks"); c > 0 {
+			d.Capacities = append(d.Capacities, MasterCapacity{Tasks: tasks, Capacity: c})
+		}
 	}
 	return d
 }

@@ -437,7 +437,7 @@ func (f *factory) removeAll() {
 
 // report hands the counts to Config.Report when they have changed.
 func (f *factory) report() {
-	if c := f.plan.Counts(); c != f.reported {
+	if c := f.plan.Counts(); !c.equal(f.reported) {
 		f.reported = c
 		if f.cfg.Report != nil {
 			f.cfg.Report(c)

@@ -3,6 +3,8 @@ package factory
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +37,51 @@ type Limits struct {
 	// NoMaster, if positive, makes the plan give up once no master has been
 	// seen for that long (CCTools' --factory-timeout).
 	NoMaster time.Duration
+
+	// Policy is how the masters' tasks and capacities become a number of
+	// workers (default D3: no more than the masters can keep busy).
+	Policy Policy
+	// MaxChange bounds how fast D2, D5 and D6 raise the number of workers,
+	// in workers a minute (default 60).
+	MaxChange float64
+	// DefaultCapacity is D4's and D6's capacity of a master that has not
+	// reported one yet, in tasks (default 20).
+	DefaultCapacity int
+}
+
+// Policy is a pool decision of seed 000 (§4.4.4, Eqs. 4.16–4.21): how many
+// workers the masters get, from their tasks waiting and running (need) and
+// their capacities, the tasks each can keep running at once before its own
+// sending, receiving and bookkeeping hold the workers back (package
+// model/capacity, advertised as capacity_tasks).
+type Policy int
+
+const (
+	D1 Policy = iota + 1 // need
+	D2                   // need, rising by at most MaxChange a minute
+	D3                   // need, each master's at most its capacity (none while unknown)
+	D4                   // as D3, with DefaultCapacity while unknown
+	D5                   // D3, rising by at most MaxChange a minute
+	D6                   // D4, rising by at most MaxChange a minute
+)
+
+var policyNames = [...]string{"", "D1", "D2", "D3", "D4", "D5", "D6"}
+
+func (p Policy) String() string {
+	if p > 0 && int(p) < len(policyNames) {
+		return policyNames[p]
+	}
+	return fmt.Sprintf("Policy(%d)", int(p))
+}
+
+// ParsePolicy reads a policy's name, D1 to D6.
+func ParsePolicy(name string) (Policy, error) {
+	for i, n := range policyNames {
+		if i > 0 && strings.EqualFold(n, name) {
+			return Policy(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown decision %q: D1 (tasks), D2 (tasks, ramped), D3 (tasks capped by capacity), D4 (as D3, a default capacity while unknown), D5 (D3 ramped) or D6 (D4 ramped)", name)
 }
 
 func (l *Limits) validate() error {
@@ -58,6 +105,18 @@ func (l *Limits) validate() error {
 		l.MaxBackoff = 5 * time.Minute
 	}
 	l.MaxBackoff = max(l.MaxBackoff, l.Backoff)
+	if l.Policy == 0 {
+		l.Policy = D3
+	}
+	if l.Policy < D1 || l.Policy > D6 {
+		return fmt.Errorf("factory: unknown %v", l.Policy)
+	}
+	if l.MaxChange <= 0 {
+		l.MaxChange = 60
+	}
+	if l.DefaultCapacity <= 0 {
+		l.DefaultCapacity = 20
+	}
 	return nil
 }
 
@@ -67,6 +126,15 @@ type Demand struct {
 	Masters int // masters found
 	Tasks   int // tasks waiting, plus tasks running on workers
 	Workers int // workers connected, the factory's own included
+	// Capacities holds, for each master that has reported its capacity,
+	// its tasks (as counted in Tasks) and that capacity; the other
+	// masters' capacities are not known yet.
+	Capacities []MasterCapacity
+}
+
+// MasterCapacity is one master's tasks and capacity, in tasks.
+type MasterCapacity struct {
+	Tasks, Capacity int
 }
 
 // Outcome is how a worker job ended, as the plan counts it.
@@ -138,6 +206,13 @@ type Counts struct {
 	Failures        int              // failures in a row
 }
 
+func (c Counts) equal(o Counts) bool {
+	cd, od := c.Demand, o.Demand
+	c.Demand, o.Demand = Demand{}, Demand{}
+	return reflect.DeepEqual(c, o) && cd.Masters == od.Masters && cd.Tasks == od.Tasks &&
+		cd.Workers == od.Workers && slices.Equal(cd.Capacities, od.Capacities)
+}
+
 // Decision is what the plan says to do now.
 type Decision struct {
 	// Submit is how many workers to submit now. Submit them one by one,
@@ -189,6 +264,9 @@ type Plan struct {
 	lastFailure         error     // the most recent failure
 	pausedUntil         time.Time // no submissions before
 	err                 error     // given up
+
+	decided   int       // the last decision, in workers
+	decidedAt time.Time // when it was taken
 }
 
 // NewPlan returns a plan with limits l that starts at now, or an error if
@@ -197,7 +275,7 @@ func NewPlan(l Limits, now time.Time) (*Plan, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
 	}
-	return &Plan{lim: l, jobs: make(map[string]bool), lastMaster: now}, nil
+	return &Plan{lim: l, jobs: make(map[string]bool), lastMaster: now, decidedAt: now}, nil
 }
 
 // Submitted records that job id was accepted by the batch system.
@@ -316,16 +394,48 @@ func (p *Plan) Unobserved() {
 	p.demand, p.known = Demand{}, false
 }
 
-// target is how many workers the plan wants, submitted or running.
-func (p *Plan) target() int {
+// decide takes the policy's decision at now: how many workers the masters
+// should have, in all.
+func (p *Plan) decide(now time.Time) int {
+	tasks := p.demand.Tasks
+	if p.lim.Policy >= D3 {
+		known := 0
+		for _, m := range p.demand.Capacities {
+			tasks -= m.Tasks - min(m.Tasks, max(m.Capacity, 0))
+			known += m.Tasks
+		}
+		if unknown := p.demand.Masters - len(p.demand.Capacities); unknown > 0 && (p.lim.Policy == D4 || p.lim.Policy == D6) {
+			rest := p.demand.Tasks - known
+			tasks -= rest - min(rest, unknown*p.lim.DefaultCapacity)
+		}
+	}
+	tpw := p.lim.TasksPerWorker
+	d := (tasks + tpw - 1) / tpw
+	switch p.lim.Policy {
+	case D2, D5, D6:
+		// Only a rise is bounded: a fall is the masters' to make, as
+		// their workers go idle and leave.
+		step := int(now.Sub(p.decidedAt).Minutes() * p.lim.MaxChange)
+		if d > p.decided+step {
+			if step == 0 {
+				return p.decided // not a whole worker's worth of time yet
+			}
+			d = p.decided + step
+		}
+	}
+	p.decided, p.decidedAt = d, now
+	return d
+}
+
+// target is how many workers the plan wants, submitted or running, given
+// decision d.
+func (p *Plan) target(d int) int {
 	want := 0
 	if p.known {
-		tpw := p.lim.TasksPerWorker
-		need := (p.demand.Tasks + tpw - 1) / tpw
 		// Workers connected beyond those of ours that run are someone
 		// else's, and serve the same tasks.
 		others := max(0, p.demand.Workers-p.running)
-		want = need - others
+		want = d - others
 	}
 	return min(max(want, p.lim.Min), p.lim.Max)
 }
@@ -343,7 +453,11 @@ func (p *Plan) Next(now time.Time) Decision {
 	if p.err != nil {
 		return Decision{Err: p.err}
 	}
-	n := p.target() - p.queued - p.running
+	d := p.decided
+	if p.known {
+		d = p.decide(now)
+	}
+	n := p.target(d) - p.queued - p.running
 	if p.lim.MaxPending > 0 {
 		n = min(n, p.lim.MaxPending-p.queued)
 	}
@@ -359,7 +473,7 @@ func (p *Plan) Next(now time.Time) Decision {
 // Counts returns a snapshot of the plan.
 func (p *Plan) Counts() Counts {
 	return Counts{
-		Queued: p.queued, Running: p.running, Target: p.target(),
+		Queued: p.queued, Running: p.running, Target: p.target(p.decided),
 		Demand: p.demand, Known: p.known, Submitted: p.submitted, Ended: p.ended,
 		Failures: max(p.rejections, p.crashes),
 	}

@@ -391,3 +391,62 @@ func TestBoundsHold(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicies checks seed 000's pool decisions D1–D6 on logical time: two
+// masters, one with 100 tasks and a capacity of 30, one with 50 tasks and
+// no capacity reported yet; the ramped ones rise by at most 60 workers a
+// minute.
+func TestPolicies(t *testing.T) {
+	d := Demand{Masters: 2, Tasks: 150, Capacities: []MasterCapacity{{Tasks: 100, Capacity: 30}}}
+	t0 := time.Unix(1000, 0)
+	tests := []struct {
+		policy Policy
+		want   []int // decisions at 0, 30, 90 and 180 s
+	}{
+		{D1, []int{150, 150, 150, 150}},
+		{D2, []int{0, 30, 90, 150}},
+		{D3, []int{80, 80, 80, 80}}, // 30 + 50 (capacity unknown: no bound)
+		{D4, []int{50, 50, 50, 50}}, // 30 + the default 20
+		{D5, []int{0, 30, 80, 80}},  // D3, ramped
+		{D6, []int{0, 30, 50, 50}},  // D4, ramped
+		{0, []int{80, 80, 80, 80}},  // the default is D3
+	}
+	for _, tt := range tests {
+		t.Run(tt.policy.String(), func(t *testing.T) {
+			p, err := NewPlan(Limits{Max: 1000, Policy: tt.policy}, t0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, at := range []time.Duration{0, 30 * time.Second, 90 * time.Second, 180 * time.Second} {
+				now := t0.Add(at)
+				p.Observe(d, now)
+				if got := p.Next(now).Submit; got != tt.want[i] {
+					t.Errorf("at %v: submit %d, want %d", at, got, tt.want[i])
+				}
+				for range tt.want[i] { // submitted and started: the next decision counts them
+					id := fmt.Sprint(p.Counts().Submitted)
+					p.Submitted(id)
+					p.Started(id)
+				}
+				if i+1 < len(tt.want) {
+					tt.want[i+1] -= p.Counts().Running
+				}
+			}
+		})
+	}
+	// A fall is not ramped: the masters' workers leave as they go idle.
+	p, _ := NewPlan(Limits{Max: 1000, Policy: D6}, t0)
+	p.Observe(Demand{Masters: 1, Tasks: 10}, t0.Add(time.Hour))
+	p.Next(t0.Add(time.Hour))
+	p.Observe(Demand{Masters: 1, Tasks: 2}, t0.Add(time.Hour+time.Second))
+	p.Next(t0.Add(time.Hour + time.Second))
+	if c := p.Counts(); c.Target != 2 {
+		t.Errorf("after the tasks fell to 2: target %d", c.Target)
+	}
+	if _, err := ParsePolicy("d6"); err != nil {
+		t.Error(err)
+	}
+	if _, err := ParsePolicy("D9"); err == nil {
+		t.Error("ParsePolicy(D9) took it")
+	}
+}
