@@ -233,8 +233,10 @@ type Decision struct {
 // the masters said — with the time it happened, and asks Next what to do.
 //
 // It wants enough workers for the masters' tasks, waiting and running,
-// TasksPerWorker to a worker, less the workers connected to them that are
-// not its own; never fewer than Min, never more than Max. When it cannot
+// TasksPerWorker to a worker, as Limits.Policy decides from their tasks and
+// capacities (by default no master more than it can keep busy), less the
+// workers connected to them that are not its own; never fewer than Min,
+// never more than Max. When it cannot
 // learn what the masters need, it keeps Min. It never removes a worker that
 // is no longer needed: workers leave at their idle timeout.
 //
