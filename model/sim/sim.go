@@ -234,12 +234,10 @@ func (e *engine) setup() error {
 	if sc.Masters != nil {
 		k = sc.Masters.Count
 	}
+	// A master starts stealing when its first worker finds nothing to do
+	// (hungry).
 	for i := range k {
-		e.masters = append(e.masters, &master{id: i, s: sched.New(cfg), poll: 0.001})
-		if sc.Masters != nil && sc.Masters.Steal && k > 1 {
-			e.masters[i].polling = true
-			e.push(event{at: 0, kind: evSteal, master: int32(i)})
-		}
+		e.masters = append(e.masters, &master{id: i, s: sched.New(cfg)})
 	}
 	total := 0
 	for _, g := range sc.Tasks {
