@@ -128,3 +128,71 @@ func TestCCToolsWorkerFindsMasterByProject(t *testing.T) {
 		t.Errorf("task: %+v", r)
 	}
 }
+
+// TestCCToolsReadsLargeCatalogAnswers: with several masters the catalog's
+// answer passes 2 KB; CCTools 9.9's work_queue_status cannot read a chunked
+// HTTP body ("parse error: line 3: missing closing bracket"), so the
+// catalog sends a Content-Length.
+func TestCCToolsReadsLargeCatalogAnswers(t *testing.T) {
+	status := testutil.NeedCCTools(t, "work_queue_status")
+	cat := startCatalog(t)
+	var projects []string
+	for i := range 4 {
+		p := fmt.Sprintf("%s%d", projectName(t), i)
+		projects = append(projects, p)
+		startMaster(t, Config{Project: p, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, _ := catalog.Query(context.Background(), cat, `type=="wq_master"`)
+		if len(catalog.Masters(recs)) == len(projects) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the catalog lists %d masters, want %d", len(catalog.Masters(recs)), len(projects))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	out, err := exec.Command(status, "-C", cat).CombinedOutput()
+	for _, p := range projects {
+		if err != nil || !strings.Contains(string(out), p) {
+			t.Fatalf("work_queue_status -C %s: %v; want every project listed\n%s", cat, err, out)
+		}
+	}
+}
+
+// TestCatalogSeesFirstTasks: a master reports to the catalog at start, when
+// it has no tasks, and then once a minute; tasks submitted to it after its
+// first report show within seconds, not a minute later.
+func TestCatalogSeesFirstTasks(t *testing.T) {
+	cat := startCatalog(t)
+	project := projectName(t)
+	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: time.Hour})
+	waiting := func() int64 {
+		recs, _ := catalog.Query(context.Background(), cat, `type=="wq_master"`)
+		for _, mm := range catalog.Masters(recs) {
+			if mm.Project == project {
+				return mm.Record.Int("tasks_waiting")
+			}
+		}
+		return -1
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for waiting() != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the master's first report never reached the catalog")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for range 5 {
+		if _, err := m.Submit(&Task{Command: "true"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for waiting() != 5 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the catalog shows %d tasks waiting, want 5", waiting())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -166,6 +166,10 @@ type Master struct {
 	nextSerial  atomic.Int64
 	transfers   shareClock // the master's network time, shared out
 	outstanding atomic.Int64
+	// queueFilled wakes the catalog reports when tasks arrive at an empty
+	// queue, so that the catalog does not show it empty for a whole
+	// AdvertiseInterval.
+	queueFilled chan struct{}
 
 	rmu     sync.Mutex
 	results []*Result
@@ -190,6 +194,8 @@ func Listen(cfg Config) (*Master, error) {
 		done:   make(chan struct{}),
 		ready:  make(chan struct{}, 1),
 		admit:  newAdmission(openFileLimit()),
+
+		queueFilled: make(chan struct{}, 1),
 	}
 	m.refusals.burst, m.refusals.interval = 10, time.Minute
 	m.fullness.burst, m.fullness.interval = 1, time.Minute
@@ -220,7 +226,12 @@ func (m *Master) Submit(t *Task) (int, error) {
 	id := int(m.nextID.Add(1))
 	e := &entry{id: id, task: t, submitted: time.Now()}
 	e.prepare(m)
-	m.outstanding.Add(1)
+	if m.outstanding.Add(1) == 1 {
+		select {
+		case m.queueFilled <- struct{}{}:
+		default:
+		}
+	}
 	if !m.send(evSubmit{e}) {
 		m.outstanding.Add(-1)
 		return 0, ErrClosed
@@ -560,6 +571,14 @@ func (m *Master) advertise() {
 		}
 		select {
 		case <-tick.C:
+		case <-m.queueFilled:
+			// A second's grace, so that the report counts the burst
+			// of submissions that follows the first.
+			select {
+			case <-time.After(time.Second):
+			case <-m.done:
+				return
+			}
 		case <-m.done:
 			return
 		}

@@ -5,11 +5,13 @@ import (
 	"compress/zlib"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -179,6 +181,30 @@ func TestFindMasters(t *testing.T) {
 		got, err := FindMasters(ctx, tt.addrs, tt.project)
 		if (err != nil) != tt.wantErr || !slices.Equal(projects(got), tt.want) {
 			t.Errorf("FindMasters(%v, %v) = %v, %v; want %v (error: %v)", tt.addrs, tt.project, projects(got), err, tt.want, tt.wantErr)
+		}
+	}
+}
+
+// Answers past net/http's 2 KB buffer carry a Content-Length, not a chunked
+// body, which CCTools' clients cannot read.
+func TestLargeAnswersHaveContentLength(t *testing.T) {
+	_, _, addr := startServer(t)
+	pad := strings.Repeat("x", 1000)
+	for i := range 5 {
+		if err := Send(context.Background(), addr, "tcp", Record{"type": "wq_master", "project": fmt.Sprint("p", i), "port": 1000 + i, "pad": pad}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, addr, "", 5)
+	for _, path := range []string{"/query.json", "/"} {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if path == "/query.json" && len(body) < 5000 || resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+			t.Errorf("%s: %d bytes, Content-Length %d, Transfer-Encoding %v", path, len(body), resp.ContentLength, resp.TransferEncoding)
 		}
 	}
 }

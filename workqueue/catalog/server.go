@@ -445,14 +445,24 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		b.WriteByte('\n')
 	}
 	b.WriteString("]\n")
-	w.Write(b.Bytes())
+	writeWhole(w, b.Bytes())
+}
+
+// writeWhole sends body with its Content-Length: CCTools' clients
+// (work_queue_status, work_queue_worker -M) do not read a chunked body,
+// which net/http sends for answers past its 2 KB buffer otherwise.
+func writeWhole(w http.ResponseWriter, body []byte) {
+	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+	w.Write(body)
 }
 
 func (s *Server) serveIndex(w http.ResponseWriter) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	fmt.Fprintf(w, "%-20s %-24s %6s %8s %8s %9s %8s\n", "TYPE", "NAME", "PORT", "PROJECT", "WAITING", "RUNNING", "WORKERS")
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%-20s %-24s %6s %8s %8s %9s %8s\n", "TYPE", "NAME", "PORT", "PROJECT", "WAITING", "RUNNING", "WORKERS")
 	for _, r := range s.Records() {
-		fmt.Fprintf(w, "%-20s %-24s %6s %8s %8d %9d %8d\n", r.String("type"), r.String("name"), r.String("port"),
+		fmt.Fprintf(&b, "%-20s %-24s %6s %8s %8d %9d %8d\n", r.String("type"), r.String("name"), r.String("port"),
 			r.String("project"), r.Int("tasks_waiting"), r.Int("tasks_running"), r.Int("workers"))
 	}
+	writeWhole(w, b.Bytes())
 }
