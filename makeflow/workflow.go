@@ -68,6 +68,18 @@ type Rule struct {
 // which run this program with -T local.
 func (r *Rule) onThisMachine() bool { return r.Local || r.Nested != nil }
 
+// Remote reports whether any rule of w runs on the batch system: one that
+// is neither LOCAL nor a nested workflow (which runs here, its own rules
+// deciding for themselves).
+func (w *Workflow) Remote() bool {
+	for _, r := range w.Rules {
+		if !r.onThisMachine() {
+			return true
+		}
+	}
+	return false
+}
+
 // A File is a file named by a rule.
 type File struct {
 	// Name is the file's path relative to the workflow's directory (or

@@ -102,8 +102,18 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 		Use:   "makeflow [flags] [WORKFLOW]",
 		Short: "Run a workflow of commands written in the Makeflow language",
 		Long:  longHelp,
-		Args:  cmdutil.RangeArgs(0, 1),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if cleanModeFirst(cmd, o, args) {
+				return nil
+			}
+			return cmdutil.RangeArgs(0, 1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cleanModeFirst(cmd, o, args) {
+				// "-c intermediates wf.mf": the mode given apart, as
+				// CCTools' users write it.
+				o.clean, args = args[0], args[1:]
+			}
 			file := ""
 			if len(args) == 1 {
 				file = args[0]
@@ -135,7 +145,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
-	f.StringVarP(&o.portFile, "port-file", "Z", "", "-T wq: listen on any free port and write it to `FILE`")
+	f.StringVarP(&o.portFile, "port-file", "Z", "", "-T wq: listen on any free port and write it to `FILE` (ignored with another -T, as CCTools does)")
 	f.StringVarP(&o.project, "project-name", "N", "", "-T wq: advertise the master to the catalog under this project name")
 	f.StringVarP(&o.project, "manager-name", "M", "", "same as -N")
 	f.StringVar(&o.passwordFile, "password", "", "-T wq: workers must know the password in `FILE`")
@@ -160,7 +170,8 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		return err
 	}
 	if bt.name != "wq" {
-		for _, name := range []string{"port", "port-file", "project-name", "manager-name", "password", "ssl-cert", "ssl-key", "catalog-server", "fast-abort"} {
+		// -Z is ignored, as CCTools does: scripts pass it whatever -T.
+		for _, name := range []string{"port", "project-name", "manager-name", "password", "ssl-cert", "ssl-key", "catalog-server", "fast-abort"} {
 			if changed(name) {
 				return cmdutil.Usagef("--%s is for the Work Queue master of -T wq, not -T %s", name, bt.name)
 			}
@@ -288,7 +299,10 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 		defer l.Close()
 		runOpts.Executor = l
-		if !bt.remote {
+		// A workflow whose rules all run here needs no batch system: it
+		// runs under -T slurm where sbatch is not installed, as with
+		// CCTools.
+		if !bt.remote || !wf.Remote() {
 			break
 		}
 		// Report a workflow the batch system cannot run before starting a
@@ -468,6 +482,16 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// cleanModeFirst reports whether args are a clean mode and a workflow
+// after a bare -c: the mode given as a word of its own.
+func cleanModeFirst(cmd *cobra.Command, o *options, args []string) bool {
+	if len(args) != 2 || !cmd.Flags().Changed("clean") || o.clean != "all" {
+		return false
+	}
+	_, err := cleanMode(args[0])
+	return err == nil
 }
 
 func cleanMode(s string) (makeflow.CleanMode, error) {

@@ -565,3 +565,36 @@ func TestWorkQueueTLS(t *testing.T) {
 		t.Errorf("warnings with a private password file and key:\n%s", r.err)
 	}
 }
+
+// TestCCToolsHabits: what CCTools users' scripts pass keeps working: -Z
+// with another -T than wq (ignored, as CCTools ignores it), a workflow
+// whose rules are all LOCAL under -T slurm where SLURM is not installed,
+// and the clean mode given apart ("-c intermediates wf.mf").
+func TestCCToolsHabits(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"w.mf":     "a:\n\ttouch a\n",
+		"local.mf": "b:\n\tLOCAL echo b > b\n",
+		"two.mf":   "mid: \n\techo m > mid\nout: mid\n\tcat mid > out\n",
+	})
+	if r := mf(t, dir, "-T", "local", "-Z", "port", "w.mf"); r.code != 0 || !exists(filepath.Join(dir, "a")) || exists(filepath.Join(dir, "port")) {
+		t.Errorf("makeflow -T local -Z port: %v", r)
+	}
+
+	cmd := exec.Command(binary, "-T", "slurm", "local.mf")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "PATH="+t.TempDir()) // no sbatch, no anything
+	if out, err := cmd.CombinedOutput(); err != nil || !exists(filepath.Join(dir, "b")) {
+		t.Errorf("makeflow -T slurm on LOCAL rules without SLURM: %v\n%s", err, out)
+	}
+
+	if r := mf(t, dir, "two.mf"); r.code != 0 {
+		t.Fatalf("two.mf: %v", r)
+	}
+	if r := mf(t, dir, "-c", "intermediates", "two.mf"); r.code != 0 || exists(filepath.Join(dir, "mid")) || !exists(filepath.Join(dir, "out")) {
+		t.Errorf("makeflow -c intermediates two.mf: %v; want mid gone, out kept", r)
+	}
+	if r := mf(t, dir, "-c", "sideways", "two.mf"); r.code != 2 {
+		t.Errorf("makeflow -c sideways two.mf: %v; want a usage error", r)
+	}
+}
