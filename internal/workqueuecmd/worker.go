@@ -1,13 +1,16 @@
 package workqueuecmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/workqueue/wire"
@@ -31,6 +34,11 @@ type workerOptions struct {
 	sslCA        string
 	singleShot   bool
 	features     []string
+	wallTime     time.Duration
+	parentDeath  bool
+	debug        string // CCTools' -d SUBSYSTEM: any turns on debug logging
+	debugFile    string
+	version      bool
 	log          logFlags
 }
 
@@ -55,14 +63,43 @@ that the master's certificate is FILE's or signed by one in FILE, so that
 no other master can take the worker.`,
 		Args: cmdutil.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			log := o.log.logger(s.Err)
+			if o.version {
+				fmt.Fprintf(s.Out, "workqueue worker version %s (protocol %d)\n", worker.Version, wire.Protocol)
+				return nil
+			}
+			if o.parentDeath {
+				if err := dieWithParent(); err != nil {
+					return err
+				}
+			}
+			logOut := s.Err
+			if o.debugFile != "" {
+				f, err := os.OpenFile(o.debugFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+				if err != nil {
+					return fmt.Errorf("--debug-file: %w", err)
+				}
+				defer f.Close()
+				logOut = f
+			}
+			o.log.debug = o.log.debug || o.debug != ""
+			log := o.log.logger(logOut)
 			cfg, err := o.config(args, func(msg string) { log.Warn(msg) })
 			if err != nil {
 				return err
 			}
 			cfg.Logger = log
-			err = worker.Run(cmd.Context(), cfg)
-			if errors.Is(err, worker.ErrIdle) {
+			ctx := cmd.Context()
+			if o.wallTime > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, o.wallTime)
+				defer cancel()
+			}
+			err = worker.Run(ctx, cfg)
+			switch {
+			case errors.Is(err, worker.ErrIdle):
+				return nil
+			case o.wallTime > 0 && errors.Is(err, context.DeadlineExceeded):
+				log.Info("wall time reached", "wall_time", o.wallTime)
 				return nil
 			}
 			return err
@@ -86,8 +123,29 @@ no other master can take the worker.`,
 	f.StringVar(&o.sslCA, "ssl-ca", "", "connect over TLS and trust only a master certificate in `FILE` or signed by one there")
 	f.BoolVar(&o.singleShot, "single-shot", false, "exit after the first session with a master")
 	f.StringArrayVar(&o.features, "feature", nil, "a user-defined feature to announce (repeatable)")
-	o.log.add(cmd)
+	// CCTools' names, so that work_queue_factory --worker-binary and its
+	// users' scripts can run this worker as they run work_queue_worker.
+	f.StringVarP(&o.project, "master-name", "N", "", "same as -M")
+	f.Var(seconds{&o.wallTime}, "wall-time", "exit after this long, whatever runs (0: never)")
+	f.BoolVar(&o.parentDeath, "parent-death", false, "exit when the process that started the worker does")
+	f.StringVarP(&o.debug, "debug", "d", "", "log every step; the value (CCTools' subsystem, e.g. all) is not used")
+	f.StringVarP(&o.debugFile, "debug-file", "o", "", "write the log to `FILE` (appended) instead of standard error")
+	f.BoolVarP(&o.version, "version", "v", false, "print the version and exit")
+	f.BoolVarP(&o.log.quiet, "quiet", "q", false, "log only warnings and errors")
 	return cmd
+}
+
+// dieWithParent has the kernel send SIGTERM to this process when its
+// parent exits (--parent-death), and stops at once if it already has.
+func dieWithParent() error {
+	ppid := os.Getppid()
+	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(unix.SIGTERM), 0, 0, 0); err != nil {
+		return fmt.Errorf("--parent-death: %w", err)
+	}
+	if os.Getppid() != ppid {
+		return errors.New("--parent-death: the parent has already exited")
+	}
+	return nil
 }
 
 // config builds the worker's configuration; warn receives what the user

@@ -108,6 +108,9 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 	pr, err := cmd.Start()
 	t.proc = pr
 	t.mu.Unlock()
+	if err == nil {
+		s.w.log.Debug("task started", "task", t.spec.ID, "pid", pr.Pid, "command", t.spec.Command)
+	}
 	if err != nil {
 		t.status, t.exit, t.output = resultSuccess, 127, []byte(fmt.Sprintf("cannot start /bin/sh: %v\n", err))
 		return false
@@ -119,6 +122,8 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 	t.proc = nil
 	t.mu.Unlock()
 	t.execUsec = res.Ended.Sub(res.Started).Microseconds()
+	s.w.log.Debug("task ended", "task", t.spec.ID, "exit", res.ExitCode, "signal", res.Signal,
+		"seconds", res.Ended.Sub(res.Started).Seconds(), "timed_out", res.TimedOut)
 	t.output = out.buf
 	t.status, t.exit = resultSuccess, res.ExitCode
 	switch {
