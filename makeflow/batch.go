@@ -204,7 +204,7 @@ func (b *Batch) Submit(job *Job) (int64, error) {
 			j.Inputs = append(j.Inputs, batch.File{Path: f.Name, Remote: f.RemoteName(), Cache: b.cached[f.Name]})
 		}
 		for _, f := range r.Targets {
-			if f.Remote == "" && b.opts.shared(f.Name) {
+			if f.Remote == "" && b.opts.shared(f.Name) || insideOther(f, r.Targets) {
 				continue
 			}
 			j.Outputs = append(j.Outputs, batch.File{Path: f.Name, Remote: f.RemoteName()})
@@ -356,4 +356,18 @@ func (b *Batch) result(bj *batchJob, ev batch.Event) *Result {
 	}
 	b.log.Debug("batch job ended", "rule", bj.job.Rule.ID, "batch_id", ev.ID, "status", res.Status())
 	return res
+}
+
+// insideOther reports whether output f lies inside another output of the
+// same rule, a directory, under the same relative name here and in the
+// sandbox: fetching the directory brings it, and asking for it apart
+// failed once the directory had been sent.
+func insideOther(f File, targets []File) bool {
+	for _, d := range targets {
+		rel, ok := strings.CutPrefix(f.Name, d.Name+"/")
+		if ok && f.RemoteName() == d.RemoteName()+"/"+rel {
+			return true
+		}
+	}
+	return false
 }

@@ -598,3 +598,48 @@ func TestCCToolsHabits(t *testing.T) {
 		t.Errorf("makeflow -c sideways two.mf: %v; want a usage error", r)
 	}
 }
+
+// TestWorkQueueDirectoryOutputs: a rule whose outputs are a directory and
+// files in it, one named with a space, comes back whole from either
+// worker (ours failed on the files listed apart; a CCTools worker sends
+// the spaced name unencoded, and our master dropped it).
+func TestWorkQueueDirectoryOutputs(t *testing.T) {
+	workers := map[string]func(port string) func(string) []string{
+		"rightsize": func(port string) func(string) []string {
+			return func(dir string) []string {
+				return []string{workqueueBinary, "worker", "--cores", "1", "-s", dir, "-t", "300", "127.0.0.1", port}
+			}
+		},
+		"cctools": func(port string) func(string) []string {
+			wqw := testutil.NeedCCTools(t, "work_queue_worker")
+			return func(dir string) []string {
+				return []string{wqw, "--cores", "1", "-s", dir, "-t", "300", "127.0.0.1", port}
+			}
+		},
+	}
+	for name, worker := range workers {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeFiles(t, dir, map[string]string{
+				"w.mf": "mydir mydir/1.txt:\n\tmkdir -p mydir && echo one > mydir/1.txt && echo two > \"mydir/a b.txt\"\n",
+			})
+			portFile := filepath.Join(t.TempDir(), "port")
+			m := start(t, dir, nil, "-T", "wq", "-Z", portFile, "w.mf")
+			var port string
+			m.until(t, "port file", func() bool {
+				b, _ := os.ReadFile(portFile)
+				port = strings.TrimSpace(string(b))
+				return strings.HasSuffix(string(b), "\n")
+			})
+			startWorkers(t, 1, worker(port))
+			if r := m.wait(t); r.code != 0 {
+				t.Fatalf("makeflow: %v", r)
+			}
+			for file, want := range map[string]string{"mydir/1.txt": "one\n", "mydir/a b.txt": "two\n"} {
+				if b, err := os.ReadFile(filepath.Join(dir, file)); err != nil || string(b) != want {
+					t.Errorf("%s: %q, %v", file, b, err)
+				}
+			}
+		})
+	}
+}

@@ -138,6 +138,18 @@ func parseErr(line []byte, format string, args ...any) error {
 	return &ParseError{Line: string(line), Msg: fmt.Sprintf(format, args...)}
 }
 
+// lastApart takes args of a line "KW NAME N" whose NAME a CCTools worker
+// sent unencoded, spaces and all: NAME is everything between the keyword
+// and the last field, as it was written.
+func lastApart(line []byte, kw string, args [][]byte) [][]byte {
+	if len(args) <= 2 {
+		return args
+	}
+	rest := line[bytes.Index(line, []byte(kw))+len(kw)+1:]
+	i := bytes.LastIndexByte(rest, ' ')
+	return [][]byte{rest[:i], rest[i+1:]}
+}
+
 // Parse parses one line (without its newline) into a Message. It never
 // panics, and a Message it returns prints back (AppendTo) to an equivalent
 // line.
@@ -250,6 +262,7 @@ func Parse(line []byte) (Message, error) {
 			m = r
 		}
 	case "file":
+		args = lastApart(line, kw, args)
 		if err = want(2); err == nil {
 			m = File{Name: name(0), Size: size(1)}
 		}
@@ -325,6 +338,7 @@ func Parse(line []byte) (Message, error) {
 		err = want(0)
 		m = Exit{}
 	case "dir":
+		args = lastApart(line, kw, args)
 		if err = want(1, 2); err == nil {
 			d := Dir{Name: name(0)}
 			if len(args) == 2 {

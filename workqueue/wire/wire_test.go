@@ -202,10 +202,21 @@ func rw(s string) io.ReadWriter {
 	}{strings.NewReader(s), &bytes.Buffer{}}
 }
 
-// CCTools workers print the name of a missing output without encoding it.
-func TestParseUnencodedMissing(t *testing.T) {
-	m, err := Parse([]byte("missing file-23-abc-spaced out.txt 2"))
-	if want := (Missing{Name: "file-23-abc-spaced out.txt", Errno: 2}); err != nil || m != want {
-		t.Errorf("Parse = %#v, %v; want %#v", m, err, want)
+// CCTools workers print the names of the outputs they send without
+// encoding them: a name with spaces arrives as it is.
+func TestParseUnencodedNames(t *testing.T) {
+	tests := []struct {
+		line string
+		want Message
+	}{
+		{"missing file-23-abc-spaced out.txt 2", Missing{Name: "file-23-abc-spaced out.txt", Errno: 2}},
+		{"file file-1-79958a-mydir/a b.txt 4", File{Name: "file-1-79958a-mydir/a b.txt", Size: 4}},
+		{"file file-1-x/two  spaces 7", File{Name: "file-1-x/two  spaces", Size: 7}},
+		{"dir file-1-x/sub dir 0", Dir{Name: "file-1-x/sub dir", Reply: true}},
+	}
+	for _, tt := range tests {
+		if m, err := Parse([]byte(tt.line)); err != nil || m != tt.want {
+			t.Errorf("Parse(%q) = %#v, %v; want %#v", tt.line, m, err, tt.want)
+		}
 	}
 }
