@@ -454,7 +454,7 @@ func (p *parser) directive(s *scanner, name string, pos Pos) {
 			p.errorf(pos, ".SIZE takes a file name and a size, got %d words", len(words))
 			return
 		}
-		size, err := parseSize(words[1].text)
+		size, err := ParseSize(words[1].text)
 		if err != nil {
 			p.errorf(words[1].pos, ".SIZE %s: %v", words[0].text, err)
 			return
@@ -1267,7 +1267,7 @@ func parseResource(name, text string) (int64, error) {
 
 // parseSize reads a file size in bytes, with an optional K, M, G or T
 // (powers of 1024).
-func parseSize(text string) (int64, error) {
+func ParseSize(text string) (int64, error) {
 	v := strings.ToUpper(strings.TrimSpace(text))
 	mult := int64(1)
 	if n := len(v); n > 0 {

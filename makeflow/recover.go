@@ -48,6 +48,9 @@ func planRecovery(g *graph, rec *logRecord, dir string, check bool) *recovery {
 			}
 			for _, f := range r.Targets {
 				info, err := os.Stat(inDir(dir, f.Name))
+				if err != nil && rec.collected[f.Name] {
+					continue // garbage collection took it: see below
+				}
 				if err != nil {
 					mark(id, "its output %s was deleted", quoteName(f.Name))
 					continue
@@ -76,15 +79,33 @@ func planRecovery(g *graph, rec *logRecord, dir string, check bool) *recovery {
 			}
 		}
 	}
-	for len(queue) > 0 {
-		id := queue[0]
-		queue = queue[1:]
-		rc.done[id] = false
-		for _, c := range g.children[id] {
-			if rc.done[c] && !stale[c] {
-				stale[c] = true
-				queue = append(queue, int(c))
+	for {
+		for len(queue) > 0 {
+			id := queue[0]
+			queue = queue[1:]
+			rc.done[id] = false
+			for _, c := range g.children[id] {
+				if rc.done[c] && !stale[c] {
+					stale[c] = true
+					queue = append(queue, int(c))
+				}
 			}
+		}
+		// A rule that runs reads a file garbage collection deleted: the
+		// rule that made it runs again too.
+		for id, r := range g.w.Rules {
+			if rc.done[id] {
+				continue
+			}
+			for _, f := range r.Sources {
+				p, made := g.producer[f.Name]
+				if made && rc.done[p] && rec.collected[f.Name] && !exists(dir, f.Name) {
+					mark(p, "its output %s was collected as garbage, and rule %d needs it", quoteName(f.Name), id)
+				}
+			}
+		}
+		if len(queue) == 0 {
+			break
 		}
 	}
 	for id, r := range g.w.Rules {
@@ -100,6 +121,11 @@ func planRecovery(g *graph, rec *logRecord, dir string, check bool) *recovery {
 		}
 	}
 	return rc
+}
+
+func exists(dir, name string) bool {
+	_, err := os.Stat(inDir(dir, name))
+	return err == nil
 }
 
 // fileReaders maps each file to the rules that read it.

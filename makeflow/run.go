@@ -56,6 +56,13 @@ type Options struct {
 	// recovery; only the log then says what is done.
 	SkipFileCheck bool
 
+	// GC deletes intermediate files during the run (see GC); GCCount
+	// (default 16) and GCSize are GCOnDemand's thresholds: more made files
+	// on disk than GCCount, or less free space than GCSize bytes.
+	GC      GC
+	GCCount int
+	GCSize  int64
+
 	// MakeflowCommand is the program that runs nested workflows
 	// ("MAKEFLOW sub.mf" rules); empty means "makeflow" from PATH.
 	MakeflowCommand string
@@ -239,7 +246,8 @@ type driver struct {
 	pending  []Start // decided but not yet submitted
 	spare    []Start // the other buffer for pending
 	report   Report
-	keep     *guard // see guard()
+	keep     *guard     // see guard()
+	gc       *collector // nil without Options.GC
 	aborting bool
 	err      error // what stopped the run early, if anything
 }
@@ -310,6 +318,9 @@ func (d *driver) setup() error {
 		return err
 	}
 	d.warnOversized(local)
+	if o.GC != GCNone && !o.DryRun {
+		d.gc = newCollector(d, rc.done)
+	}
 	d.logger.Debug("limits", "jobs", local.Jobs, "cores", local.Cores, "memory_mb", local.MemoryMB, "disk_mb", local.DiskMB)
 
 	d.local, d.remote = o.Executor, o.Remote
@@ -630,6 +641,9 @@ func (d *driver) finish(res *Result) {
 		d.queue(d.sched.Ended(id, true))
 		d.report.Ran++
 		d.lognode(id, Complete)
+		if d.gc != nil {
+			d.gc.completed(r)
+		}
 	case res.Canceled && d.aborting:
 		d.sched.Abort(id)
 		d.removeOutputs(r)
@@ -826,6 +840,11 @@ func (d *driver) end(ctx context.Context) (*Report, error) {
 		err = &FailedError{Report: rep}
 		d.logEvent("FAILED")
 	default:
+		// The last pass, for a workflow that ends: every intermediate
+		// file left goes.
+		if d.gc != nil {
+			d.gc.collect()
+		}
 		d.logEvent("COMPLETED")
 	}
 	if d.log != nil {

@@ -249,7 +249,10 @@ type logRecord struct {
 	// expected holds the files some rule was about to make: a rule that is
 	// not complete and expected one of its outputs may have left part of it.
 	expected map[string]bool
-	runs     int // how many runs the log records (# STARTED lines)
+	// collected holds the files garbage collection deleted (and no rule
+	// made again since).
+	collected map[string]bool
+	runs      int // how many runs the log records (# STARTED lines)
 }
 
 // readLog reads the log at path for a workflow of n rules. A missing log
@@ -259,11 +262,12 @@ type logRecord struct {
 // naming it.
 func readLog(path string, n int) (*logRecord, error) {
 	rec := &logRecord{
-		state:    make([]RuleState, n),
-		logged:   make([]bool, n),
-		started:  make([]int64, n),
-		made:     map[string]int64{},
-		expected: map[string]bool{},
+		state:     make([]RuleState, n),
+		logged:    make([]bool, n),
+		started:   make([]int64, n),
+		made:      map[string]int64{},
+		expected:  map[string]bool{},
+		collected: map[string]bool{},
 	}
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -322,8 +326,11 @@ func (rec *logRecord) add(line string) error {
 			switch st {
 			case fileExists:
 				rec.made[name] = t
+				delete(rec.collected, name)
 			case fileExpect:
 				rec.expected[name] = true
+			case fileDeleted:
+				rec.collected[name] = true
 			}
 		}
 		// Other comment lines (CACHE, GC, MOUNT, verbose DAG dumps) carry

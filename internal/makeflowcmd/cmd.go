@@ -51,6 +51,9 @@ type options struct {
 	localMemory   int64
 	localDisk     int64
 	skipFileCheck bool
+	gc            string
+	gcCount       int
+	gcSize        string
 	json          bool
 
 	// Remote runs.
@@ -142,6 +145,9 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.Int64Var(&o.localMemory, "local-memory", 0, "memory in MB of this machine rules may use (default: all)")
 	f.Int64Var(&o.localDisk, "local-disk", 0, "disk in MB rules may use (default: free space)")
 	f.BoolVar(&o.skipFileCheck, "skip-file-check", false, "trust the log: do not look for missing or changed files before running")
+	f.StringVarP(&o.gc, "gc", "g", "none", "delete intermediate files during the run: none, ref_cnt (as soon as no rule needs them), on_demand (when more than --gc-count are on disk or free space is below --gc-size) or all; never a workflow output")
+	f.IntVarP(&o.gcCount, "gc-count", "G", 0, "on_demand: collect when more made files than this are on disk (default 16)")
+	f.StringVar(&o.gcSize, "gc-size", "", "on_demand: collect when free space falls below this many bytes (e.g. 10G)")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
@@ -259,12 +265,25 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	bar := progress.New(s.Err, "rules", int64(len(wf.Rules)))
 	defer bar.Stop()
 	out, errOut := bar.Writer(s.Out), bar.Writer(s.Err)
+	gc, err := makeflow.ParseGC(o.gc)
+	if err != nil {
+		return cmdutil.Usagef("-g: %v", err)
+	}
+	var gcSize int64
+	if o.gcSize != "" {
+		if gcSize, err = makeflow.ParseSize(o.gcSize); err != nil {
+			return cmdutil.Usagef("--gc-size: %v", err)
+		}
+	}
 	runOpts := makeflow.Options{
 		Dir:           dir,
 		LogPath:       logPath,
 		Local:         limits,
 		Retries:       lifecycle.Retries(retries),
 		SkipFileCheck: o.skipFileCheck,
+		GC:            gc,
+		GCCount:       o.gcCount,
+		GCSize:        gcSize,
 		Out:           out,
 	}
 	if bar.Active() {
