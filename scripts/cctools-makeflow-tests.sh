@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Runs CCTools' own Makeflow tests (makeflow/test/TR_*.sh of a CCTools
+# source tree) against this project's makeflow, and prints each test's
+# result and the totals: how close a CCTools user's workflows come to
+# running unchanged (issue 14's target).
+#
+#   scripts/cctools-makeflow-tests.sh CCTOOLS_SRC [PATTERN]
+#
+# CCTOOLS_SRC is a CCTools source tree (git clone or release tarball); only
+# makeflow/test and dttools/test are read, in a copy. Tests whose
+# check_needed fails (a tool or service not here) are counted apart. Each
+# test gets 120 s. Not part of `make test`: the suite is not in this
+# repository, and CI may not reach GitHub.
+set -uo pipefail
+src=${1:?usage: $0 CCTOOLS_SRC [PATTERN]}
+pattern=${2:-TR_}
+root=$(cd "$(dirname "$0")/.." && pwd)
+(cd "$root" && go build -o bin/ ./cmd/makeflow) || exit 1
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/makeflow/src" "$work/dttools/test" "$work/work_queue/src"
+cp -r "$src/makeflow/test" "$work/makeflow/"
+cp "$src/dttools/test/test_runner_common.sh" "$work/dttools/test/"
+touch "$work/config.mk"
+ln -s "$root/bin/makeflow" "$work/makeflow/src/makeflow"
+# The tests that start workers take CCTools' own, if installed.
+if command -v work_queue_worker >/dev/null; then
+  ln -s "$(command -v work_queue_worker)" "$work/work_queue/src/work_queue_worker"
+fi
+cd "$work/makeflow/test" || exit 1
+pass=0 fail=0 skip=0
+for t in ${pattern}*.sh; do
+  [ -e "$t" ] || continue
+  if ! timeout 30 sh "$t" check_needed >/dev/null 2>&1; then
+    echo "skip  $t"
+    skip=$((skip + 1))
+    continue
+  fi
+  if timeout 60 sh "$t" prepare >/dev/null 2>&1 && timeout 120 sh "$t" run >"$t.log" 2>&1; then
+    echo "pass  $t"
+    pass=$((pass + 1))
+  else
+    echo "FAIL  $t"
+    fail=$((fail + 1))
+  fi
+  timeout 60 sh "$t" clean >/dev/null 2>&1
+done
+echo "$pass passed, $fail failed, $skip skipped (check_needed) of $((pass + fail + skip))"
