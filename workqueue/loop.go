@@ -149,6 +149,7 @@ func (l *loop) handle(ev event) {
 		if _, ok := acts[0].(sched.Fetch); ok {
 			acts = append(acts, l.s.Fetched(a.e.sched.ID, a.worker.id, now)...)
 			a.result = &Result{Status: InputMissing, ExitCode: -1, Err: ev.err, Worker: a.worker.addr, Dispatched: a.dispatched}
+			l.keep(a)
 		}
 		l.apply(acts[1:], now)
 	case evForsaken:
@@ -269,14 +270,19 @@ func (l *loop) reported(a *attempt, ok bool, j *fetchJob, now time.Time) {
 		a.worker.discard(a)
 		return
 	}
-	if e.attemptOn(a.worker) == nil {
-		// An aborted attempt whose report crossed the abort: it is the
-		// one whose outputs come.
-		e.attempts = append(e.attempts, a)
-	}
+	l.keep(a)
 	a.worker.fetch(j)
 	l.apply(acts[1:], now)
 	e.think += time.Since(start)
+}
+
+// keep makes a the attempt of its task on its worker again if it was
+// dropped: an aborted attempt whose report crossed the abort is the one
+// whose result the scheduler took.
+func (l *loop) keep(a *attempt) {
+	if a.e.attemptOn(a.worker) == nil {
+		a.e.attempts = append(a.e.attempts, a)
+	}
 }
 
 // fetched hands the scheduler the outputs of an attempt; the task is
