@@ -105,12 +105,13 @@ type simTask struct {
 }
 
 type simWorker struct {
-	id     sched.WorkerID
-	g      *WorkerGroup
-	m      *master
-	job    string  // the factory's job, if it is one
-	joined float64 // when it connected; -1 before
-	left   float64 // when it left; -1 before
+	id       sched.WorkerID
+	g        *WorkerGroup
+	m        *master
+	lifetime sampler // how long it lives once connected; nil: for ever
+	job      string  // the factory's job, if it is one
+	joined   float64 // when it connected; -1 before
+	left     float64 // when it left; -1 before
 	// silent: dead, but the master was not told; it answers nothing.
 	silent    bool
 	cached    map[int32]bool // task groups whose shared input it holds
@@ -141,23 +142,26 @@ type engine struct {
 	plan    *factory.Plan
 	// capacity is the master's estimate (Eq. 4.5), as the real master
 	// keeps it, for the factory's decisions.
-	capacity capacity.Window
-	tasks    []simTask
-	workers  []*simWorker // by ID - 1
-	// lifetime samplers by worker group, drawn from in event order
-	lifetime  []sampler
-	queueWait sampler
+	capacity  capacity.Window
+	tasks     []simTask
+	workers   []*simWorker // by ID - 1
+	queueWait sampler      // the factory's batch queue
 
-	blocks                                                    *blockRun // nil without Scenario.Blocks
-	blocksDone, blocksFailed                                  int
-	plainTasks                                                int // of Scenario.Tasks
-	submitted, finished, failed, running, fetching, connected int
-	lastEnd                                                   float64
+	blocks                   *blockRun // nil without Scenario.Blocks
+	blocksDone, blocksFailed int
+
+	// Counts of the run, kept as it goes.
+	plainTasks                           int // of Scenario.Tasks
+	submitted, finished, failed, running int
+	fetching, connected                  int
+	lastEnd                              float64
+
 	// pending counts the events in the heap that are not periodic;
 	// lastChange is when something last happened beyond those.
-	pending                 int
-	lastChange              float64
-	stalled                 bool
+	pending    int
+	lastChange float64
+	stalled    bool
+
 	res                     Result
 	nextSample, sampleEvery float64
 }
@@ -264,9 +268,8 @@ func (e *engine) setup() error {
 		if g.Lifetime != nil {
 			life = g.Lifetime.sampler(e.src)
 		}
-		e.lifetime = append(e.lifetime, life)
 		for range g.Count {
-			w := e.newWorker(g)
+			w := e.newWorker(g, life)
 			e.push(event{at: arrive(), kind: evJoin, worker: w.id})
 		}
 	}
@@ -304,8 +307,8 @@ func (e *engine) setup() error {
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
-func (e *engine) newWorker(g *WorkerGroup) *simWorker {
-	w := &simWorker{id: sched.WorkerID(len(e.workers) + 1), g: g, joined: -1, left: -1, idleSince: -1,
+func (e *engine) newWorker(g *WorkerGroup, lifetime sampler) *simWorker {
+	w := &simWorker{id: sched.WorkerID(len(e.workers) + 1), g: g, lifetime: lifetime, joined: -1, left: -1, idleSince: -1,
 		m:      e.masters[len(e.workers)%len(e.masters)],
 		cached: map[int32]bool{}, attempts: map[sched.TaskID]*attempt{}}
 	e.workers = append(e.workers, w)
@@ -336,8 +339,8 @@ func (e *engine) handle(ev event) {
 		w.joined, w.idleSince = e.now, e.now
 		e.connected++
 		e.res.WorkersJoined++
-		if gi := e.groupOf(w); gi >= 0 && e.lifetime[gi] != nil {
-			e.push(event{at: e.now + e.lifetime[gi](), kind: evDeath, worker: w.id})
+		if w.lifetime != nil {
+			e.push(event{at: e.now + w.lifetime(), kind: evDeath, worker: w.id})
 		}
 		w.m.cores += w.g.Cores
 		defer e.hungry(w.m)
@@ -397,15 +400,6 @@ func (e *engine) schedTask(id sched.TaskID) sched.Task {
 	g := &e.sc.Tasks[t.group]
 	return sched.Task{ID: id, Category: g.Category,
 		Need: sched.Resources{Cores: g.Cores, MemoryMB: g.MemoryMB, DiskMB: g.DiskMB}}
-}
-
-func (e *engine) groupOf(w *simWorker) int {
-	for i := range e.sc.Workers {
-		if &e.sc.Workers[i] == w.g {
-			return i
-		}
-	}
-	return -1
 }
 
 // apply carries out the scheduler's actions in the simulated world.
@@ -633,7 +627,7 @@ func (e *engine) factory(now time.Time) {
 		return
 	}
 	for range next.Submit {
-		w := e.newWorker(&f.Worker)
+		w := e.newWorker(&f.Worker, nil)
 		w.job = fmt.Sprint(w.id)
 		e.plan.Submitted(w.job)
 		e.res.JobsSubmitted++
