@@ -24,7 +24,9 @@
 // up with the end of its standard error, removes and resubmits stragglers
 // (fast abort) on batch systems, where Work Queue does that itself, and
 // halts the run when the batch system refuses submissions several times in
-// a row. Its retry count and fast-abort rule are package lifecycle's, the
+// a row. It keeps no more jobs out than the master can serve: its capacity
+// (seed 000 Eq. 4.5), the jobs' running time over the master's own time on
+// each, bounds them once ten have finished. Its retry count and fast-abort rule are package lifecycle's, the
 // ones every scheduler in rightsize applies.
 //
 // The package does not parse command lines, read R directories or choose

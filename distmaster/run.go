@@ -283,6 +283,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				return nil
 			}
 			dir := filepath.Join(cfg.WorkDir, fmt.Sprintf("%s.%d", src.name(b), attempt))
+			began := time.Now() // the master's own time on the job starts
 			job, err := src.job(b, dir)
 			if err != nil {
 				// The master could not write the job's files: a problem
@@ -304,6 +305,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				continue
 			}
 			tr.Submitted(b, id, time.Now())
+			tr.Spent(id, time.Since(began))
 			submitted[id] = jobInfo{b, dir}
 		}
 	}
@@ -322,7 +324,9 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 			jobErr = fmt.Errorf("exit status %d", ev.ExitCode)
 		}
 		// Even a failed job's finished cells are kept.
+		began := time.Now()
 		complete, err := src.absorb(info.block, info.dir)
+		tr.Spent(ev.ID, time.Since(began))
 		switch {
 		case jobErr != nil:
 		case err != nil:

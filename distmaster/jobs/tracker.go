@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/model/capacity"
 )
 
 // FastAbort configures the fast abort of straggling block jobs. It is
@@ -36,7 +37,8 @@ type Config struct {
 	// before the block is given up (lifecycle.Retries; default 2: three
 	// attempts).
 	Retries lifecycle.Retries
-	// MaxJobs bounds the jobs submitted and not ended (default 1000).
+	// MaxJobs bounds the jobs submitted and not ended (default 1000);
+	// the master's measured capacity may bound them further (Limit).
 	MaxJobs int
 	// FastAbort is the tracker's own straggler timer, for batch systems
 	// that have none; leave it off for Work Queue, which aborts stragglers
@@ -73,6 +75,10 @@ type Tracker struct {
 	jobs   map[string]*jobRecord // jobs submitted and not ended
 	busy   int                   // blocks handed out by Next and not yet ended
 	stats  lifecycle.Stats       // running times of the finished jobs
+	// capacity is Eq. 4.5 over the finished jobs: how many the master
+	// keeps busy before its own work on each (writing it, submitting it,
+	// taking its results) holds them back.
+	capacity capacity.Window
 	counts Counts
 	// refused counts the submissions the batch system refused since it
 	// last accepted one.
@@ -89,7 +95,8 @@ type blockRecord struct {
 type jobRecord struct {
 	block     int
 	submitted time.Time
-	started   time.Time // when it was seen starting; zero until then
+	started   time.Time     // when it was seen starting; zero until then
+	spent     time.Duration // the master's own time on it (Spent)
 }
 
 // Counts count what happened to the run's blocks and jobs.
@@ -123,7 +130,7 @@ func (t *Tracker) Add(blocks ...int) {
 // attempts, or reports false when none is queued or MaxJobs are out. The
 // driver then calls Submitted or SubmitFailed for it.
 func (t *Tracker) Next() (block, attempt int, ok bool) {
-	if len(t.queue) == 0 || t.busy >= t.cfg.MaxJobs {
+	if len(t.queue) == 0 || t.busy >= t.Limit() {
 		return 0, 0, false
 	}
 	block = t.queue[0]
@@ -131,6 +138,28 @@ func (t *Tracker) Next() (block, attempt int, ok bool) {
 	r := t.blocks[block]
 	t.busy++
 	return block, r.failures + r.aborts, true
+}
+
+// Limit is how many jobs may be out at once: MaxJobs, or fewer once
+// enough jobs have finished to measure the master's capacity (seed 000
+// Eq. 4.5: their running time over the master's own time on each, Spent),
+// so that no more jobs wait on the master than it can serve.
+func (t *Tracker) Limit() int {
+	limit := t.cfg.MaxJobs
+	if t.capacity.Len() >= capacity.MinSamples {
+		if c, ok := t.capacity.Capacity(t.busy); ok {
+			limit = min(limit, max(1, int(min(c, float64(limit)))))
+		}
+	}
+	return limit
+}
+
+// Spent reports time the master spent on job, as it wrote, submitted or
+// took the results of it.
+func (t *Tracker) Spent(job string, d time.Duration) {
+	if j, ok := t.jobs[job]; ok {
+		j.spent += d
+	}
 }
 
 // Submitted reports that block's job was accepted by the batch system at
@@ -206,6 +235,7 @@ func (t *Tracker) Ended(job string, now time.Time, err error) Outcome {
 		begin = j.submitted // it started and ended between two looks
 	}
 	t.stats.Add(now.Sub(begin))
+	t.capacity.Add(capacity.Sample{Exec: now.Sub(begin), Think: j.spent})
 	return Outcome{Block: j.block, Known: true, Done: true, Attempts: r.failures + r.aborts + 1}
 }
 

@@ -340,3 +340,32 @@ func TestTrackerAddTwicePanics(t *testing.T) {
 	tr.Add(1)
 	tr.Add(1)
 }
+
+// The master's capacity bounds the jobs out: jobs of 10 s on which the
+// master spends 1 s each keep about 10 busy (Eq. 4.5), whatever MaxJobs
+// says, once ten have finished to measure it.
+func TestTrackerCapacityLimit(t *testing.T) {
+	blocks := make([]int, 100)
+	for i := range blocks {
+		blocks[i] = i
+	}
+	h := newHarness(t, Config{MaxJobs: 50}, blocks...)
+	if ids := h.submitAll(); len(ids) != 50 {
+		t.Fatalf("%d jobs out before the capacity is known, want MaxJobs = 50", len(ids))
+	}
+	if h.tr.Limit() != 50 {
+		t.Fatalf("limit %d before any job finished", h.tr.Limit())
+	}
+	h.advance(10 * time.Second)
+	for i := range 20 {
+		id := "b" + strconv.Itoa(i) + ".0"
+		h.tr.Spent(id, time.Second)
+		h.tr.Ended(id, h.now, nil)
+	}
+	if got := h.tr.Limit(); got != 10 {
+		t.Errorf("limit %d after jobs of 10 s costing the master 1 s each, want 10", got)
+	}
+	if ids := h.submitAll(); len(ids) != 0 {
+		t.Errorf("%d more jobs submitted with 30 out and a limit of 10", len(ids))
+	}
+}
