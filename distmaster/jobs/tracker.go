@@ -79,7 +79,7 @@ type Tracker struct {
 	// keeps busy before its own work on each (writing it, submitting it,
 	// taking its results) holds them back.
 	capacity capacity.Window
-	counts Counts
+	counts   Counts
 	// refused counts the submissions the batch system refused since it
 	// last accepted one.
 	refused int
