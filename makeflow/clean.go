@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -180,6 +182,13 @@ func (c *cleaner) clean(job cleanJob) {
 			c.remove("", job.logPath, g)
 		}
 	}
+}
+
+// OutputFiles returns the workflow's outputs, sorted: the files
+// MAKEFLOW_OUTPUTS names, or, if it is not set, the files rules make that
+// no rule reads.
+func (w *Workflow) OutputFiles() []string {
+	return slices.Sorted(maps.Keys(outputFiles(w)))
 }
 
 // outputFiles returns the workflow's outputs: the files MAKEFLOW_OUTPUTS

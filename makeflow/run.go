@@ -63,6 +63,18 @@ type Options struct {
 	GCCount int
 	GCSize  int64
 
+	// ZeroLengthError makes an empty output a failure of its rule
+	// (CCTools' -z).
+	ZeroLengthError bool
+	// WaitForFiles is how long a rule's outputs may take to appear after
+	// its command ends, as on a shared filesystem that shows them late
+	// (CCTools' --wait-for-files-upto); zero: they must be there at once.
+	WaitForFiles time.Duration
+	// DiscardFailedOutput deletes a failed rule's partial outputs instead
+	// of keeping them in makeflow.failed.N (CCTools'
+	// --do-not-save-failed-output).
+	DiscardFailedOutput bool
+
 	// MakeflowCommand is the program that runs nested workflows
 	// ("MAKEFLOW sub.mf" rules); empty means "makeflow" from PATH.
 	MakeflowCommand string
@@ -661,7 +673,11 @@ func (d *driver) finish(res *Result) {
 			return
 		}
 		f := Failure{Rule: r, Result: res, Attempts: d.sched.Attempts(id)}
-		if !d.opts.DryRun {
+		switch {
+		case d.opts.DryRun:
+		case d.opts.DiscardFailedOutput:
+			d.removeOutputs(r)
+		default:
 			f.SavedIn = d.saveFailed(r)
 		}
 		d.report.Failures = append(d.report.Failures, f)
@@ -678,10 +694,18 @@ func (d *driver) lognode(id int, st RuleState) {
 // verify checks that a rule made every target, and returns their sizes.
 func (d *driver) verify(r *Rule) ([]int64, error) {
 	sizes := make([]int64, len(r.Targets))
+	deadline := time.Now().Add(d.opts.WaitForFiles)
 	for i, f := range r.Targets {
 		info, err := os.Stat(inDir(d.dir, f.Name))
+		for err != nil && time.Now().Before(deadline) {
+			time.Sleep(min(100*time.Millisecond, time.Until(deadline)))
+			info, err = os.Stat(inDir(d.dir, f.Name))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("the command succeeded but did not create %s", quoteName(f.Name))
+		}
+		if d.opts.ZeroLengthError && info.Mode().IsRegular() && info.Size() == 0 {
+			return nil, fmt.Errorf("the command succeeded but left %s empty (-z)", quoteName(f.Name))
 		}
 		sizes[i] = info.Size()
 	}

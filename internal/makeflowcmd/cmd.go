@@ -54,6 +54,12 @@ type options struct {
 	gc            string
 	gcCount       int
 	gcSize        string
+	zeroLength    bool
+	waitForFiles  time.Duration
+	discardFailed bool
+	summaryLog    string
+	debugFile     string
+	version       bool
 	json          bool
 
 	// Remote runs.
@@ -148,6 +154,12 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringVarP(&o.gc, "gc", "g", "none", "delete intermediate files during the run: none, ref_cnt (as soon as no rule needs them), on_demand (when more than --gc-count are on disk or free space is below --gc-size) or all; never a workflow output")
 	f.IntVarP(&o.gcCount, "gc-count", "G", 0, "on_demand: collect when more made files than this are on disk (default 16)")
 	f.StringVar(&o.gcSize, "gc-size", "", "on_demand: collect when free space falls below this many bytes (e.g. 10G)")
+	f.BoolVarP(&o.zeroLength, "zero-length-error", "z", false, "a rule that leaves an output empty fails")
+	f.Var(cmdutil.Seconds(&o.waitForFiles), "wait-for-files-upto", "wait up to this long for a rule's outputs to appear (a shared filesystem that shows them late)")
+	f.BoolVar(&o.discardFailed, "do-not-save-failed-output", false, "delete a failed rule's partial outputs instead of keeping them in makeflow.failed.N")
+	f.StringVarP(&o.summaryLog, "summary-log", "f", "", "write a summary of the run to `FILE` at its end")
+	f.StringVarP(&o.debugFile, "debug-file", "o", "", "write the debug messages of -d to `FILE` instead of standard error")
+	f.BoolVarP(&o.version, "version", "v", false, "print the version and exit")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
@@ -171,6 +183,10 @@ const workQueuePort = 9123
 // run runs the command; changed reports whether a flag (by long name) was
 // given.
 func run(ctx context.Context, o *options, file string, changed func(string) bool, s cmdutil.Streams) error {
+	if o.version {
+		fmt.Fprintln(s.Out, "makeflow version rightsize (Makeflow language and log of CCTools 9.9)")
+		return nil
+	}
 	bt, err := lookupBatchType(o.batchType)
 	if err != nil {
 		return err
@@ -285,6 +301,10 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		GCCount:       o.gcCount,
 		GCSize:        gcSize,
 		Out:           out,
+
+		ZeroLengthError:     o.zeroLength,
+		WaitForFiles:        o.waitForFiles,
+		DiscardFailedOutput: o.discardFailed,
 	}
 	if bar.Active() {
 		runOpts.Progress = func(c makeflow.Counts) {
@@ -296,7 +316,16 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		runOpts.MakeflowCommand = exe
 	}
 	if o.debug != "" {
-		runOpts.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		w := errOut
+		if o.debugFile != "" {
+			f, err := os.OpenFile(inDir(dir, o.debugFile), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o666)
+			if err != nil {
+				return fmt.Errorf("--debug-file: %w", err)
+			}
+			defer f.Close()
+			w = f
+		}
+		runOpts.Logger = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	var remote *makeflow.Batch
 	switch bt.name {
@@ -351,6 +380,11 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	}
 	bar.Stop()
 	var listErr makeflow.ErrorList
+	if o.summaryLog != "" && rep != nil && !errors.As(err, &listErr) {
+		if serr := writeSummary(inDir(dir, o.summaryLog), wf, dir, rep, err, time.Now()); serr != nil && err == nil {
+			err = serr
+		}
+	}
 	switch {
 	case errors.As(err, &listErr):
 		return inputErrors(err, path, s.Err)

@@ -643,3 +643,42 @@ func TestWorkQueueDirectoryOutputs(t *testing.T) {
 		})
 	}
 }
+
+// TestCCToolsRunFlags: -z, --do-not-save-failed-output, -f, -d with -o,
+// -v and --wait-for-files-upto do what they do in CCTools.
+func TestCCToolsRunFlags(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"empty.mf": "out:\n\ttrue > out\n",
+		"ok.mf":    "a:\n\techo a > a\nb: a\n\tcat a a > b\n",
+		"late.mf":  "late:\n\ttrue\n",
+	})
+	if r := mf(t, dir, "-z", "--do-not-save-failed-output", "empty.mf"); r.code != 1 || !strings.Contains(r.err, "left out empty (-z)") ||
+		exists(filepath.Join(dir, "out")) || exists(filepath.Join(dir, "makeflow.failed.0")) {
+		t.Errorf("makeflow -z --do-not-save-failed-output: %v", r)
+	}
+	if r := mf(t, dir, "-f", "summary.txt", "-d", "all", "-o", "debug.log", "ok.mf"); r.code != 0 {
+		t.Fatalf("makeflow -f -d -o: %v", r)
+	}
+	sum, _ := os.ReadFile(filepath.Join(dir, "summary.txt"))
+	for _, want := range []string{"Workflow completed:", "Number of tasks:\t 2", "Completed tasks:\t 2/2", "Output files:\n\tb\t4\n"} {
+		if !strings.Contains(string(sum), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "debug.log")); !strings.Contains(string(b), "level=DEBUG") {
+		t.Errorf("debug.log holds %q", b)
+	}
+	if r := mf(t, dir, "-v"); r.code != 0 || !strings.HasPrefix(r.out, "makeflow version") {
+		t.Errorf("makeflow -v: %v", r)
+	}
+	// An output that shows up after its command ended, as on a slow
+	// shared filesystem.
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		os.WriteFile(filepath.Join(dir, "late"), []byte("x"), 0o644)
+	}()
+	if r := mf(t, dir, "--wait-for-files-upto", "20", "late.mf"); r.code != 0 {
+		t.Errorf("makeflow --wait-for-files-upto 20: %v", r)
+	}
+}

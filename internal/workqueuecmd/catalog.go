@@ -58,7 +58,7 @@ records are dropped until old ones expire).`,
 	f := cmd.Flags()
 	f.IntVarP(&port, "port", "p", catalog.DefaultPort, "port for UDP updates and HTTP queries (TCP updates on the next); 0 picks one")
 	f.StringVarP(&iface, "interface", "I", "", "listen only on this address")
-	f.VarP(seconds{&lifetime}, "lifetime", "l", "how long a record lives without updates (default 30m)")
+	f.VarP(cmdutil.Seconds(&lifetime), "lifetime", "l", "how long a record lives without updates (default 30m)")
 	f.StringVarP(&portFile, "port-file", "Z", "", "write the chosen port to this file")
 	log.add(cmd)
 	return cmd

@@ -61,7 +61,7 @@ work_queue_status does). With HOST PORT, asks that master directly: its queue
 	f.BoolVarP(&o.workers, "workers", "W", false, "list the master's workers")
 	f.BoolVarP(&o.tasks, "tasks", "T", false, "list the master's tasks")
 	f.BoolVarP(&o.long, "verbose", "l", false, "print the records as JSON")
-	f.VarP(seconds{&o.timeout}, "timeout", "t", "give up after this long")
+	f.VarP(cmdutil.Seconds(&o.timeout), "timeout", "t", "give up after this long")
 	return cmd
 }
 
