@@ -60,6 +60,9 @@ type options struct {
 	summaryLog    string
 	debugFile     string
 	version       bool
+	wrappers      []string
+	wrapperIn     []string
+	wrapperOut    []string
 	json          bool
 
 	// Remote runs.
@@ -160,6 +163,9 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringVarP(&o.summaryLog, "summary-log", "f", "", "write a summary of the run to `FILE` at its end")
 	f.StringVarP(&o.debugFile, "debug-file", "o", "", "write the debug messages of -d to `FILE` instead of standard error")
 	f.BoolVarP(&o.version, "version", "v", false, "print the version and exit")
+	f.StringArrayVar(&o.wrappers, "wrapper", nil, "wrap every rule's command: {} is the command, [] the command quoted, %% the rule's number; with neither, '/bin/sh -c COMMAND' is appended (repeatable: each wraps the one before)")
+	f.StringArrayVar(&o.wrapperIn, "wrapper-input", nil, "a file every rule reads too, for --wrapper (%% is the rule's number; repeatable)")
+	f.StringArrayVar(&o.wrapperOut, "wrapper-output", nil, "a file every rule writes too, for --wrapper (%% is the rule's number; repeatable)")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
@@ -247,6 +253,11 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if err != nil {
 		return inputErrors(err, path, s.Err)
 	}
+	var wrappers []makeflow.Wrapper
+	for _, c := range o.wrappers {
+		wrappers = append(wrappers, makeflow.Wrapper{Command: c})
+	}
+	wf.Wrap(append(wrappers, makeflow.Wrapper{Inputs: o.wrapperIn, Outputs: o.wrapperOut})...)
 
 	logPath := o.logPath
 	if logPath != "" {

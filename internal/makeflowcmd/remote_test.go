@@ -672,6 +672,16 @@ func TestCCToolsRunFlags(t *testing.T) {
 	if r := mf(t, dir, "-v"); r.code != 0 || !strings.HasPrefix(r.out, "makeflow version") {
 		t.Errorf("makeflow -v: %v", r)
 	}
+	// --wrapper runs every command through the wrapper, with its files.
+	writeFiles(t, dir, map[string]string{"w.sh": "#!/bin/sh\necho wrapped >> wrap.%s\nexec \"$@\"\n"})
+	os.Chmod(filepath.Join(dir, "w.sh"), 0o755)
+	os.Remove(filepath.Join(dir, "ok.mf.makeflowlog"))
+	if r := mf(t, dir, "--wrapper", "./w.sh /bin/sh -c []", "--wrapper-input", "w.sh", "ok.mf"); r.code != 0 {
+		t.Fatalf("makeflow --wrapper: %v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "wrap.%s")); string(b) != "wrapped\nwrapped\n" {
+		t.Errorf("the wrapper ran %q times, want twice", b)
+	}
 	// An output that shows up after its command ended, as on a slow
 	// shared filesystem.
 	go func() {
