@@ -60,6 +60,8 @@ type options struct {
 	summaryLog    string
 	debugFile     string
 	version       bool
+	sendEnv       bool
+	advertise     bool
 	wrappers      []string
 	wrapperIn     []string
 	wrapperOut    []string
@@ -163,6 +165,8 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringVarP(&o.summaryLog, "summary-log", "f", "", "write a summary of the run to `FILE` at its end")
 	f.StringVarP(&o.debugFile, "debug-file", "o", "", "write the debug messages of -d to `FILE` instead of standard error")
 	f.BoolVarP(&o.version, "version", "v", false, "print the version and exit")
+	f.BoolVar(&o.sendEnv, "send-environment", false, "give every rule this process's whole environment, on a batch system too (not only exported variables)")
+	f.BoolVarP(&o.advertise, "advertise", "a", false, "-T wq: advertise the master to the catalog (CCTools' old flag; needs -N)")
 	f.StringArrayVar(&o.wrappers, "wrapper", nil, "wrap every rule's command: {} is the command, [] the command quoted, %% the rule's number; with neither, '/bin/sh -c COMMAND' is appended (repeatable: each wraps the one before)")
 	f.StringArrayVar(&o.wrapperIn, "wrapper-input", nil, "a file every rule reads too, for --wrapper (%% is the rule's number; repeatable)")
 	f.StringArrayVar(&o.wrapperOut, "wrapper-output", nil, "a file every rule writes too, for --wrapper (%% is the rule's number; repeatable)")
@@ -199,11 +203,14 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	}
 	if bt.name != "wq" {
 		// -Z is ignored, as CCTools does: scripts pass it whatever -T.
-		for _, name := range []string{"port", "project-name", "manager-name", "password", "ssl-cert", "ssl-key", "catalog-server", "fast-abort"} {
+		for _, name := range []string{"port", "project-name", "manager-name", "advertise", "password", "ssl-cert", "ssl-key", "catalog-server", "fast-abort"} {
 			if changed(name) {
 				return cmdutil.Usagef("--%s is for the Work Queue master of -T wq, not -T %s", name, bt.name)
 			}
 		}
+	}
+	if o.advertise && o.project == "" {
+		return cmdutil.Usagef("-a advertises the master under a project name: give -N NAME")
 	}
 	if (o.sslCert == "") != (o.sslKey == "") {
 		return cmdutil.Usagef("--ssl-cert and --ssl-key go together")
@@ -258,6 +265,14 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		wrappers = append(wrappers, makeflow.Wrapper{Command: c})
 	}
 	wf.Wrap(append(wrappers, makeflow.Wrapper{Inputs: o.wrapperIn, Outputs: o.wrapperOut})...)
+	if o.sendEnv {
+		// This process's environment first, so that what the workflow
+		// exports wins.
+		env := os.Environ()
+		for _, r := range wf.Rules {
+			r.Env = append(env[:len(env):len(env)], r.Env...)
+		}
+	}
 
 	logPath := o.logPath
 	if logPath != "" {

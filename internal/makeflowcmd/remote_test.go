@@ -335,6 +335,8 @@ func TestRemoteUsageErrors(t *testing.T) {
 		{[]string{"-T", "wq", "--shared-fs", "data", "w.mf"}, "--shared-fs data: must be an absolute path"},
 		{[]string{"-T", "wq", "-F", "0.5", "w.mf"}, "-F 0.5: the fast-abort multiplier must be at least 1"},
 		{[]string{"-T", "wq", "-p", "70000", "w.mf"}, "-p 70000: not a port number"},
+		{[]string{"-T", "wq", "-a", "w.mf"}, "-a advertises the master under a project name: give -N NAME"},
+		{[]string{"-T", "local", "-a", "w.mf"}, "--advertise is for the Work Queue master of -T wq, not -T local"},
 	}
 	for _, tt := range tests {
 		r := mf(t, dir, tt.args...)
@@ -690,5 +692,36 @@ func TestCCToolsRunFlags(t *testing.T) {
 	}()
 	if r := mf(t, dir, "--wait-for-files-upto", "20", "late.mf"); r.code != 0 {
 		t.Errorf("makeflow --wait-for-files-upto 20: %v", r)
+	}
+}
+
+// TestSendEnvironment: a Work Queue task gets the exported variables only,
+// unless --send-environment gives it makeflow's whole environment.
+func TestSendEnvironment(t *testing.T) {
+	for _, send := range []bool{false, true} {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"w.mf": "out:\n\techo \"[$$RIGHTSIZE_SENT]\" > out\n"})
+		args := []string{"-T", "wq", "-p", "0", "-Z", "port", "w.mf"}
+		if send {
+			args = append([]string{"--send-environment"}, args...)
+		}
+		m := start(t, dir, []string{"RIGHTSIZE_SENT=yes"}, args...)
+		var port string
+		m.until(t, "port file", func() bool {
+			b, _ := os.ReadFile(filepath.Join(dir, "port"))
+			port = strings.TrimSpace(string(b))
+			return strings.HasSuffix(string(b), "\n")
+		})
+		ourWorkers(t, 1, port)
+		if r := m.wait(t); r.code != 0 {
+			t.Fatalf("makeflow %v: %v", args, r)
+		}
+		want := "[]\n"
+		if send {
+			want = "[yes]\n"
+		}
+		if b, _ := os.ReadFile(filepath.Join(dir, "out")); string(b) != want {
+			t.Errorf("--send-environment %v: the task saw %q, want %q", send, b, want)
+		}
 	}
 }
