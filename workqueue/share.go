@@ -29,20 +29,20 @@ func (c *shareClock) advance(now time.Time) {
 	c.last = now
 }
 
-// begin starts a transfer and returns its mark, for end.
-func (c *shareClock) begin() time.Duration {
+// begin starts a transfer at now and returns its mark, for end.
+func (c *shareClock) begin(now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.advance(time.Now())
+	c.advance(now)
 	c.active++
 	return c.v
 }
 
-// end ends the transfer begun at mark and returns its share.
-func (c *shareClock) end(mark time.Duration) time.Duration {
+// end ends the transfer begun at mark at now and returns its share.
+func (c *shareClock) end(mark time.Duration, now time.Time) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.advance(time.Now())
+	c.advance(now)
 	c.active--
 	return c.v - mark
 }

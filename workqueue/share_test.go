@@ -6,26 +6,20 @@ import (
 )
 
 // The share clock charges transfers that overlap a share each of the time
-// they overlap: two alone for 10 ms each, then two together for 20 ms,
-// cost 10 ms + 10 ms each.
+// they overlap.
 func TestShareClock(t *testing.T) {
 	var c shareClock
-	t0 := time.Now()
-	c.mu.Lock()
-	c.advance(t0)
-	c.active = 2
-	mark := c.v
-	c.advance(t0.Add(20 * time.Millisecond))
-	c.active = 1
-	share := c.v - mark
-	c.active = 0
-	c.mu.Unlock()
-	if share != 10*time.Millisecond {
-		t.Errorf("two transfers over 20 ms: each charged %v, want 10ms", share)
+	t0 := time.Unix(1000, 0)
+	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }
+	a := c.begin(ms(0))  // alone for 10 ms
+	b := c.begin(ms(10)) // then both for 20 ms
+	if got := c.end(a, ms(30)); got != 20*time.Millisecond {
+		t.Errorf("a: charged %v, want 10 ms alone + 20 ms shared by two = 20ms", got)
 	}
-	a := c.begin()
-	time.Sleep(5 * time.Millisecond)
-	if got := c.end(a); got <= 0 || got > time.Second {
-		t.Errorf("a transfer's share %v", got)
+	if got := c.end(b, ms(40)); got != 20*time.Millisecond {
+		t.Errorf("b: charged %v, want 20 ms shared by two + 10 ms alone = 20ms", got)
+	}
+	if c.active != 0 {
+		t.Errorf("%d transfers still counted", c.active)
 	}
 }

@@ -255,7 +255,7 @@ func (w *workerConn) write(o op) error {
 			return nil
 		}
 		w.mu.Lock()
-		j.mark, j.counted = w.m.transfers.begin(), true
+		j.mark, j.counted = w.m.transfers.begin(time.Now()), true
 		w.mu.Unlock()
 		for i, out := range j.a.e.outputs {
 			w.mu.Lock()
@@ -287,8 +287,9 @@ func (w *workerConn) write(o op) error {
 
 // sendTask sends an attempt's inputs that the worker lacks, then the task.
 func (w *workerConn) sendTask(a *attempt) error {
-	start, mark := time.Now(), w.m.transfers.begin()
-	defer func() { a.sendShare.Store(int64(w.m.transfers.end(mark))) }()
+	start := time.Now()
+	mark := w.m.transfers.begin(start)
+	defer func() { a.sendShare.Store(int64(w.m.transfers.end(mark, time.Now()))) }()
 	e := a.e
 	for _, in := range e.inputs {
 		if err := w.sendInput(in); err != nil {
@@ -838,7 +839,7 @@ func (w *workerConn) uncount(j *fetchJob) time.Duration {
 		return 0
 	}
 	j.counted = false
-	return w.m.transfers.end(j.mark)
+	return w.m.transfers.end(j.mark, time.Now())
 }
 
 // finishFetch completes an attempt: status from what arrived, cleanup on

@@ -653,7 +653,7 @@ func TestCCToolsRunFlags(t *testing.T) {
 	writeFiles(t, dir, map[string]string{
 		"empty.mf": "out:\n\ttrue > out\n",
 		"ok.mf":    "a:\n\techo a > a\nb: a\n\tcat a a > b\n",
-		"late.mf":  "late:\n\ttrue\n",
+		"late.mf":  "late:\n\techo done > done.fifo\n",
 	})
 	if r := mf(t, dir, "-z", "--do-not-save-failed-output", "empty.mf"); r.code != 1 || !strings.Contains(r.err, "left out empty (-z)") ||
 		exists(filepath.Join(dir, "out")) || exists(filepath.Join(dir, "makeflow.failed.0")) {
@@ -685,10 +685,25 @@ func TestCCToolsRunFlags(t *testing.T) {
 		t.Errorf("the wrapper ran %q times, want twice", b)
 	}
 	// An output that shows up after its command ended, as on a slow
-	// shared filesystem.
+	// shared filesystem: the command says it is done through a fifo, and
+	// only then does the file appear.
+	fifo := filepath.Join(dir, "done.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	appeared := make(chan struct{})
 	go func() {
-		time.Sleep(300 * time.Millisecond)
-		os.WriteFile(filepath.Join(dir, "late"), []byte("x"), 0o644)
+		defer close(appeared)
+		if b, err := os.ReadFile(fifo); err == nil && len(b) > 0 {
+			os.WriteFile(filepath.Join(dir, "late"), []byte("x"), 0o644)
+		}
+	}()
+	defer func() {
+		// Let the reader go should the command never have written.
+		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			f.Close()
+		}
+		<-appeared
 	}()
 	if r := mf(t, dir, "--wait-for-files-upto", "20", "late.mf"); r.code != 0 {
 		t.Errorf("makeflow --wait-for-files-upto 20: %v", r)

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func sh(script string) *Cmd {
@@ -87,16 +89,23 @@ func TestCmdGroupDies(t *testing.T) {
 	if err != nil || r.ExitCode != 0 {
 		t.Fatalf("%q %+v", out.String(), r)
 	}
-	// SIGKILL was sent to it; it dies as soon as the kernel delivers it
-	// (then, at most a zombie until its new parent reaps it).
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if i := bytes.LastIndexByte(stat, ')'); err != nil || i > 0 && bytes.HasPrefix(stat[i+1:], []byte(" Z")) {
-			break
+	// SIGKILL was sent to it; a pidfd becomes readable when it is dead
+	// (and it is gone already if the pidfd cannot be had).
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for {
+		n, err := unix.Poll(fds, 10000)
+		if err == unix.EINTR {
+			continue
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the background process %d outlived its command: %s", pid, stat)
+		if err != nil || n == 0 {
+			t.Fatalf("the background process %d outlived its command (%v)", pid, err)
 		}
+		return
 	}
 }
 
