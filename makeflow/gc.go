@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -156,8 +154,7 @@ func (c *collector) collect() {
 	c.total += n
 	c.d.logger.Debug("garbage collected", "files", n, "total", c.total)
 	if c.d.log != nil {
-		c.d.log.write([]byte(strings.Join([]string{"# GC", strconv.FormatInt(now(), 10), strconv.Itoa(n),
-			strconv.FormatInt(time.Since(start).Microseconds(), 10), strconv.Itoa(c.total)}, " ") + "\n"))
+		c.d.log.gc(n, time.Since(start), c.total)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/rightsize/rightsize/internal/jsonpos"
 )
 
 // The JSON form of a workflow, as CCTools' makeflow --json reads it:
@@ -94,7 +96,7 @@ func ParseJSON(name string, src []byte) (*Workflow, error) {
 		return ErrorList{{Pos: at(off), Msg: fmt.Sprintf(format, args...)}}
 	}
 	var top jsonWorkflow
-	if err := strictDecode(src, &top); err != nil {
+	if err := jsonpos.Decode(src, &top); err != nil {
 		return nil, jsonError(name, src, 0, err)
 	}
 	if top.Define != nil || top.Variables != nil {
@@ -147,7 +149,7 @@ func ParseJSON(name string, src []byte) (*Workflow, error) {
 
 func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int, pos Pos, envs map[string][]string) (*Rule, error) {
 	var jr jsonRule
-	if err := strictDecode(raw, &jr); err != nil {
+	if err := jsonpos.Decode(raw, &jr); err != nil {
 		return nil, fmt.Errorf("rule %d: %v", id, err)
 	}
 	r := &Rule{ID: id, Pos: pos, CommandPos: pos, Local: jr.LocalJob, Category: jr.Category}
@@ -247,7 +249,7 @@ func fileFromJSON(raw json.RawMessage, pos Pos) (File, error) {
 		f = File{Name: name}
 	} else {
 		var jf jsonFile
-		if err := strictDecode(raw, &jf); err != nil {
+		if err := jsonpos.Decode(raw, &jf); err != nil {
 			return f, fmt.Errorf("a file is a name or {\"dag_name\": ..., \"task_name\": ...}: %v", err)
 		}
 		f = File{Name: jf.DagName, Remote: jf.TaskName}
@@ -289,41 +291,15 @@ func (r *jsonResources) apply(res *Resources) {
 	}
 }
 
-// strictDecode decodes one JSON value, rejecting unknown keys (a typo in a
-// key would otherwise be silently ignored).
-func strictDecode(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if dec.More() {
-		return errors.New("unexpected data after the JSON value")
-	}
-	return nil
-}
-
 // jsonError positions a decoding error: base is where the decoded text
 // starts in src.
 func jsonError(name string, src []byte, base int64, err error) error {
-	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	off := base
-	// Both offsets count the bytes read, up to and including the bad one.
-	switch {
-	case errors.As(err, &syn):
-		off += max(syn.Offset-1, 0)
-	case errors.As(err, &typ):
-		off += max(typ.Offset-1, 0)
-	}
-	return ErrorList{{Pos: offsetPos(name, src, off), Msg: err.Error()}}
+	off, _ := jsonpos.Offset(err)
+	return ErrorList{{Pos: offsetPos(name, src, base+off), Msg: err.Error()}}
 }
 
 // offsetPos turns a byte offset into a position.
 func offsetPos(name string, src []byte, off int64) Pos {
-	off = min(max(off, 0), int64(len(src)))
-	before := src[:off]
-	line := 1 + bytes.Count(before, []byte("\n"))
-	col := int(off) - bytes.LastIndexByte(before, '\n')
+	line, col := jsonpos.LineCol(src, off)
 	return Pos{File: name, Line: line, Col: col}
 }

@@ -187,6 +187,12 @@ func (l *logWriter) file(name string, state int, size int64) {
 	l.write(b)
 }
 
+// gc logs a garbage collection: "# GC <µs> <collected> <µs it took>
+// <collected so far>", as CCTools does.
+func (l *logWriter) gc(collected int, took time.Duration, total int) {
+	l.write(fmt.Appendf(nil, "# GC %d %d %d %d\n", now(), collected, took.Microseconds(), total))
+}
+
 // event logs "# STARTED", "# COMPLETED", "# FAILED" or "# ABORTED".
 func (l *logWriter) event(what string) {
 	l.write(fmt.Appendf(nil, "# %s %d\n", what, now()))

@@ -110,6 +110,21 @@ func freePort(t *testing.T) string {
 	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 }
 
+// startWQ starts makeflow -T wq in dir on a free port with env and args,
+// and returns it with the port, once it listens.
+func startWQ(t *testing.T, dir string, env []string, args ...string) (*running, string) {
+	t.Helper()
+	portFile := filepath.Join(t.TempDir(), "port")
+	m := start(t, dir, env, append([]string{"-T", "wq", "-Z", portFile}, args...)...)
+	var port string
+	m.until(t, "port file", func() bool {
+		b, _ := os.ReadFile(portFile)
+		port = strings.TrimSpace(string(b))
+		return strings.HasSuffix(string(b), "\n")
+	})
+	return m, port
+}
+
 // startWorkers starts n workers, each running argv, and stops them when
 // the test ends.
 func startWorkers(t *testing.T, n int, argv func(workdir string) []string) {
@@ -306,14 +321,7 @@ func TestWorkQueueCCToolsWorkers(t *testing.T) {
 	wqw := testutil.NeedCCTools(t, "work_queue_worker")
 	dir := t.TempDir()
 	writeRemoteWorkflow(t, dir, "")
-	portFile := filepath.Join(t.TempDir(), "port")
-	m := start(t, dir, nil, "-T", "wq", "-Z", portFile)
-	var port string
-	m.until(t, "port file", func() bool {
-		b, _ := os.ReadFile(portFile)
-		port = strings.TrimSpace(string(b))
-		return strings.HasSuffix(string(b), "\n")
-	})
+	m, port := startWQ(t, dir, nil)
 	startWorkers(t, 2, func(dir string) []string {
 		return []string{wqw, "--cores", "1", "-s", dir, "-t", "300", "127.0.0.1", port}
 	})
@@ -625,14 +633,7 @@ func TestWorkQueueDirectoryOutputs(t *testing.T) {
 			writeFiles(t, dir, map[string]string{
 				"w.mf": "mydir mydir/1.txt:\n\tmkdir -p mydir && echo one > mydir/1.txt && echo two > \"mydir/a b.txt\"\n",
 			})
-			portFile := filepath.Join(t.TempDir(), "port")
-			m := start(t, dir, nil, "-T", "wq", "-Z", portFile, "w.mf")
-			var port string
-			m.until(t, "port file", func() bool {
-				b, _ := os.ReadFile(portFile)
-				port = strings.TrimSpace(string(b))
-				return strings.HasSuffix(string(b), "\n")
-			})
+			m, port := startWQ(t, dir, nil, "w.mf")
 			startWorkers(t, 1, worker(port))
 			if r := m.wait(t); r.code != 0 {
 				t.Fatalf("makeflow: %v", r)
@@ -716,17 +717,11 @@ func TestSendEnvironment(t *testing.T) {
 	for _, send := range []bool{false, true} {
 		dir := t.TempDir()
 		writeFiles(t, dir, map[string]string{"w.mf": "out:\n\techo \"[$$RIGHTSIZE_SENT]\" > out\n"})
-		args := []string{"-T", "wq", "-p", "0", "-Z", "port", "w.mf"}
+		args := []string{"w.mf"}
 		if send {
 			args = append([]string{"--send-environment"}, args...)
 		}
-		m := start(t, dir, []string{"RIGHTSIZE_SENT=yes"}, args...)
-		var port string
-		m.until(t, "port file", func() bool {
-			b, _ := os.ReadFile(filepath.Join(dir, "port"))
-			port = strings.TrimSpace(string(b))
-			return strings.HasSuffix(string(b), "\n")
-		})
+		m, port := startWQ(t, dir, []string{"RIGHTSIZE_SENT=yes"}, args...)
 		ourWorkers(t, 1, port)
 		if r := m.wait(t); r.code != 0 {
 			t.Fatalf("makeflow %v: %v", args, r)

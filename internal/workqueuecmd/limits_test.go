@@ -27,14 +27,7 @@ func TestWorkerUnderAddressSpaceLimit(t *testing.T) {
 		t.Skip("builds the workqueue command")
 	}
 	bin := workqueueBinary(t)
-	m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	if _, err := m.Submit(&workqueue.Task{Command: "echo ran"}); err != nil {
-		t.Fatal(err)
-	}
+	m := masterWith(t, "echo ran")
 	var logs testutil.SyncBuffer
 	w := exec.Command("/bin/sh", "-c", `ulimit -s unlimited && ulimit -v 1024000 && exec "$@"`, "sh",
 		bin, "worker", "--single-shot", "-t", "30", "--cores", "1", "--memory", "1000",
@@ -53,6 +46,23 @@ func TestWorkerUnderAddressSpaceLimit(t *testing.T) {
 	if err != nil || !r.OK() || string(r.Output) != "ran\n" {
 		t.Fatalf("result %+v, %v; worker's log:\n%s", r, err, logs.String())
 	}
+}
+
+// masterWith starts a master on 127.0.0.1 with a task for each command,
+// closed when the test ends.
+func masterWith(t *testing.T, commands ...string) *workqueue.Master {
+	t.Helper()
+	m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	for _, c := range commands {
+		if _, err := m.Submit(&workqueue.Task{Command: c}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return m
 }
 
 var built struct {
@@ -85,13 +95,7 @@ func TestWorkerTakesCCToolsFlags(t *testing.T) {
 		t.Skip("builds the workqueue command")
 	}
 	bin := workqueueBinary(t)
-	m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	m.Submit(&workqueue.Task{Command: "echo ran"})
-	m.Submit(&workqueue.Task{Command: "sleep 60"})
+	m := masterWith(t, "echo ran", "sleep 60")
 	logFile := filepath.Join(t.TempDir(), "worker.log")
 	w := exec.Command(bin, "worker", "-d", "all", "-o", logFile, "--parent-death", "--wall-time", "3", "--cores", "2",
 		"-s", t.TempDir(), "127.0.0.1", strconv.Itoa(m.Port()))

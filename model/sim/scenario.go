@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,6 +10,7 @@ import (
 
 	"gonum.org/v1/gonum/stat/distuv"
 
+	"github.com/rightsize/rightsize/internal/jsonpos"
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
@@ -157,7 +157,7 @@ func (d *Dist) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	type plain Dist
-	return strictUnmarshal(b, (*plain)(d))
+	return jsonpos.Decode(b, (*plain)(d))
 }
 
 func (d Dist) check() error {
@@ -224,14 +224,10 @@ func Load(path string) (*Scenario, error) {
 // line is known.
 func Parse(b []byte) (*Scenario, error) {
 	var sc Scenario
-	if err := strictUnmarshal(b, &sc); err != nil {
-		var se *json.SyntaxError
-		var te *json.UnmarshalTypeError
-		switch {
-		case errors.As(err, &se):
-			return nil, fmt.Errorf(":%d: %w", lineOf(b, se.Offset), err)
-		case errors.As(err, &te):
-			return nil, fmt.Errorf(":%d: %w", lineOf(b, te.Offset), err)
+	if err := jsonpos.Decode(b, &sc); err != nil {
+		if off, ok := jsonpos.Offset(err); ok {
+			line, _ := jsonpos.LineCol(b, off)
+			return nil, fmt.Errorf(":%d: %w", line, err)
 		}
 		return nil, fmt.Errorf(": %w", err)
 	}
@@ -239,16 +235,6 @@ func Parse(b []byte) (*Scenario, error) {
 		return nil, fmt.Errorf(": %w", err)
 	}
 	return &sc, nil
-}
-
-func strictUnmarshal(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
-}
-
-func lineOf(b []byte, off int64) int {
-	return 1 + bytes.Count(b[:min(int(off), len(b))], []byte("\n"))
 }
 
 func (sc *Scenario) check() error {

@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -437,7 +438,7 @@ func (f *factory) removeAll() {
 
 // report hands the counts to Config.Report when they have changed.
 func (f *factory) report() {
-	if c := f.plan.Counts(); !c.equal(f.reported) {
+	if c := f.plan.Counts(); !reflect.DeepEqual(c, f.reported) {
 		f.reported = c
 		if f.cfg.Report != nil {
 			f.cfg.Report(c)

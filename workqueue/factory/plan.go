@@ -3,8 +3,6 @@ package factory
 import (
 	"errors"
 	"fmt"
-	"reflect"
-	"slices"
 	"strings"
 	"time"
 
@@ -204,13 +202,6 @@ type Counts struct {
 	Submitted       int              // workers submitted so far
 	Ended           [Removed + 1]int // workers ended so far, by Outcome
 	Failures        int              // failures in a row
-}
-
-func (c Counts) equal(o Counts) bool {
-	cd, od := c.Demand, o.Demand
-	c.Demand, o.Demand = Demand{}, Demand{}
-	return reflect.DeepEqual(c, o) && cd.Masters == od.Masters && cd.Tasks == od.Tasks &&
-		cd.Workers == od.Workers && slices.Equal(cd.Capacities, od.Capacities)
 }
 
 // Decision is what the plan says to do now.
