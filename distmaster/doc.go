@@ -26,8 +26,9 @@
 // halts the run when the batch system refuses submissions several times in
 // a row. It keeps no more jobs out than the master can serve: its capacity
 // (seed 000 Eq. 4.5), the jobs' running time over the master's own time on
-// each, bounds them once ten have finished. Its retry count and fast-abort rule are package lifecycle's, the
-// ones every scheduler in rightsize applies.
+// each, bounds them once ten have finished. Its retry count and fast-abort
+// rule are package lifecycle's, the ones every scheduler in rightsize
+// applies.
 //
 // The package does not parse command lines, read R directories or choose
 // between running here and distributing: the allpairs and wavefront

@@ -1,6 +1,6 @@
 // Command workqueue runs Work Queue workers, a catalog server, status
-// queries and a factory of workers on a batch system. See
-// internal/workqueuecmd.
+// queries, a factory of workers on a batch system and the simulator of
+// runs (model/sim). See internal/workqueuecmd.
 package main
 
 import (

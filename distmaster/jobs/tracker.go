@@ -1,9 +1,10 @@
 // Package jobs follows the jobs of a distributed run for the distributed
 // master (package distmaster): which blocks wait to be submitted, which job
 // runs which block, how often each block has failed or been aborted, which
-// running jobs are stragglers, and when the batch system refuses so often
-// that the run should halt. It is a state machine without I/O or clock,
-// also driven by the simulator (model/sim).
+// running jobs are stragglers, when the batch system refuses so often that
+// the run should halt, and how many jobs the master can keep out (its
+// capacity, Limit). It is a state machine without I/O or clock, also driven
+// by the simulator (model/sim).
 package jobs
 
 import (

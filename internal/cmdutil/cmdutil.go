@@ -1,7 +1,8 @@
 // Package cmdutil holds what the rightsize command-line tools share: the
 // input/output streams a command runs with, the mapping from errors to exit
-// codes, the plumbing that turns a cobra command into a testable Main, and
-// result files that replace the user's previous file only once complete.
+// codes, the plumbing that turns a cobra command into a testable Main,
+// result files that replace the user's previous file only once complete,
+// and a duration flag that takes bare seconds as CCTools' tools do.
 //
 // It does not parse any tool's flags or know any tool's behaviour; each tool
 // builds its own cobra command and hands it to Execute.
