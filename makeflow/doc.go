@@ -23,6 +23,8 @@
 //     HTCondor, local processes) or on Work Queue workers through batch/wq,
 //     shipping inputs and fetching outputs when the hosts share no
 //     filesystem with this one.
+//   - Options.GC deletes intermediate files once no rule that is left reads
+//     them; Workflow.Wrap wraps every command (CCTools' --wrapper).
 //   - Clean removes what a workflow made; WriteDot draws the DAG.
 //
 // The package does not open batch drivers or start Work Queue masters or

@@ -3,11 +3,13 @@
 // does: it submits workers as batch jobs (through a batch.Driver: local
 // processes, SLURM, Grid Engine, HTCondor), keeps between a minimum and a
 // maximum of them submitted — within that, as many as the masters' tasks
-// need — replaces those that end, and removes them all when it stops.
+// need and their capacities allow (seed 000's pool decisions D1–D6,
+// Limits.Policy) — replaces those that end, and removes them all when it
+// stops.
 //
 // How many workers to submit is decided by Plan, a state machine without
-// I/O, so that other drivers (a simulator, a worker pool) can make the same
-// decision; Run is the thin driver around it that asks the masters, submits
+// I/O, so that other drivers (the simulator model/sim, a worker pool) make
+// the same decision; Run is the thin driver around it that asks the masters, submits
 // jobs and follows their events.
 //
 // The factory does not run tasks, choose between masters, or weigh one
