@@ -30,11 +30,13 @@ func (w *Workflow) Wrap(wrappers ...Wrapper) {
 			if wr.Command != "" {
 				r.Command = wrapCommand(strings.ReplaceAll(wr.Command, "%%", id), r.Command)
 			}
+			// The rule's position, so that a problem with them is
+			// reported where the rule is.
 			for _, name := range wr.Inputs {
-				r.Sources = append(r.Sources, File{Name: strings.ReplaceAll(name, "%%", id)})
+				r.Sources = append(r.Sources, File{Name: strings.ReplaceAll(name, "%%", id), Pos: r.Pos})
 			}
 			for _, name := range wr.Outputs {
-				r.Targets = append(r.Targets, File{Name: strings.ReplaceAll(name, "%%", id)})
+				r.Targets = append(r.Targets, File{Name: strings.ReplaceAll(name, "%%", id), Pos: r.Pos})
 			}
 		}
 	}

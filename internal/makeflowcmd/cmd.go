@@ -243,6 +243,11 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return cmdutil.Usagef("-X %s: not a directory", dir)
 	}
+	if o.summaryLog != "" {
+		if _, err := os.Stat(filepath.Dir(inDir(dir, o.summaryLog))); err != nil {
+			return cmdutil.Usagef("-f %s: %v", o.summaryLog, err)
+		}
+	}
 	path := file
 	if path == "" {
 		path = "Makeflow"

@@ -60,11 +60,12 @@ for every task the masters have waiting or running (--tasks-per-worker to a
 worker), but no more than each master can keep busy — its capacity, which it
 measures and advertises (--decision says how: seed 000's pool decisions D1 to
 D6; D1 ignores capacity, D6 also starts from --default-capacity and rises by at
-most --max-change workers a minute). Workers that end are replaced; workers no longer needed leave at
-their idle timeout (-t). Jobs the batch system rejects and workers that fail
-are reported, with the batch system's or the worker's message, and pause
-submissions; after --max-failures in a row the factory gives up. On exit,
-and on SIGINT or SIGTERM, it removes every worker it submitted.
+most --max-change workers a minute). Workers that end are replaced; workers
+no longer needed leave at their idle timeout (-t). Jobs the batch system
+rejects and workers that fail are reported, with the batch system's or the
+worker's message, and pause submissions; after --max-failures in a row the
+factory gives up. On exit, and on SIGINT or SIGTERM, it removes every worker
+it submitted.
 
 HOST must be the master's address as the execution hosts reach it: on a
 cluster, the submit host's name, not 127.0.0.1.`,

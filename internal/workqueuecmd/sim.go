@@ -16,12 +16,14 @@ func newSimCmd(s cmdutil.Streams) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "sim [flags] SCENARIO.json",
 		Short: "simulate a Work Queue run: the real scheduler and factory on simulated workers, network and batch system",
-		Long: `Simulates a run described by a scenario file (see model/sim and its
-testdata for examples): the master's scheduler and, if the scenario has one,
-the worker factory's plan decide as they would in a real run, on a logical
-clock, while workers, network, batch system and tasks are simulated. Prints
-the makespan, utilisation, worker time and data moved; --timeline draws
-workers and tasks over time as a PNG.`,
+		Long: `Simulates a run described by a JSON scenario file (its keys are in the
+README's Simulator section; model/sim/testdata has examples): the master's
+scheduler — and, as the scenario asks, the worker factory's plan, the
+distributed master's job tracker and the Wavefront block scheduler — decide
+as in a real run, on a logical clock, while workers, network, batch system
+and tasks are simulated. Prints the makespan, utilisation, worker time and
+data moved; --timeline draws workers and tasks over time as a PNG. Exits 1
+if the run could not finish.`,
 		Args: cmdutil.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := sim.Load(args[0])
