@@ -30,6 +30,7 @@ import (
 type Local struct {
 	slots     int
 	killDelay time.Duration
+	delay     time.Duration // Options.DispatchDelay
 	t         *Jobs
 	running   sync.WaitGroup
 
@@ -56,12 +57,13 @@ type localJob struct {
 
 var _ Driver = (*Local)(nil)
 
-// NewLocal returns a Local driver. It uses Options.Slots and
-// Options.KillDelay.
+// NewLocal returns a Local driver. It uses Options.Slots,
+// Options.KillDelay and Options.DispatchDelay.
 func NewLocal(opts Options) *Local {
 	d := &Local{
 		slots:     opts.Slots,
 		killDelay: opts.KillDelay,
+		delay:     opts.DispatchDelay,
 		t:         NewJobs(),
 		jobs:      make(map[string]*localJob),
 	}
@@ -99,9 +101,25 @@ func (d *Local) Submit(ctx context.Context, job *Job) (string, error) {
 		return "", err
 	}
 	d.jobs[lj.id] = lj
+	if d.delay > 0 {
+		time.AfterFunc(d.delay, func() { d.release(lj) })
+		return lj.id, nil
+	}
 	d.waiting = append(d.waiting, lj)
 	d.startWaiting()
 	return lj.id, nil
+}
+
+// release lets lj wait for its cores once its dispatch delay has passed,
+// unless it was removed meanwhile.
+func (d *Local) release(lj *localJob) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if lj.ended || d.closed {
+		return
+	}
+	d.waiting = append(d.waiting, lj)
+	d.startWaiting()
 }
 
 // startWaiting starts waiting jobs, first come first served, while their

@@ -158,3 +158,32 @@ func TestLocalKillsProcessGroup(t *testing.T) {
 		}
 	}
 }
+
+func TestLocalDispatchDelay(t *testing.T) {
+	// An hour's delay: the job stays queued, and can be removed there.
+	held := batch.NewLocal(batch.Options{Slots: 1, DispatchDelay: time.Hour})
+	defer batchtest.Close(t, held)
+	rec := batchtest.Record(t, held)
+	id := batchtest.Submit(t, held, &batch.Job{Command: "true", Dir: t.TempDir()})
+	if st, _ := held.Status(id); st.State != batch.Queued {
+		t.Errorf("job within its dispatch delay is %v, want queued", st.State)
+	}
+	if err := held.Remove(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.Final(t, id); !errors.Is(ev.Err, batch.ErrRemoved) || !ev.Started.IsZero() {
+		t.Errorf("removed held job: %+v, want ErrRemoved, never started", ev.Status)
+	}
+
+	// A short one: the job starts no sooner than the delay after it was
+	// submitted.
+	const delay = 50 * time.Millisecond
+	d := batch.NewLocal(batch.Options{Slots: 1, DispatchDelay: delay})
+	defer batchtest.Close(t, d)
+	rec = batchtest.Record(t, d)
+	id = batchtest.Submit(t, d, &batch.Job{Command: "true", Dir: t.TempDir()})
+	ev := rec.Final(t, id)
+	if ev.State != batch.Done || ev.Started.Sub(ev.Submitted) < delay {
+		t.Errorf("job after a %v dispatch delay: %+v, want done, started at least that late", delay, ev.Status)
+	}
+}

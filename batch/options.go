@@ -16,6 +16,10 @@ type Options struct {
 	// KillDelay is how long the local driver waits between SIGTERM and
 	// SIGKILL when it stops a job; default 5 s. (local)
 	KillDelay time.Duration
+	// DispatchDelay holds each job queued this long before it may start,
+	// as a batch system's scheduler would: the local driver then stands
+	// for a cluster, in benchmarks and tests of placement. (local)
+	DispatchDelay time.Duration
 
 	// Spool is a directory on a filesystem the execution hosts share, in
 	// which the driver makes a directory of its own for each job's script,

@@ -17,6 +17,7 @@ import (
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/model"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/sparsematrix"
 )
 
@@ -34,6 +35,14 @@ type AllPairs struct {
 	// sizes the jobs; nil assumes 0.1 s per cell, as CCTools does for
 	// functions it cannot time.
 	Pair funcs.Pair
+	// CellTime, if set, is the function's time per cell as the caller
+	// measured it (SampleAllPairs), so that the run does not sample it
+	// again.
+	CellTime *place.Value
+	// PlacedJobCells, if set, is the job size (in cells) that automatic
+	// placement's models chose; the run uses it unless JobW×JobH or an
+	// earlier run's plan says otherwise.
+	PlacedJobCells int
 	// Symmetric computes only cells (i, j) with i <= j; A and B must be the
 	// same set.
 	Symmetric bool
@@ -128,6 +137,9 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	case old != nil:
 		r.bw, r.bh = old.JobW, old.JobH
 		fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, as in the run that started %s\n", r.bw, r.bh, ck.Path())
+	case p.PlacedJobCells > 0:
+		r.bw, r.bh = r.jobShape(float64(p.PlacedJobCells))
+		fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, as placement chose\n", r.bw, r.bh)
 	default:
 		res.Predicted = r.chooseJobSize(ctx)
 	}
@@ -277,7 +289,7 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 	// The set lists hold only the block's items, so the sub-problem is
 	// the whole of them: its cells come back relative to the block.
 	words = append(words, "-M", "-X", "0", "-Y", "0", "-W", strconv.Itoa(bl.w), "-H", strconv.Itoa(bl.h),
-		"-c", "1", "-q", "--matrix", "cells.matrix")
+		"-c", strconv.Itoa(r.cfg.JobCores), "-q", "--matrix", "cells.matrix")
 	if diagonal {
 		words = append(words, "--symmetric")
 	}
@@ -288,7 +300,7 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 		Dir:       dir,
 		Inputs:    inputs,
 		Outputs:   []batch.File{{Path: "cells.matrix"}},
-		Resources: batch.Resources{Cores: 1},
+		Resources: batch.Resources{Cores: r.cfg.JobCores},
 		Category:  "allpairs",
 	}, nil
 }
@@ -312,37 +324,63 @@ func (r *apRun) absorb(b int, dir string) (bool, error) {
 	return err == nil && r.missing(bl) == 0, err
 }
 
+// jobShape returns the items of A and of B of a job of about jobCells
+// cells: as square as the matrix allows.
+func (r *apRun) jobShape(jobCells float64) (w, h int) {
+	jobCells = math.Min(math.Max(jobCells, 1), float64(r.cells()))
+	w = min(max(int(math.Ceil(math.Sqrt(jobCells))), 1), r.n)
+	h = min(max(int(math.Ceil(jobCells/float64(w))), 1), r.m)
+	return w, h
+}
+
 func (r *apRun) done(int) []int { return nil }
 
 func (r *apRun) failed(int, *BlockError) {}
 
-// chooseJobSize benchmarks the function and sizes the jobs with the models,
+// SampleAllPairs times fn on pairs of items spread over the matrix, for
+// about budget (place.SampleCalls), reading the items' contents for
+// functions that take them in memory.
+func SampleAllPairs(ctx context.Context, budget time.Duration, cells int64, a, b *allpairs.Set, fn funcs.Pair) place.Sample {
+	inMemory := fn.Info().Kind.InMemory()
+	input := func(it allpairs.Item) (funcs.Input, float64) {
+		in := funcs.Input{Path: it.Path}
+		if !inMemory {
+			fi, err := os.Stat(it.Path)
+			if err != nil {
+				return in, 0
+			}
+			return in, float64(fi.Size())
+		}
+		if data, err := os.ReadFile(it.Path); err == nil {
+			in.Data = data
+		}
+		return in, float64(len(in.Data))
+	}
+	return place.SampleCalls(ctx, budget, cells, func(ctx context.Context, i int) (float64, error) {
+		// Pairs spread over the matrix, not one pair again and again.
+		x, nx := input(a.Items[(i*7919)%len(a.Items)])
+		y, ny := input(b.Items[(i*7907+1)%len(b.Items)])
+		_, err := fn.Call(ctx, x, y)
+		return nx + ny, err
+	})
+}
+
+// chooseJobSize sizes the jobs with the models, from the function's
+// measured cell time (or a sample of its own) and the cluster's inputs,
 // explaining the choice. It returns the cluster model's prediction.
 func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 	p, cfg := r.p, r.cfg
-	cellTime := 100 * time.Millisecond
-	if p.Pair != nil {
-		inMemory := p.Pair.Info().Kind.InMemory()
-		input := func(it allpairs.Item) funcs.Input {
-			in := funcs.Input{Path: it.Path}
-			if inMemory {
-				if data, err := os.ReadFile(it.Path); err == nil {
-					in.Data = data
-				}
-			}
-			return in
-		}
-		call := func(ctx context.Context, i int) error {
-			// Pairs spread over the matrix, not one pair again and again.
-			a := p.A.Items[(i*7919)%r.n]
-			b := p.B.Items[(i*7907+1)%r.m]
-			_, err := p.Pair.Call(ctx, input(a), input(b))
-			return err
-		}
-		cellTime = measure(ctx, cfg.Explain, call)
+	itemBytes := float64(p.A.Bytes()+p.B.Bytes()) / float64(r.n+r.m)
+	cellTime := place.Value{V: 0.1}
+	switch {
+	case p.CellTime != nil:
+		cellTime = *p.CellTime
+	case p.Pair != nil && r.n > 0 && r.m > 0:
+		cellTime = SampleAllPairs(ctx, time.Second, r.cells(), p.A, p.B, p.Pair).Value(2 * itemBytes)
 	}
-	d := dispatchLatency(cfg.Kind)
-	hosts := r.hostBound()
+	fmt.Fprintf(cfg.Explain, "the function takes %s per cell (%s)\n", place.Seconds(cellTime.V), cellTime.Describe(time.Now()))
+	d := dispatchLatency(cfg)
+	hosts := hostBound(cfg)
 	cells := r.cells()
 	// The model's matrix has the problem's cells: for a symmetric problem,
 	// a square of the same area.
@@ -353,17 +391,20 @@ func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 	}
 	in := model.AllPairsInputs{
 		N: nm, M: mm,
-		CellTime:   cellTime.Seconds(),
-		ItemBytes:  float64(p.A.Bytes()+p.B.Bytes()) / float64(r.n+r.m),
-		Dispatch:   d.Seconds(),
+		CellTime:   cellTime.V / float64(cfg.JobCores), // a job's cells share its cores
+		ItemBytes:  itemBytes,
+		Dispatch:   d.V,
 		MaxHosts:   hosts,
 		MaxJobTime: maxJobTime.Seconds(),
 		LocalCores: runtime.NumCPU(),
 	}
+	if cfg.Cluster != nil {
+		in.Bandwidth = cfg.Cluster.Bandwidth.V
+	}
 	choice := model.ChooseAllPairs(in)
-	fmt.Fprintf(cfg.Explain, "models (%d cells, dispatch %v assumed for %s, up to %d hosts): %v\n",
-		cells, d, cfg.Kind, hosts, choice)
-	if !choice.Distribute {
+	fmt.Fprintf(cfg.Explain, "models (%d cells, dispatch %s for %s: %s; up to %d jobs at once): %v\n",
+		cells, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), hosts, choice)
+	if !choice.Distribute && !cfg.Placed {
 		fmt.Fprintf(cfg.Explain, "  (running distributed all the same, as -T asks)\n")
 	}
 	// The model wants jobs as long as its limit allows, one per host: it
@@ -375,31 +416,11 @@ func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 	if split := float64(cells) / float64(4*max(choice.Hosts, 1)); split < jobCells {
 		jobCells, why = split, fmt.Sprintf("the model's %d cells cut so that each of its %d hosts gets at least 4 jobs", choice.JobCells, choice.Hosts)
 	}
-	if floor := 50 * d.Seconds() / cellTime.Seconds(); floor > jobCells {
-		jobCells, why = floor, fmt.Sprintf("long enough that the %v dispatch is at most 2%% of a job", d)
+	if floor := 50 * d.V / cellTime.V; floor > jobCells {
+		jobCells, why = floor, fmt.Sprintf("long enough that the %s dispatch is at most 2%% of a job", place.Seconds(d.V))
 	}
-	jobCells = math.Min(math.Max(jobCells, 1), float64(cells))
-	w := int(math.Ceil(math.Sqrt(jobCells)))
-	r.bw = min(max(w, 1), r.n)
-	r.bh = min(max(int(math.Ceil(jobCells/float64(r.bw))), 1), r.m)
-	jobTime := time.Duration(float64(r.bw*r.bh) * float64(cellTime))
+	r.bw, r.bh = r.jobShape(jobCells)
+	jobTime := time.Duration(float64(r.bw*r.bh) * cellTime.V * float64(time.Second))
 	fmt.Fprintf(cfg.Explain, "jobs of %d×%d items, about %v each: %s\n", r.bw, r.bh, jobTime.Round(time.Millisecond), why)
 	return time.Duration(choice.Cluster * float64(time.Second))
-}
-
-// hostBound is how many jobs can run at once, as far as the master knows:
-// the local driver's slots, -J, or the model's default.
-func (r *apRun) hostBound() int {
-	return hostBound(r.cfg)
-}
-
-func hostBound(cfg *Config) int {
-	n := 400
-	if cfg.Kind == "local" {
-		n = runtime.NumCPU()
-	}
-	if cfg.MaxJobs > 0 {
-		n = min(n, cfg.MaxJobs)
-	}
-	return n
 }

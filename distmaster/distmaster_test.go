@@ -549,7 +549,7 @@ func TestJobSizeFromModel(t *testing.T) {
 	if want := multicoreLines(t, set, set, fn, false); !slices.Equal(got, want) {
 		t.Errorf("%s", firstDiff(got, want))
 	}
-	for _, want := range []string{"measured the function here", "models (400 cells", "jobs of "} {
+	for _, want := range []string{"the function takes", "sampled here", "models (400 cells", "jobs of "} {
 		if !strings.Contains(explained.String(), want) {
 			t.Errorf("explanation lacks %q:\n%s", want, explained.String())
 		}

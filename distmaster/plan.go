@@ -1,7 +1,6 @@
 package distmaster
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/rightsize/rightsize/sparsematrix"
 )
@@ -66,32 +64,6 @@ func writePlan(checkpoint string, p plan) error {
 		return err
 	}
 	return os.Rename(tmp, path)
-}
-
-// measure times the function with call(ctx, i) on cells of the caller's
-// choosing, for about a second (at most 50 calls, each cut off at 10 s: a
-// function at least that slow needs no finer figure), says so on explain,
-// and returns the mean time per cell. Failing calls are timed like the
-// others: the blocks will report them.
-func measure(ctx context.Context, explain io.Writer, call func(ctx context.Context, i int) error) time.Duration {
-	const budget, callLimit, maxCalls = time.Second, 10 * time.Second, 50
-	var total time.Duration
-	n := 0
-	for n < maxCalls && (n == 0 || total < budget) && ctx.Err() == nil {
-		cctx, cancel := context.WithTimeout(ctx, callLimit)
-		start := time.Now()
-		call(cctx, n)
-		d := time.Since(start)
-		cancel()
-		total += min(d, callLimit)
-		n++
-		if d >= callLimit {
-			break
-		}
-	}
-	mean := max(total/time.Duration(max(n, 1)), time.Microsecond)
-	fmt.Fprintf(explain, "measured the function here: %v per cell (%d calls)\n", mean.Round(time.Microsecond), n)
-	return mean
 }
 
 // startWork says how many blocks there are to compute and prepares the

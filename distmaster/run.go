@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/distmaster/jobs"
 	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
@@ -53,6 +55,20 @@ type Config struct {
 	Retries   lifecycle.Retries
 	MaxJobs   int
 	FastAbort FastAbort
+	// Cluster, if set, holds the measured inputs of the models that size
+	// the jobs: the cluster's width, dispatch latency and bandwidth.
+	// Without it the models assume a figure per kind of batch system.
+	Cluster *place.Cluster
+	// LocalCores are this machine's cores when they take jobs too (a
+	// hybrid run); the models count them as more slots.
+	LocalCores int
+	// Placed says that automatic placement chose this run's mode, so the
+	// explanation does not say it was forced.
+	Placed bool
+	// JobCores are the cores each job asks for and runs its cells on
+	// (default 1): with a whole node's, a batch system starts one job per
+	// node rather than one per core, each paying a dispatch.
+	JobCores int
 	// TickInterval is how often running jobs are checked for stragglers
 	// (default 1 s).
 	TickInterval time.Duration
@@ -82,6 +98,9 @@ func (c *Config) fill() error {
 			c.Kind = "batch"
 		}
 	}
+	if c.JobCores < 1 {
+		c.JobCores = 1
+	}
 	if c.TickInterval <= 0 {
 		c.TickInterval = time.Second
 	}
@@ -94,22 +113,41 @@ func (c *Config) fill() error {
 	return nil
 }
 
-// dispatchLatency is the time the models assume between submitting a job
-// and its start, by batch type: measured on the single-node systems of
-// bench/RESULTS.md for local processes, SLURM and Grid Engine, plus the
-// start of the program on the worker; a typical pool's for HTCondor.
-func dispatchLatency(kind string) time.Duration {
-	switch kind {
-	case "local":
-		return 20 * time.Millisecond
-	case "wq":
-		return 100 * time.Millisecond
-	case "sge":
-		return time.Second
-	case "condor":
-		return 30 * time.Second
+// dispatchLatency is the time the models take between submitting a job
+// and its start: the cluster's measured (or, where it says so, assumed)
+// dispatch when the run was placed with one, else a rough figure for the
+// kind of batch system.
+func dispatchLatency(cfg *Config) place.Value {
+	if cfg.Cluster != nil {
+		return cfg.Cluster.Dispatch
 	}
-	return time.Second
+	d := time.Second
+	switch cfg.Kind {
+	case "local":
+		d = 20 * time.Millisecond
+	case "wq":
+		d = 100 * time.Millisecond
+	case "condor":
+		d = 30 * time.Second
+	}
+	return place.Value{V: d.Seconds()}
+}
+
+// hostBound is how many jobs can run at once, as far as the master knows:
+// the cluster's slots where they were counted (and this machine's cores in
+// a hybrid run), the local driver's slots, or 400; at most -J.
+func hostBound(cfg *Config) int {
+	n := 400
+	switch {
+	case cfg.Cluster != nil && !cfg.Cluster.Hosts.Assumed():
+		n = max(cfg.Cluster.Slots()/cfg.JobCores+cfg.LocalCores, 1)
+	case cfg.Kind == "local":
+		n = runtime.NumCPU()
+	}
+	if cfg.MaxJobs > 0 {
+		n = min(n, cfg.MaxJobs)
+	}
+	return n
 }
 
 // OpenDriver opens the batch driver of type kind (one of batch.Kinds). For

@@ -14,6 +14,7 @@ import (
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/model"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/multicore"
 	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
@@ -47,6 +48,13 @@ type Wavefront struct {
 	// of an earlier run on this checkpoint, otherwise what the model
 	// chooses from a benchmark of the function.
 	JobSize int
+	// CellTime, if set, is the function's time per cell as the caller
+	// measured it, so that the run does not sample it again.
+	CellTime *place.Value
+	// PlacedJobSize, if set, is the block side that automatic placement's
+	// models chose; the run uses it unless JobSize or an earlier run's
+	// plan says otherwise.
+	PlacedJobSize int
 
 	// States, if set, follows every cell: running while its block's job is
 	// out, complete, or failed.
@@ -119,6 +127,9 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	case old != nil:
 		r.b = old.JobW
 		fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells, as in the run that started %s\n", r.b, r.b, w.Checkpoint)
+	case w.PlacedJobSize > 0:
+		r.b = w.PlacedJobSize
+		fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells, as placement chose\n", r.b, r.b)
 	default:
 		res.Predicted = r.chooseBlock(ctx)
 	}
@@ -250,7 +261,7 @@ func (r *wfRun) job(b int, dir string) (*batch.Job, error) {
 	inputs = append(inputs, batch.File{Path: filepath.Join("R", wavefront.MatrixFile)})
 	words = append(words, "-M",
 		"-X", strconv.Itoa(rect.X), "-Y", strconv.Itoa(rect.Y), "-W", strconv.Itoa(rect.W), "-H", strconv.Itoa(rect.H),
-		"-c", "1", "-o", "cells.matrix", fn, "R")
+		"-c", strconv.Itoa(r.cfg.JobCores), "-o", "cells.matrix", fn, "R")
 	r.setStates(rect, wavefront.Running)
 	return &batch.Job{
 		Name:      "wavefront-" + r.name(b),
@@ -258,7 +269,7 @@ func (r *wfRun) job(b int, dir string) (*batch.Job, error) {
 		Dir:       dir,
 		Inputs:    inputs,
 		Outputs:   []batch.File{{Path: "cells.matrix"}},
-		Resources: batch.Resources{Cores: 1},
+		Resources: batch.Resources{Cores: r.cfg.JobCores},
 		Category:  "wavefront",
 	}, nil
 }
@@ -334,45 +345,57 @@ func (r *wfRun) missing(rect wavefront.Rect) int {
 	return n
 }
 
-// chooseBlock benchmarks the function on the region's first cell and picks
-// the block side with the Wavefront model, explaining the choice. It
-// returns the model's prediction.
+// chooseBlock picks the block side with the Wavefront model, from the
+// function's measured cell time (or a sample of its own, on the region's
+// first cell) and the cluster's inputs, explaining the choice. It returns
+// the model's prediction.
 func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	w, cfg := r.w, r.cfg
 	rg := w.Region
-	tau := 100 * time.Millisecond
-	if w.Cell != nil {
-		var in [3]funcs.Input
-		var err error
-		for i, c := range [][2]int{{rg.X - 1, rg.Y}, {rg.X, rg.Y - 1}, {rg.X - 1, rg.Y - 1}} {
-			if in[i], err = w.Value(c[0], c[1]); err != nil {
-				break
-			}
-		}
-		if err == nil {
-			var label funcs.Label // for a .so that crashes
-			label.SetCell(rg.X, rg.Y)
-			call := func(ctx context.Context, _ int) error {
-				_, err := w.Cell.Call(funcs.WithLabel(ctx, &label), in[0], in[1], in[2])
-				return err
-			}
-			tau = measure(ctx, cfg.Explain, call)
+	tau := place.Value{V: 0.1}
+	switch {
+	case w.CellTime != nil:
+		tau = *w.CellTime
+	case w.Cell != nil:
+		if s, err := SampleWavefront(ctx, time.Second, int64(rg.Cells()), w.Cell, rg.X, rg.Y, w.Value); err == nil {
+			tau = s.Value(s.MeanBytes)
 		}
 	}
-	d := dispatchLatency(cfg.Kind)
+	fmt.Fprintf(cfg.Explain, "the function takes %s per cell (%s)\n", place.Seconds(tau.V), tau.Describe(time.Now()))
+	d := dispatchLatency(cfg)
 	nodes := hostBound(cfg)
 	n := max(rg.W, rg.H)
-	choice := model.ChooseWavefront(n, runtime.NumCPU(), nodes, 1, tau.Seconds(), d.Seconds())
-	fmt.Fprintf(cfg.Explain, "models (%d×%d cells, dispatch %v assumed for %s, up to %d jobs at once, one core each): %v\n",
-		rg.W, rg.H, d, cfg.Kind, nodes, choice)
-	if !choice.Distribute {
+	choice := model.ChooseWavefront(n, runtime.NumCPU(), nodes, cfg.JobCores, tau.V, d.V)
+	fmt.Fprintf(cfg.Explain, "models (%d×%d cells, dispatch %s for %s: %s; up to %d jobs at once, %d cores each): %v\n",
+		rg.W, rg.H, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), nodes, cfg.JobCores, choice)
+	if !choice.Distribute && !cfg.Placed {
 		fmt.Fprintf(cfg.Explain, "  (running distributed all the same, as -T asks)\n")
 	}
 	r.b = choice.Block
-	if limit := int(math.Sqrt(maxJobTime.Seconds() / tau.Seconds())); r.b > limit {
+	if limit := int(math.Sqrt(maxJobTime.Seconds() / tau.V)); r.b > limit {
 		r.b = max(limit, 1)
 	}
 	fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells (about %v per job, none longer than %v)\n",
-		r.b, r.b, (time.Duration(r.b*r.b) * tau).Round(time.Millisecond), maxJobTime)
+		r.b, r.b, time.Duration(float64(r.b*r.b)*tau.V*float64(time.Second)).Round(time.Millisecond), maxJobTime)
 	return time.Duration(choice.Cluster * float64(time.Second))
+}
+
+// SampleWavefront times cell on the cell (x, y), whose three neighbours
+// value returns, for about budget (place.SampleCalls).
+func SampleWavefront(ctx context.Context, budget time.Duration, cells int64, cell funcs.Cell, x, y int, value func(x, y int) (funcs.Input, error)) (place.Sample, error) {
+	var in [3]funcs.Input
+	var bytes float64
+	for i, c := range [][2]int{{x - 1, y}, {x, y - 1}, {x - 1, y - 1}} {
+		var err error
+		if in[i], err = value(c[0], c[1]); err != nil {
+			return place.Sample{}, err
+		}
+		bytes += float64(len(in[i].Data))
+	}
+	var label funcs.Label // for a .so that crashes
+	label.SetCell(x, y)
+	return place.SampleCalls(ctx, budget, cells, func(ctx context.Context, _ int) (float64, error) {
+		_, err := cell.Call(funcs.WithLabel(ctx, &label), in[0], in[1], in[2])
+		return bytes, err
+	}), nil
 }

@@ -81,18 +81,22 @@ func (g *graph) topoOrder() (order, stuck []int) {
 	return order, stuck
 }
 
-// levels returns, for every rule, the number of rules on the longest path
-// from it to the end of the workflow (1 for a rule nothing depends on).
-// Starting rules with long tails first keeps the critical path moving.
-func (g *graph) levels(order []int) []int32 {
-	lv := make([]int32, len(g.w.Rules))
+// levels returns, for every rule, the length of the longest path from it
+// to the end of the workflow: in rules (1 for a rule nothing depends on),
+// or, with cost, in predicted seconds. Starting rules with long tails
+// first keeps the critical path moving.
+func (g *graph) levels(order []int, cost []float64) []float64 {
+	lv := make([]float64, len(g.w.Rules))
 	for i := len(order) - 1; i >= 0; i-- {
 		id := order[i]
-		best := int32(0)
+		best := 0.0
 		for _, c := range g.children[id] {
 			best = max(best, lv[c])
 		}
 		lv[id] = best + 1
+		if cost != nil {
+			lv[id] = best + cost[id]
+		}
 	}
 	return lv
 }

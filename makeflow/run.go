@@ -38,6 +38,12 @@ type Options struct {
 	// bound the sum of what they declare (zero: the batch system decides).
 	Remote       Executor
 	RemoteLimits Limits
+	// Cost and Here, if set, are automatic placement's: each rule's
+	// predicted seconds, which orders ready rules by the critical path in
+	// time, and the rules kept on this machine although Remote is set,
+	// too short to be worth a dispatch (see SchedulerConfig).
+	Cost []float64
+	Here []bool
 
 	// Local bounds the jobs on this machine. Zero fields take this
 	// machine's values: one job per CPU, its cores and memory, and the free
@@ -319,7 +325,7 @@ func (d *driver) setup() error {
 	if local.DiskMB <= 0 {
 		local.DiskMB = machine.DiskMB
 	}
-	cfg := SchedulerConfig{Local: local, Retries: o.Retries, Done: rc.done}
+	cfg := SchedulerConfig{Local: local, Retries: o.Retries, Done: rc.done, Cost: o.Cost, Here: o.Here}
 	if o.Remote != nil {
 		rl := o.RemoteLimits
 		cfg.Remote = &rl

@@ -62,6 +62,14 @@ type SchedulerConfig struct {
 	// Done marks the rules an earlier run completed (from the log); nil
 	// means none. A done rule is not run again.
 	Done []bool
+	// Cost, if set, is each rule's predicted running time in seconds:
+	// ready rules then start in order of the longest predicted time after
+	// them (the critical path by time), not of the most rules after them.
+	Cost []float64
+	// Here, if set, marks rules that run on this machine although the
+	// workflow runs elsewhere: those automatic placement finds so short
+	// that their dispatch would cost more than they run.
+	Here []bool
 }
 
 // A Start tells the driver to start a rule.
@@ -82,7 +90,8 @@ type Counts struct {
 // starts once every rule that makes one of its inputs is complete and its
 // pool has a free job slot and the resources the rule declared. Among ready
 // rules the one with the longest chain of rules after it goes first (the
-// critical path), then the earliest in the file.
+// critical path; in predicted seconds with SchedulerConfig.Cost), then the
+// earliest in the file.
 //
 // When a rule fails for good, the rules that need its outputs stay waiting
 // and everything else keeps running; Finished reports when nothing more
@@ -94,7 +103,8 @@ type Scheduler struct {
 	state    []RuleState
 	pending  []int32 // unfinished parents
 	attempts []int32
-	level    []int32
+	level    []float64
+	here     []bool
 	retries  int32
 	remote   bool
 	halted   bool
@@ -129,8 +139,13 @@ func newScheduler(g *graph, cfg SchedulerConfig) (*Scheduler, error) {
 	if cfg.Local.Jobs < 1 || (cfg.Remote != nil && cfg.Remote.Jobs < 1) {
 		return nil, errors.New("makeflow: job limits must be at least 1")
 	}
-	if cfg.Done != nil && len(cfg.Done) != len(g.w.Rules) {
-		return nil, fmt.Errorf("makeflow: SchedulerConfig.Done has %d entries for %d rules", len(cfg.Done), len(g.w.Rules))
+	for _, f := range []struct {
+		name string
+		n    int
+	}{{"Done", len(cfg.Done)}, {"Cost", len(cfg.Cost)}, {"Here", len(cfg.Here)}} {
+		if f.n != 0 && f.n != len(g.w.Rules) {
+			return nil, fmt.Errorf("makeflow: SchedulerConfig.%s has %d entries for %d rules", f.name, f.n, len(g.w.Rules))
+		}
 	}
 	n := len(g.w.Rules)
 	s := &Scheduler{
@@ -138,7 +153,8 @@ func newScheduler(g *graph, cfg SchedulerConfig) (*Scheduler, error) {
 		state:    make([]RuleState, n),
 		pending:  make([]int32, n),
 		attempts: make([]int32, n),
-		level:    g.levels(order),
+		level:    g.levels(order, cfg.Cost),
+		here:     cfg.Here,
 		retries:  int32(cfg.Retries.Limit(0)),
 		remote:   cfg.Remote != nil,
 	}
@@ -290,7 +306,7 @@ func (s *Scheduler) countOf(st RuleState) *int {
 }
 
 func (s *Scheduler) poolOf(id int) *pool {
-	if s.remote && !s.g.w.Rules[id].onThisMachine() {
+	if s.remote && !s.g.w.Rules[id].onThisMachine() && (s.here == nil || !s.here[id]) {
 		return &s.pools[1]
 	}
 	return &s.pools[0]
@@ -388,7 +404,7 @@ func (p *pool) fits(req Resources) bool {
 // first, then the lowest id.
 type readyHeap struct {
 	ids   []int32
-	level []int32
+	level []float64
 }
 
 func (h *readyHeap) len() int   { return len(h.ids) }

@@ -77,6 +77,28 @@ func TestScheduler(t *testing.T) {
 			final: Counts{Complete: 4, Total: 4},
 		},
 		{
+			name: "longest predicted time first",
+			// y1→y2→y3 is the longer chain in rules, but x alone is
+			// predicted to take longer than all three.
+			src: "x:\n\tx\ny1:\n\tx\ny2: y1\n\tx\ny3: y2\n\tx\n",
+			cfg: SchedulerConfig{Local: Limits{Jobs: 1}, Cost: []float64{100, 1, 1, 1}},
+			steps: []step{
+				{"next", []int{0}}, {"ok 0", []int{1}}, {"ok 1", []int{2}}, {"ok 2", []int{3}}, {"ok 3", nil},
+			},
+			final: Counts{Complete: 4, Total: 4},
+		},
+		{
+			name: "short rules kept here",
+			src:  "a:\n\tx\nb:\n\tx\nc:\n\tx\n",
+			// b is too short to be worth a dispatch: it takes the local
+			// slot while a and c go to the remote pool.
+			cfg: SchedulerConfig{Local: Limits{Jobs: 1}, Remote: &Limits{Jobs: 2}, Here: []bool{false, true, false}},
+			steps: []step{
+				{"next", []int{1, 0, 2}}, {"ok 1", nil}, {"ok 0", nil}, {"ok 2", nil},
+			},
+			final: Counts{Complete: 3, Total: 3},
+		},
+		{
 			name: "declared cores count, undeclared do not",
 			src:  "d:\n\tx\n.MAKEFLOW CORES 2\na:\n\tx\nb:\n\tx\nc:\n\tx\n",
 			cfg:  SchedulerConfig{Local: Limits{Jobs: 4, Cores: 4}},

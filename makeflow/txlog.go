@@ -251,6 +251,7 @@ type logRecord struct {
 	state   []RuleState // last state of every rule; Waiting if never logged
 	logged  []bool      // the rule appears in the log
 	started []int64     // when each rule last started (µs), 0 if never
+	took    []int64     // how long each rule's last completed run took (µs), 0 if none
 	made    map[string]int64
 	// expected holds the files some rule was about to make: a rule that is
 	// not complete and expected one of its outputs may have left part of it.
@@ -271,6 +272,7 @@ func readLog(path string, n int) (*logRecord, error) {
 		state:     make([]RuleState, n),
 		logged:    make([]bool, n),
 		started:   make([]int64, n),
+		took:      make([]int64, n),
 		made:      map[string]int64{},
 		expected:  map[string]bool{},
 		collected: map[string]bool{},
@@ -367,8 +369,11 @@ func (rec *logRecord) add(line string) error {
 	}
 	rec.state[id] = st
 	rec.logged[id] = true
-	if st == Running {
+	switch {
+	case st == Running:
 		rec.started[id] = v[0]
+	case st == Complete && rec.started[id] > 0 && v[0] >= rec.started[id]:
+		rec.took[id] = v[0] - rec.started[id]
 	}
 	return nil
 }

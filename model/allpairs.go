@@ -16,6 +16,11 @@ type AllPairsInputs struct {
 	// Dispatch is d, the seconds between submitting a job and its start:
 	// about 10–60 s on a batch system, milliseconds with Work Queue workers.
 	Dispatch float64
+	// Submit is the master's own time to start a job, paid one job after
+	// another: a Work Queue master's send, an sbatch call. Zero means
+	// Dispatch, as in the original model, where the whole latency is
+	// serial.
+	Submit float64
 	// MaxHosts bounds h; zero means 400, as in the original model.
 	MaxHosts int
 	// MaxJobTime bounds a job's running time c·t, limiting the cost of a
@@ -23,6 +28,10 @@ type AllPairsInputs struct {
 	MaxJobTime float64
 	// LocalCores are this machine's cores; zero means 1.
 	LocalCores int
+	// Star says the master itself sends each host the items its jobs read,
+	// one host after another (Work Queue; a single file server), rather
+	// than along a spanning tree as in the original model.
+	Star bool
 }
 
 func (in AllPairsInputs) withDefaults() AllPairsInputs {
@@ -54,7 +63,12 @@ func AllPairsLocalTime(in AllPairsInputs) float64 {
 //	T(c,h) = (n·m/c)·(d + c·t)/h + d·h + ((n+m)·s/b)·log2(h)
 //
 // the jobs spread over the hosts, the serial dispatch of h hosts, and the
-// spanning-tree distribution of the data to them. It returns +Inf for an
+// spanning-tree distribution of the data to them. Where the master's own
+// part of a dispatch (Submit) is known, the serial term is Submit·h: the
+// rest of the latency passes on all hosts at once. With Star, the data
+// term is what the master sends itself: each host gets the items of its
+// jobs (about 2√c per job, no more than all n+m), through the master's
+// one link. It returns +Inf for an
 // infeasible configuration: h or c below 1, h above MaxHosts, more job slots
 // than cells (h·c > n·m), or a job longer than MaxJobTime.
 func AllPairsClusterTime(in AllPairsInputs, c, h int) float64 {
@@ -69,9 +83,25 @@ func AllPairsClusterTime(in AllPairsInputs, c, h int) float64 {
 		return math.Inf(1)
 	}
 	jobs := cells / float64(c)
+	serial := in.Submit
+	if serial <= 0 {
+		serial = in.Dispatch
+	}
 	return jobs*(in.Dispatch+float64(c)*in.CellTime)/float64(h) +
-		in.Dispatch*float64(h) +
-		(float64(in.N+in.M)*in.ItemBytes/in.Bandwidth)*math.Log2(float64(h))
+		serial*float64(h) +
+		AllPairsDataTime(in, c, h)
+}
+
+// AllPairsDataTime is the data term of AllPairsClusterTime: the seconds
+// spent getting the items to h hosts running jobs of c cells.
+func AllPairsDataTime(in AllPairsInputs, c, h int) float64 {
+	in = in.withDefaults()
+	if !in.Star {
+		return (float64(in.N+in.M) * in.ItemBytes / in.Bandwidth) * math.Log2(float64(h))
+	}
+	jobs := float64(in.N) * float64(in.M) / float64(c)
+	perHost := math.Min(jobs/float64(h)*2*math.Sqrt(float64(c)), float64(in.N+in.M))
+	return float64(h) * perHost * in.ItemBytes / in.Bandwidth
 }
 
 // AllPairsChoice is the models' decision for a problem.

@@ -22,6 +22,7 @@ import (
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/internal/progress"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/multicore"
 )
 
@@ -40,7 +41,16 @@ type options struct {
 	verbose   bool
 
 	multicore  bool
+	local      bool
+	explain    bool
 	x, y, w, h int
+
+	// resumed is how many cells the checkpoint held when the run started.
+	resumed int64
+	// cellTime and jobCells are the function's time per cell and the job
+	// size, if placement measured and chose them.
+	cellTime *place.Value
+	jobCells int
 
 	matrix  string
 	trust   bool
@@ -122,6 +132,20 @@ whole matrix. With --matrix FILE and no -o the cells go only to FILE, as
 sparse-matrix records (x = index in A, y = index in B; values may hold any
 bytes). This is what a distributed master runs on a worker.
 
+Where it runs: without -T, -M or --local, allpairs decides. It times the
+function on a few pairs, looks for the cluster you have (named in
+RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster, or detected: SLURM's sinfo,
+Grid Engine's qstat, HTCondor's condor_status, a Work Queue project's workers
+in the catalog), and predicts the run on this machine, distributed on the
+cluster, and hybrid (this machine's cores take jobs as one more worker from
+the start while the cluster's arrive). It runs where it predicts fastest,
+staying here unless the cluster is predicted more than 5% faster. --explain
+prints what it measured and where each input came from, each prediction, the
+choice and its reason, and after the run the prediction against the time
+taken; -v says the choice in one line. Each run's prediction and time are
+kept in ~/.cache/rightsize/runs.jsonl, and the next run of the same function
+corrects its predictions by them. RIGHTSIZE_CLUSTER=none stays here.
+
 Distributed mode (-T wq|local|slurm|sge|condor) cuts the matrix into blocks
 and runs each as a job: this same program in sub-problem mode, with the
 function and the block's items shipped to Work Queue workers (and cached there,
@@ -135,11 +159,13 @@ crash or Ctrl-C and only the missing blocks are computed, with the same job
 size. The result lines are written from the checkpoint at the end.
 A failing block is submitted again (--retries) and then reported with the end
 of its standard error; a straggler is removed and resubmitted (--fast-abort;
-Work Queue's own fast abort with -T wq). With -T wq, start workers with
+Work Queue's own fast abort with -T wq). --hybrid makes this machine's cores
+take jobs too. With -T wq, start workers with
 'workqueue worker HOST PORT' (or -M NAME with -N NAME).`,
 		Example: `  allpairs builtin:bytediff irises/ irises/ --symmetric > scores.txt
   allpairs ./compare.exe -e "-t 0.5" A.list B.list -o matrix.txt
   allpairs -M -X 0 -Y 100 -W 50 -H 50 ./libmatch.so A/ B/
+  allpairs --explain ./compare.exe A/ B/ -o matrix.txt
   allpairs -T wq -p 9123 -v ./compare.exe A/ B/ -o matrix.txt
   allpairs -T slurm --job-size 50x50 ./compare.exe A/ B/ -o matrix.txt`,
 		Args: cmdutil.ExactArgs(3),
@@ -147,7 +173,7 @@ Work Queue's own fast abort with -T wq). With -T wq, start workers with
 			if err := o.check(cmd); err != nil {
 				return err
 			}
-			return run(cmd.Context(), &o, reg, args, s)
+			return runCommand(cmd.Context(), &o, reg, args, s)
 		},
 	}
 	f := cmd.Flags()
@@ -161,6 +187,8 @@ Work Queue's own fast abort with -T wq). With -T wq, start workers with
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say how the run is set up and how long it took")
 	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine; with -X -Y -W -H, only that sub-problem")
+	f.BoolVar(&o.local, "local", false, "run on this machine, whatever the models predict (as -M)")
+	f.BoolVar(&o.explain, "explain", false, "say what the placement measured and predicted, why it chose where to run, and how the prediction compared")
 	f.IntVarP(&o.x, "x", "X", -1, "sub-problem: first row (item of A), from 0")
 	f.IntVarP(&o.y, "y", "Y", -1, "sub-problem: first column (item of B), from 0")
 	f.IntVarP(&o.w, "width", "W", -1, "sub-problem: number of rows (default: to the end of A)")
@@ -180,8 +208,8 @@ func (o *options) check(cmd *cobra.Command) error {
 	}
 	if o.dist.Distributed() {
 		switch {
-		case o.multicore:
-			return cmdutil.Usagef("-M runs on this machine and -T on a batch system: give one of them")
+		case o.multicore, o.local:
+			return cmdutil.Usagef("-M and --local run on this machine and -T on a batch system: give one of them")
 		case fs.Changed("cores"), fs.Changed("block-size"):
 			return cmdutil.Usagef("-c and -b set how this machine runs the problem; with -T every job runs on one core of its worker")
 		}
@@ -280,10 +308,17 @@ func open(o *options, reg *funcs.Registry, args []string) (a, b *allpairs.Set, f
 	return a, b, fn, nil
 }
 
-func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) (err error) {
-	if o.dist.Distributed() {
-		return runDistributed(ctx, o, reg, args, s)
+// runCommand runs the command in the mode the flags ask for, or the models
+// choose.
+func runCommand(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) error {
+	if o.multicore || o.local {
+		return run(ctx, o, reg, args, s)
 	}
+	return runPlaced(ctx, o, reg, args, s)
+}
+
+// run runs the problem on this machine.
+func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s cmdutil.Streams) (err error) {
 	a, b, fn, err := open(o, reg, args)
 	if err != nil {
 		return err
@@ -346,6 +381,7 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 
 	sum, err := allpairs.Run(ctx, p, lines)
 	bar.Stop()
+	o.resumed = sum.Resumed
 	if o.verbose {
 		rate := float64(sum.Done) / max(sum.Elapsed.Seconds(), 1e-9)
 		fmt.Fprintf(s.Err, "allpairs: %d cells in %v (%.0f cells/s), %d failed, %d were already in the checkpoint\n",

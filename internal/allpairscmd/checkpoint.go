@@ -20,16 +20,16 @@ import (
 // checkpoint is where a run keeps its finished cells.
 type checkpoint struct {
 	*allpairs.Checkpoint
-	place place
+	where location
 }
 
-// place says where a checkpoint is.
-type place int
+// location says where a checkpoint is.
+type location int
 
 const (
-	named  place = iota // --matrix FILE: the user's, kept
-	beside              // -o FILE.matrix: removed once FILE is written whole
-	cached              // in the cache directory: removed likewise
+	named  location = iota // --matrix FILE: the user's, kept
+	beside                 // -o FILE.matrix: removed once FILE is written whole
+	cached                 // in the cache directory: removed likewise
 )
 
 // checkpointPath says where the run keeps its cells: --matrix FILE; beside
@@ -38,7 +38,7 @@ const (
 // user's cache directory under a name made from the command's arguments, so
 // that the same command finds it again. It returns "" when there is no
 // cache directory.
-func (o *options) checkpointPath(args []string, fn funcs.Info, region *multicore.Region) (string, place) {
+func (o *options) checkpointPath(args []string, fn funcs.Info, region *multicore.Region) (string, location) {
 	switch {
 	case o.matrix != "":
 		return o.matrix, named
@@ -107,7 +107,7 @@ func (c *checkpoint) finish(complete bool) error {
 	if c == nil {
 		return nil
 	}
-	if !complete || c.place == named {
+	if !complete || c.where == named {
 		return c.Close()
 	}
 	os.Remove(c.Path() + distmaster.PlanSuffix)

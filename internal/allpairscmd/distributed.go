@@ -47,7 +47,7 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		}
 	}()
 	explain := io.Discard
-	if o.verbose {
+	if o.verbose || o.explain {
 		explain = distcmd.Prefixed(msgs, "allpairs: ")
 		fmt.Fprintf(explain, "%s (%d items) × %s (%d items) with %s (%v), checkpoint %s\n",
 			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, ck.Path())
@@ -67,15 +67,21 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(ck.Path()), explain)
 	res, err := distmaster.RunAllPairs(ctx, cfg, &distmaster.AllPairs{
 		A: a, B: b,
-		Func:       distmaster.FunctionOf(fn.Info(), o.extraArgs, o.timeout),
-		Pair:       fn,
-		Symmetric:  o.symmetric,
-		Checkpoint: ck.Checkpoint,
-		JobW:       jobW, JobH: jobH,
+		Func:           distmaster.FunctionOf(fn.Info(), o.extraArgs, o.timeout),
+		Pair:           fn,
+		Symmetric:      o.symmetric,
+		CellTime:       o.cellTime,
+		PlacedJobCells: o.jobCells,
+		Checkpoint:     ck.Checkpoint,
+		JobW:           jobW, JobH: jobH,
 		Out:      out.w,
 		Progress: bar.SetDone,
 	})
 	bar.Stop()
+	o.resumed = res.Resumed
+	if o.cellTime != nil && err == nil {
+		o.dist.SaveJobCost(res.MeanJob, float64(res.JobW*res.JobH), o.cellTime.V)
+	}
 	fe, failed := distcmd.IsFailed(err)
 	if err == nil || failed {
 		if cerr := out.commit(); cerr != nil && err == nil {
@@ -86,7 +92,7 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		rate := float64(res.Computed) / max(res.Elapsed.Seconds(), 1e-9)
 		fmt.Fprintf(explain, "%d cells computed in %v (%.0f cells/s), %d were already in the checkpoint; %s\n",
 			res.Computed, res.Elapsed.Round(time.Millisecond), rate, res.Resumed, distcmd.Summary(d, res.TrackerCounts, res.MeanJob))
-		if res.Predicted > 0 && err == nil {
+		if res.Predicted > 0 && err == nil && !o.dist.Placed {
 			fmt.Fprintf(explain, "the cluster model predicted %v for the whole problem on its hosts; this run took %v\n",
 				res.Predicted.Round(time.Second), res.Elapsed.Round(time.Second))
 		}

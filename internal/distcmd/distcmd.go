@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,8 +27,10 @@ import (
 	"github.com/rightsize/rightsize/distmaster"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
+	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
 // maxShownBlocks is how many failed blocks are described in full.
@@ -44,6 +48,18 @@ type Flags struct {
 	MaxJobs   int
 	Retries   int
 	FastAbort float64
+	// Hybrid makes this machine's cores take jobs too, as one more worker.
+	Hybrid bool
+
+	// Cluster and Placed are set by automatic placement: the cluster's
+	// measured inputs, for the models that size the jobs, and that the
+	// mode was chosen rather than forced.
+	Cluster  *place.Cluster
+	Placed   bool
+	JobCores int // cores each job takes (Decision.JobCores)
+
+	// portSet records that --port was given.
+	portSet bool
 
 	// log receives the warnings of the run (see Open).
 	log *slog.Logger
@@ -61,18 +77,20 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.IntVarP(&f.MaxJobs, "max-jobs", "J", 0, "-T: at most `N` jobs submitted at once (default 1000; local: the cores)")
 	fs.IntVar(&f.Retries, "retries", 2, "-T: submit a failing block again up to `N` times before giving it up")
 	fs.Float64Var(&f.FastAbort, "fast-abort", 3, "-T: remove and resubmit a job running longer than `M` times the mean of finished ones (0: never)")
+	fs.BoolVar(&f.Hybrid, "hybrid", false, "-T: this machine's cores take jobs too, from the start, as one more worker")
 }
 
 // distributedOnly lists the flags that mean nothing without -T; wqOnly
 // those that mean nothing without -T wq.
 var (
-	distributedOnly = []string{"max-jobs", "retries", "fast-abort"}
+	distributedOnly = []string{"max-jobs", "retries", "fast-abort", "hybrid"}
 	wqOnly          = []string{"port", "project-name", "password", "ssl-cert", "ssl-key", "port-file"}
 )
 
 // Check reports flags that do not fit together, as usage errors. extra
 // lists the command's own flags that need -T.
 func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
+	f.portSet = fs.Changed("port")
 	if f.BatchType == "" {
 		for _, name := range slices.Concat(distributedOnly, wqOnly, extra) {
 			if fs.Changed(name) {
@@ -129,6 +147,14 @@ func (f *Flags) fastAbort() distmaster.FastAbort {
 func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver, func(), error) {
 	f.log = slog.New(slog.NewTextHandler(msgs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := batch.Options{Spool: spool}
+	if c := f.Cluster; c != nil && f.BatchType == "local" {
+		// A local "cluster" (RIGHTSIZE_CLUSTER=local ...) is as wide and
+		// as slow to start jobs as it says.
+		if !c.Hosts.Assumed() {
+			opts.Slots = c.Slots()
+		}
+		opts.DispatchDelay = time.Duration(c.Delay * float64(time.Second))
+	}
 	var wq workqueue.Config
 	if f.BatchType == "wq" {
 		wq = workqueue.Config{Addr: ":" + strconv.Itoa(f.Port), Project: f.Project, Logger: f.log}
@@ -158,6 +184,18 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		defer cancel()
 		d.Close(ctx)
 	}
+	if f.Hybrid {
+		var stopLocal func()
+		if d, stopLocal, err = f.addThisMachine(d, wq, msgs, tool); err != nil {
+			closer()
+			return nil, nil, err
+		}
+		closeRemote := closer
+		closer = func() {
+			closeRemote()
+			stopLocal()
+		}
+	}
 	if l, ok := d.(batch.Listener); ok {
 		port := l.Port()
 		where := fmt.Sprintf("port %d", port)
@@ -175,18 +213,73 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 	return d, closer, nil
 }
 
+// addThisMachine makes this machine's cores one more worker of driver d:
+// for Work Queue, a worker in this process connected to the master (it
+// takes tasks as soon as they are queued, and the master balances them
+// with the others'); for batch systems, a batch.Hybrid that runs jobs here
+// while cores are free and moves jobs still waiting in the queue here as
+// cores free up. The returned function stops what it started.
+func (f *Flags) addThisMachine(d batch.Driver, wqcfg workqueue.Config, msgs io.Writer, tool string) (batch.Driver, func(), error) {
+	cores := runtime.NumCPU()
+	l, ok := d.(batch.Listener)
+	if !ok {
+		local, err := batch.New("local", batch.Options{Slots: cores})
+		if err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(msgs, "%s: this machine's %d cores take jobs too, while %s's queue holds them\n", tool, cores, f.BatchType)
+		return batch.NewHybrid(local, cores, d), func() {}, nil
+	}
+	wcfg := worker.Config{
+		Masters:    []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port()))},
+		Cores:      float64(cores),
+		Password:   wqcfg.Password,
+		MinBackoff: 100 * time.Millisecond,
+		Logger:     f.log,
+	}
+	if wqcfg.TLS != nil {
+		tc, err := wire.ClientTLS("")
+		if err != nil {
+			return nil, nil, err
+		}
+		wcfg.TLS = tc
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := worker.Run(ctx, wcfg); err != nil && ctx.Err() == nil {
+			fmt.Fprintf(msgs, "%s: warning: this machine's worker stopped: %v\n", tool, err)
+		}
+	}()
+	fmt.Fprintf(msgs, "%s: this machine's %d cores take tasks too, as a worker of this master\n", tool, cores)
+	return d, func() { cancel(); <-done }, nil
+}
+
 // Config returns the distributed master's configuration for driver d.
 func (f *Flags) Config(d batch.Driver, workDir string, explain io.Writer) distmaster.Config {
 	return distmaster.Config{
-		Driver:    d,
-		Kind:      f.BatchType,
-		WorkDir:   workDir,
-		Retries:   retries(f.Retries),
-		MaxJobs:   f.MaxJobs,
-		FastAbort: f.fastAbort(),
-		Explain:   explain,
-		Logger:    f.log,
+		Driver:     d,
+		Kind:       f.BatchType,
+		WorkDir:    workDir,
+		Retries:    retries(f.Retries),
+		MaxJobs:    f.MaxJobs,
+		FastAbort:  f.fastAbort(),
+		Explain:    explain,
+		Logger:     f.log,
+		Cluster:    f.Cluster,
+		JobCores:   f.JobCores,
+		Placed:     f.Placed,
+		LocalCores: f.localCores(),
 	}
+}
+
+// localCores are the cores this machine adds to a hybrid run.
+func (f *Flags) localCores() int {
+	if !f.Hybrid {
+		return 0
+	}
+	return runtime.NumCPU()
 }
 
 // retries passes the flag on as distmaster's setting: on the command line

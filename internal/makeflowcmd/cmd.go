@@ -66,6 +66,9 @@ type options struct {
 	wrapperIn     []string
 	wrapperOut    []string
 	json          bool
+	local         bool
+	explain       bool
+	autoLocal     bool
 
 	// Remote runs.
 	port         int
@@ -140,7 +143,10 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	if defaultType == "" {
 		defaultType = "local"
 	}
-	f.StringVarP(&o.batchType, "batch-type", "T", defaultType, "where rules run: local, wq (Work Queue workers), slurm, sge, condor, or dryrun")
+	f.StringVarP(&o.batchType, "batch-type", "T", defaultType, "where rules run: local, wq (Work Queue workers), slurm, sge, condor, or dryrun (default: chosen by the models, see --explain)")
+	f.BoolVar(&o.local, "local", false, "run every rule on this machine, whatever the models predict")
+	f.BoolVar(&o.explain, "explain", false, "say what placement measured and predicted, where the rules run and why, and how the prediction compared")
+	f.BoolVar(&o.autoLocal, "auto-local", false, "with -T: run here the rules predicted to take less than their dispatch")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
 	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
@@ -208,6 +214,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 				return cmdutil.Usagef("--%s is for the Work Queue master of -T wq, not -T %s", name, bt.name)
 			}
 		}
+	}
+	if o.local && changed("batch-type") {
+		return cmdutil.Usagef("--local runs every rule here and -T elsewhere: give one of them")
 	}
 	if o.advertise && o.project == "" {
 		return cmdutil.Usagef("-a advertises the master under a project name: give -N NAME")
@@ -358,6 +367,13 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 		runOpts.Logger = slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
+	auto := !changed("batch-type") && os.Getenv("MAKEFLOW_BATCH_QUEUE_TYPE") == "" && !o.local
+	pl, placed, err := o.place(ctx, wf, dir, logPath, auto, bt, errOut)
+	if err != nil {
+		return err
+	}
+	bt = placed
+	runOpts.Cost, runOpts.Here = pl.cost, pl.here
 	var remote *makeflow.Batch
 	switch bt.name {
 	case "dryrun":
@@ -410,6 +426,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 	}
 	bar.Stop()
+	if err == nil {
+		pl.finish(wf, rep, o.explain, s.Err)
+	}
 	var listErr makeflow.ErrorList
 	if o.summaryLog != "" && rep != nil && !errors.As(err, &listErr) {
 		if serr := writeSummary(inDir(dir, o.summaryLog), wf, dir, rep, err, time.Now()); serr != nil && err == nil {

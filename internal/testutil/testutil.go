@@ -145,8 +145,10 @@ func (s *SyncBuffer) String() string {
 
 // RunWithCommands is the body of a TestMain for tests that run the real
 // commands: it builds the named commands of cmd/ into a temporary
-// directory, passes that directory to setup, runs the tests, removes the
-// directory and returns the exit code for os.Exit.
+// directory, passes that directory to setup, runs the tests with
+// RIGHTSIZE_CLUSTER=none (so that automatic placement stays here unless a
+// test names a cluster), removes the directory and returns the exit code
+// for os.Exit.
 func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int {
 	dir, err := os.MkdirTemp("", "rightsize-bin-")
 	if err != nil {
@@ -158,6 +160,10 @@ func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int 
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	// The commands place work automatically on the cluster they find:
+	// tests run here, whatever this machine has (a SLURM started for the
+	// batch tests), unless they name one themselves.
+	os.Setenv("RIGHTSIZE_CLUSTER", "none")
 	setup(dir)
 	return m.Run()
 }

@@ -26,8 +26,8 @@ func (o *options) checkDistributed(fs *pflag.FlagSet) error {
 		return nil
 	}
 	switch {
-	case o.multicore:
-		return cmdutil.Usagef("-M runs on this machine and -T on a batch system: give one of them")
+	case o.multicore, o.local:
+		return cmdutil.Usagef("-M and --local run on this machine and -T on a batch system: give one of them")
 	case fs.Changed("cores"), fs.Changed("block-size"):
 		return cmdutil.Usagef("-c and -b set how this machine runs the problem; with -T every job runs on one core of its worker")
 	case o.output == "-":
@@ -61,7 +61,7 @@ type blocksFailed struct {
 // runDistributed runs the region as blocks on the batch system of -T.
 func runDistributed(ctx context.Context, o *options, p distributed) (multicore.WavefrontResult, error) {
 	explain := io.Discard
-	if o.verbose {
+	if o.verbose || o.explain {
 		explain = distcmd.Prefixed(p.msgs, "wavefront: ")
 	}
 	d, closeDriver, err := o.dist.Open("wavefront", "wavefront", filepath.Dir(p.checkpoint), p.msgs)
@@ -75,19 +75,24 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 	}
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(p.checkpoint), explain)
 	res, err := distmaster.RunWavefront(ctx, cfg, &distmaster.Wavefront{
-		Func:       distmaster.FunctionOf(p.cell.Info(), o.extraArgs, o.timeout),
-		Cell:       p.cell,
-		Region:     p.region,
-		Value:      p.value,
-		Done:       p.done,
-		Out:        out,
-		Checkpoint: p.checkpoint,
-		JobSize:    o.jobSize,
-		States:     p.states,
+		Func:          distmaster.FunctionOf(p.cell.Info(), o.extraArgs, o.timeout),
+		Cell:          p.cell,
+		Region:        p.region,
+		Value:         p.value,
+		Done:          p.done,
+		Out:           out,
+		Checkpoint:    p.checkpoint,
+		JobSize:       o.jobSize,
+		CellTime:      o.cellTime,
+		PlacedJobSize: o.placedBlock,
+		States:        p.states,
 	})
 	fmt.Fprintf(explain, "blocks of %d×%d: %s\n", res.JobSize, res.JobSize, distcmd.Summary(d, res.TrackerCounts, res.MeanJob))
-	if res.Predicted > 0 && err == nil {
+	if res.Predicted > 0 && err == nil && !o.dist.Placed {
 		fmt.Fprintf(explain, "the model predicted %v; this run took %v\n", res.Predicted.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond))
+	}
+	if o.cellTime != nil && err == nil {
+		o.dist.SaveJobCost(res.MeanJob, float64(res.JobSize*res.JobSize), o.cellTime.V)
 	}
 	if fe, ok := distcmd.IsFailed(err); ok {
 		err = &blocksFailed{fe, res.NotRun}

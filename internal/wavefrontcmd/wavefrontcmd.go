@@ -20,6 +20,7 @@ import (
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/internal/progress"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/multicore"
 	"github.com/rightsize/rightsize/wavefront"
 )
@@ -50,7 +51,13 @@ type options struct {
 
 	jobSize int
 	verbose bool
+	local   bool
+	explain bool
 	dist    distcmd.Flags
+	// cellTime and placedBlock are the function's time per cell and the
+	// block side, if placement measured and chose them.
+	cellTime    *place.Value
+	placedBlock int
 }
 
 func newCommand(s cmdutil.Streams) *cobra.Command {
@@ -85,6 +92,20 @@ the row below it, corner included — must be in the checkpoint, in
 Rdir/R.matrix or in files Rdir/R.x.y. With -o FILE only the rectangle's cells
 go to FILE, which is what a distributed master ships back.
 
+Where it runs: without -T, -M, --local or a sub-problem, wavefront decides.
+It times the function on the first cell, looks for the cluster you have
+(named in RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster, or detected:
+SLURM's sinfo, Grid Engine's qstat, HTCondor's condor_status, a Work Queue
+project's workers in the catalog), and predicts the run on this machine's
+cores, in blocks on the cluster, and hybrid (this machine's cores take blocks
+as one more worker from the start). It runs where it predicts fastest,
+staying here unless the cluster is predicted more than 5% faster. --explain
+prints what it measured and where each input came from, each prediction, the
+choice and its reason, and after the run the prediction against the time
+taken; -v says the choice in one line. Each run's prediction and time are
+kept in ~/.cache/rightsize/runs.jsonl and correct the next run's predictions
+for the same function. RIGHTSIZE_CLUSTER=none stays here.
+
 Distributed mode (-T wq|local|slurm|sge|condor) cuts the problem into square
 blocks and runs each as a job — this same program in sub-problem mode, with
 the function and the block's left column and bottom row shipped to Work Queue
@@ -94,8 +115,10 @@ benchmark of the function and the Wavefront model (-v explains it;
 --job-size sets it) and is kept in R.matrix.plan, so that a re-run after a
 crash resumes with the same blocks. Failing blocks are submitted again
 (--retries), then reported with the end of their standard error; stragglers
-are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).`,
+are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
+--hybrid makes this machine's cores take blocks too.`,
 		Example: `  wavefront builtin:sum R                      # R holds R.0.0 … R.9.0 and R.0.1 … R.0.9
+  wavefront --explain ./align R                 # where it runs, and why
   wavefront --bitmap progress.png ./align R     # a program, with a progress picture
   wavefront -M -X 15 -Y 20 -W 5 -H 5 -o block.matrix ./f R
   wavefront -T wq -p 9123 -v ./f R                # then: workqueue worker HOST 9123
@@ -117,7 +140,9 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).`,
 	f := cmd.Flags()
 	f.SortFlags = false
 	f.IntVarP(&o.n, "size", "n", 0, "compute an N×N problem (default: as far as the boundary files reach)")
-	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine's cores (the default without -T)")
+	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine's cores, whatever the models predict")
+	f.BoolVar(&o.local, "local", false, "run on this machine's cores, whatever the models predict (as -M)")
+	f.BoolVar(&o.explain, "explain", false, "say what the placement measured and predicted, why it chose where to run, and how the prediction compared")
 	f.IntVarP(&o.x, "xstart", "X", 1, "sub-problem: first x (1-based)")
 	f.IntVarP(&o.y, "ystart", "Y", 1, "sub-problem: first y (1-based)")
 	f.IntVarP(&o.w, "width", "W", 0, "sub-problem: width (default: to the end of the boundary)")
@@ -131,7 +156,7 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).`,
 	f.BoolVar(&o.trust, "trust-checkpoint", false, "keep the checkpoint's cells although the function (or its -e arguments) changed since they were computed: you vouch that the change does not alter them")
 	f.StringVarP(&o.bitmap, "bitmap", "B", "", "keep a PNG picture of the progress in `FILE`")
 	f.DurationVar(&o.interval, "bitmap-interval", 5*time.Second, "how often the --bitmap picture is rewritten")
-	f.BoolVarP(&o.verbose, "verbose", "v", false, "-T: say how the run is set up (the function's measured time, the model, the block size) and every retry and fast abort")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "say where the run goes and why in a line; with -T, how it is set up (the function's measured time, the model, the block size) and every retry and fast abort")
 	f.IntVar(&o.jobSize, "job-size", 0, "-T: cells per side of each job's block (default: chosen by the model)")
 	o.dist.Add(f)
 	cmd.AddCommand(newExportCommand(s))
@@ -252,6 +277,14 @@ func run(ctx context.Context, o *options) error {
 	if o.bitmap != "" {
 		stopPictures = keepPicture(o.bitmap, o.interval, states, msgs)
 	}
+	var decision *place.Decision
+	if o.placed() {
+		if decision, err = o.place(ctx, cell, region, ck.Value, region.Cells()-done, msgs); err != nil {
+			bar.Stop()
+			return err
+		}
+	}
+	ranFrom := time.Now()
 	var res multicore.WavefrontResult
 	var runErr error
 	if o.dist.Distributed() {
@@ -276,6 +309,10 @@ func run(ctx context.Context, o *options) error {
 	pictureErr := stopPictures()
 	if err := ck.Sync(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("checkpoint %s: %w", ckPath, err)
+	}
+	if decision != nil && runErr == nil {
+		distcmd.RecordRun(o.streams.Err, "wavefront", o.verbose || o.explain, place.DefaultHistory(),
+			o.historyKey(cell), decision, time.Since(ranFrom), done > 0)
 	}
 	return report(o, runErr, pictureErr, res, sink, region, ckPath, time.Since(started))
 }

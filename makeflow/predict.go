@@ -1,0 +1,196 @@
+package makeflow
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/rightsize/rightsize/model"
+)
+
+// RuleKey identifies a rule across runs and edits of its workflow: its
+// category and its command, as substituted. Two rules with the same key
+// are expected to take as long.
+func RuleKey(r *Rule) string {
+	sum := sha256.Sum256([]byte(r.Category + "\x00" + r.Command))
+	return hex.EncodeToString(sum[:12])
+}
+
+// RuleCosts are the measured running times of rules, by RuleKey: what the
+// workflow's earlier runs took, kept beside the user's run history so
+// that they outlive the transaction log (a clean removes it).
+type RuleCosts map[string]float64
+
+// LoadRuleCosts reads the costs kept at path. A missing or damaged file
+// holds none.
+func LoadRuleCosts(path string) RuleCosts {
+	c := RuleCosts{}
+	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &c) != nil {
+		c = RuleCosts{}
+	}
+	return c
+}
+
+// Save writes the costs to path, atomically.
+func (c RuleCosts) Save(path string) error {
+	b, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("rule costs: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".rules-*.json")
+	if err != nil {
+		return fmt.Errorf("rule costs: %w", err)
+	}
+	_, err = tmp.Write(b)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("rule costs: %w", err)
+	}
+	return nil
+}
+
+// Learn takes from the transaction log at logPath how long each rule of w
+// took the last time it completed, and keeps it. It returns how many
+// rules it learnt.
+func (c RuleCosts) Learn(w *Workflow, logPath string) (int, error) {
+	if logPath == "" {
+		logPath = w.Path + ".makeflowlog"
+	}
+	rec, err := readLog(logPath, len(w.Rules))
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for id, us := range rec.took {
+		if us > 0 && w.Rules[id].Nested == nil {
+			c[RuleKey(w.Rules[id])] = float64(us) / 1e6
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Source says where an estimate of a rule's time came from.
+type Source int
+
+const (
+	FromHistory  Source = iota // the rule's own earlier runs
+	FromCategory               // the mean of its category's known rules
+	FromWorkflow               // the mean of the workflow's known rules
+	Assumed                    // nothing known: DefaultRuleSeconds
+)
+
+func (s Source) String() string {
+	switch s {
+	case FromHistory:
+		return "its earlier runs"
+	case FromCategory:
+		return "its category's mean"
+	case FromWorkflow:
+		return "the workflow's mean"
+	}
+	return "assumed"
+}
+
+// DefaultRuleSeconds is a rule's time when nothing is known of it or of
+// any rule of its workflow.
+const DefaultRuleSeconds = 1.0
+
+// Estimate predicts each rule's running time: its own earlier runs'; else
+// the mean of the known rules of its category; else of all the
+// workflow's known rules; else DefaultRuleSeconds. Nested workflows count
+// as instant (their own rules are their own workflow's business).
+func (c RuleCosts) Estimate(w *Workflow) ([]float64, []Source) {
+	secs := make([]float64, len(w.Rules))
+	src := make([]Source, len(w.Rules))
+	byCat := map[string][]float64{}
+	var all []float64
+	for id, r := range w.Rules {
+		v, ok := c[RuleKey(r)]
+		if !ok || r.Nested != nil {
+			src[id] = Assumed
+			continue
+		}
+		secs[id], src[id] = v, FromHistory
+		byCat[r.Category] = append(byCat[r.Category], v)
+		all = append(all, v)
+	}
+	for id, r := range w.Rules {
+		switch {
+		case src[id] == FromHistory:
+		case r.Nested != nil:
+			secs[id] = 0
+		case len(byCat[r.Category]) > 0:
+			secs[id], src[id] = stat.Mean(byCat[r.Category], nil), FromCategory
+		case len(all) > 0:
+			secs[id], src[id] = stat.Mean(all, nil), FromWorkflow
+		default:
+			secs[id] = DefaultRuleSeconds
+		}
+	}
+	return secs, src
+}
+
+// Flow turns w into the makespan model's rules, parents first: secs are
+// the rules' predicted times, here marks those that must run on this
+// machine (nil: only LOCAL rules and nested workflows), and each rule's
+// inputs are measured in dir (a missing input, made by another rule,
+// counts as empty). order[i] is the workflow's rule at position i.
+func (w *Workflow) Flow(secs []float64, here []bool, dir string) (rules []model.FlowRule, order []int, err error) {
+	g := newGraph(w)
+	if len(g.errs) > 0 {
+		return nil, nil, g.errs
+	}
+	order, stuck := g.topoOrder()
+	if len(stuck) > 0 {
+		return nil, nil, g.cycles(stuck)
+	}
+	pos := make([]int, len(w.Rules))
+	for i, id := range order {
+		pos[id] = i
+	}
+	rules = make([]model.FlowRule, len(order))
+	for i, id := range order {
+		r := w.Rules[id]
+		fr := model.FlowRule{Seconds: secs[id], Here: r.onThisMachine() || here != nil && here[id]}
+		seen := map[int]bool{}
+		for _, f := range r.Sources {
+			if p, ok := g.producer[f.Name]; ok {
+				if !seen[p] {
+					seen[p] = true
+					fr.Parents = append(fr.Parents, pos[p])
+				}
+				continue
+			}
+			name := f.Name
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(dir, name)
+			}
+			fi, err := os.Stat(name)
+			if err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, nil, err
+			}
+			if err == nil {
+				fr.Bytes += float64(fi.Size())
+			}
+		}
+		rules[i] = fr
+	}
+	return rules, order, nil
+}

@@ -1,0 +1,428 @@
+package place
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/rightsize/rightsize/model"
+)
+
+// A Prediction is one mode's predicted running time, after correction.
+type Prediction struct {
+	Mode    Mode
+	Seconds float64 // +Inf where the mode cannot run (no cluster)
+	// Model is the models' own figure, before Correction.
+	Model      float64
+	Correction Correction
+	// Detail says how the mode would run: "jobs of 40×40 items on 8 hosts".
+	Detail string
+}
+
+// An Input is one line of a decision's inputs: a name, its value in words,
+// and where it came from.
+type Input struct {
+	Name, Value, Source string
+}
+
+// A Decision is where a workload runs and why.
+type Decision struct {
+	Mode        Mode
+	Predictions []Prediction // one per mode, Multicore first
+	Inputs      []Input
+	Reason      string
+	Cluster     *Cluster // the cluster the decision saw, or nil
+
+	// JobCells (All-Pairs) and Block (Wavefront) are the job size the
+	// chosen mode's model assumed; 0 for multicore. JobCores are the
+	// cores each job takes (Cluster.JobCores).
+	JobCells int
+	Block    int
+	JobCores int
+
+	// KeepHere (Makeflow) marks the rules, in the order given, that run on
+	// this machine when the workflow runs on the cluster: those the user
+	// keeps here and those too short to be worth their dispatch.
+	KeepHere []bool
+
+	// jobCells and blocks are the job sizes the models found for the
+	// cluster modes, whichever is chosen, for Force.
+	jobCells int
+	blocks   [3]int
+}
+
+// Predicted returns the prediction for m (+Inf if there is none).
+func (d *Decision) Predicted(m Mode) float64 {
+	for _, p := range d.Predictions {
+		if p.Mode == m {
+			return p.Seconds
+		}
+	}
+	return math.Inf(1)
+}
+
+// Line says the decision in one line, for -v.
+func (d *Decision) Line() string {
+	return fmt.Sprintf("%s: predicted %s (%s)", d.Mode, Seconds(d.Predicted(d.Mode)), d.Reason)
+}
+
+// Explain writes the inputs, each prediction and the choice, for
+// --explain.
+func (d *Decision) Explain(w io.Writer) {
+	fmt.Fprintf(w, "inputs:\n")
+	width := 0
+	for _, in := range d.Inputs {
+		width = max(width, len(in.Name))
+	}
+	for _, in := range d.Inputs {
+		fmt.Fprintf(w, "  %-*s  %s (%s)\n", width, in.Name, in.Value, in.Source)
+	}
+	fmt.Fprintf(w, "predictions:\n")
+	for _, p := range d.Predictions {
+		mark := " "
+		if p.Mode == d.Mode {
+			mark = "*"
+		}
+		line := fmt.Sprintf(" %s %-11s  %s", mark, p.Mode, Seconds(p.Seconds))
+		if p.Correction.Runs > 0 {
+			line += fmt.Sprintf(" (model %s, %v)", Seconds(p.Model), p.Correction)
+		}
+		if p.Detail != "" {
+			line += ": " + p.Detail
+		}
+		fmt.Fprintln(w, line)
+	}
+	fmt.Fprintf(w, "choice: %s, because %s\n", d.Mode, d.Reason)
+}
+
+// Force sets the mode to m, whatever the models chose, because of why
+// ("-T wq asks for it"); the predictions stay, for comparison.
+func (d *Decision) Force(m Mode, why string) {
+	if m == d.Mode {
+		d.Reason = why + ", as the models would have chosen"
+		return
+	}
+	d.Reason = fmt.Sprintf("%s (the models chose %s: %s)", why, d.Mode, d.Reason)
+	d.Mode = m
+	d.setSize()
+}
+
+// setSize sets JobCells or Block to the chosen mode's job size.
+func (d *Decision) setSize() {
+	d.JobCells, d.Block, d.JobCores = 0, 0, 0
+	if d.Mode != Multicore {
+		d.JobCells, d.Block, d.JobCores = d.jobCells, d.blocks[d.Mode], d.Cluster.JobCores()
+	}
+}
+
+// Seconds writes a predicted duration for a person: "0.42 s", "12 s",
+// "3 min 20 s", "never" for +Inf.
+func Seconds(s float64) string {
+	switch {
+	case math.IsInf(s, 1) || math.IsNaN(s):
+		return "—"
+	case s < 10:
+		return fmt.Sprintf("%.2g s", s)
+	case s < 120:
+		return fmt.Sprintf("%.0f s", s)
+	}
+	return time.Duration(s * float64(time.Second)).Round(time.Second).String()
+}
+
+// localMargin is how much faster one mode must be predicted to be than
+// another before it is chosen: within it the models cannot tell them
+// apart.
+const localMargin = 0.05
+
+// choose picks the fastest prediction, preferring multicore within
+// localMargin (this machine is the one without queues, stragglers or lost
+// workers) and hybrid to distributed within it (this machine's cores start
+// at once), and says why.
+func (d *Decision) choose() {
+	local, dist, hy := d.Predictions[0], d.Predictions[1], d.Predictions[2]
+	best := hy
+	if dist.Seconds*(1+localMargin) < hy.Seconds {
+		best = dist
+	}
+	switch {
+	case d.Cluster == nil:
+		d.Mode, d.Reason = Multicore, "there is no cluster (name one in RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster)"
+	case d.Cluster.Slots() == 0:
+		d.Mode, d.Reason = Multicore, "the cluster has no hosts free now"
+	case local.Seconds <= best.Seconds:
+		d.Mode, d.Reason = Multicore, "this machine is predicted fastest"
+	case local.Seconds <= best.Seconds*(1+localMargin):
+		d.Mode, d.Reason = Multicore, fmt.Sprintf("the %s run is predicted less than %.0f%% faster", best.Mode, 100*localMargin)
+	default:
+		d.Mode = best.Mode
+		d.Reason = fmt.Sprintf("predicted %.1f× faster than this machine alone", local.Seconds/best.Seconds)
+	}
+}
+
+// apply corrects the model's prediction for mode m on backend by what
+// earlier runs measured (cs, from Corrections; nil corrects nothing).
+func apply(cs map[string]Correction, m Mode, backend string, model float64) Prediction {
+	c, ok := cs[CorrectionKey(m, backend)]
+	if !ok || c.Runs == 0 {
+		c = Correction{Factor: 1, Spread: 1}
+	}
+	return Prediction{Mode: m, Model: model, Seconds: model * c.Factor, Correction: c}
+}
+
+// Machine is what the decision needs of this machine.
+type Machine struct {
+	Cores Value
+}
+
+// hybridTime predicts a run of work core-seconds on local cores that start
+// now and remote slots that join after start seconds, remote counting the
+// slots' useful work (the rest of their time is dispatch): the time at
+// which the two together have done the work.
+func hybridTime(work float64, local int, remote float64, start float64) float64 {
+	alone := work / float64(local)
+	if remote <= 0 || alone <= start {
+		return alone
+	}
+	return (work + remote*start) / (float64(local) + remote)
+}
+
+// perJob is what every job pays beyond its work: its dispatch and its
+// cost on the host.
+func (c *Cluster) perJob() float64 { return c.Dispatch.V + c.JobCost.V }
+
+func (c *Cluster) inputs(now time.Time) []Input {
+	if c == nil {
+		return []Input{{"cluster", "none", "nothing named in RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster, none detected"}}
+	}
+	kind := c.Kind
+	if c.Project != "" {
+		kind += " project " + c.Project
+	}
+	return []Input{
+		{"cluster", kind, c.Named},
+		{"hosts", fmt.Sprintf("%.0f", c.Hosts.V), c.Hosts.Describe(now)},
+		{"cores per host", fmt.Sprintf("%.0f", c.CoresPerHost.V), c.CoresPerHost.Describe(now)},
+		{"dispatch", Seconds(c.Dispatch.V), c.Dispatch.Describe(now)},
+		{"job cost", Seconds(c.JobCost.V), c.JobCost.Describe(now)},
+		{"bandwidth", fmt.Sprintf("%.0f MB/s", c.Bandwidth.V/1e6), c.Bandwidth.Describe(now)},
+	}
+}
+
+// AllPairsWork is an All-Pairs problem as the decision sees it.
+type AllPairsWork struct {
+	N, M      int   // items of A and B
+	Cells     int64 // cells to compute (fewer when symmetric or resumed)
+	CellTime  Value // seconds per cell on one core
+	ItemBytes float64
+}
+
+// maxJobSeconds bounds a job's predicted running time, as the
+// distributed master does: the longer a job, the more a straggler or a
+// lost worker costs.
+const maxJobSeconds = 3600
+
+// DecideAllPairs predicts the problem on this machine, on the cluster and
+// on both, and picks the fastest, corrected by cs.
+func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
+	local := max(int(m.Cores.V), 1)
+	t := w.CellTime.V
+	work := float64(w.Cells) * t
+	d := Decision{Cluster: c}
+	d.Inputs = append([]Input{
+		{"problem", fmt.Sprintf("%d × %d items, %d cells to compute", w.N, w.M, w.Cells), "counted"},
+		{"cell time", Seconds(t), w.CellTime.Describe(now)},
+		{"item size", fmt.Sprintf("%.0f bytes", w.ItemBytes), "the sets' mean"},
+		{"this machine", fmt.Sprintf("%d cores", local), m.Cores.Describe(now)},
+	}, c.inputs(now)...)
+	mc := apply(cs, Multicore, "", work/float64(local))
+	mc.Detail = fmt.Sprintf("%d cores", local)
+	d.Predictions = []Prediction{mc}
+	if c == nil {
+		d.Predictions = append(d.Predictions, Prediction{Mode: Distributed, Seconds: math.Inf(1)}, Prediction{Mode: Hybrid, Seconds: math.Inf(1)})
+		d.choose()
+		return d
+	}
+	// The model's matrix has the problem's cells: a resumed or symmetric
+	// problem is a square of the same area.
+	side := int(math.Sqrt(float64(w.Cells)))
+	// Jobs of k cores run their cells k at a time, on slots/k hosts.
+	k := c.JobCores()
+	jobs := c.Slots() / k
+	in := model.AllPairsInputs{
+		N: max(side, 1), M: max(int(w.Cells)/max(side, 1), 1),
+		CellTime:   t / float64(k),
+		ItemBytes:  w.ItemBytes,
+		Bandwidth:  c.Bandwidth.V,
+		Dispatch:   c.perJob(),
+		Submit:     c.Submit.V,
+		MaxHosts:   max(jobs, 1),
+		MaxJobTime: maxJobSeconds,
+		LocalCores: local,
+		Star:       true, // what our masters do: they send, or a file server serves
+	}
+	dist := Prediction{Mode: Distributed, Seconds: math.Inf(1)}
+	var ch model.AllPairsChoice
+	if jobs > 0 && w.Cells > 0 {
+		ch = model.ChooseAllPairs(in)
+		dist = apply(cs, Distributed, c.Kind, ch.Cluster)
+		dist.Detail = fmt.Sprintf("jobs of %d cells on %d of %d slots", ch.JobCells, ch.Hosts, jobs)
+		if k > 1 {
+			dist.Detail = fmt.Sprintf("jobs of %d cells, %d cores each, on %d of %d hosts", ch.JobCells, k, ch.Hosts, jobs)
+		}
+	}
+	// Hybrid: the cluster's slots join after a dispatch and its serial
+	// part for h hosts (h·Submit in all, so on average half of it); each
+	// spends a dispatch per job, on jobs as the distributed model sized
+	// them, and the master's link carries the data as in that model. It
+	// is never slower than distributed: this machine's cores only take
+	// jobs the cluster's would have waited for. It may be slower than
+	// multicore, since every cell then runs in a job.
+	hy := apply(cs, Hybrid, c.Kind, work/float64(local))
+	if ch.JobCells > 0 {
+		job := float64(ch.JobCells) * t / float64(k)
+		serial := c.Submit.V
+		if serial <= 0 {
+			serial = c.Dispatch.V
+		}
+		start := c.perJob() + serial*float64(ch.Hosts)/2
+		eff := job / (job + c.perJob())
+		both := hybridTime(work, local, float64(ch.Hosts*k)*eff, start) + model.AllPairsDataTime(in, ch.JobCells, ch.Hosts)
+		hy = apply(cs, Hybrid, c.Kind, math.Min(both, ch.Cluster))
+		hy.Detail = fmt.Sprintf("%d cores here from the start, %d slots after %s", local, ch.Hosts*k, Seconds(start))
+	}
+	d.Predictions = append(d.Predictions, dist, hy)
+	d.jobCells = ch.JobCells
+	d.choose()
+	d.setSize()
+	return d
+}
+
+// WavefrontWork is a Wavefront problem as the decision sees it.
+type WavefrontWork struct {
+	N        int   // cells on a side (the larger side of the region)
+	CellTime Value // seconds per cell on one core
+}
+
+// DecideWavefront predicts an n×n Wavefront on this machine, on the
+// cluster (in the best square blocks) and on both, and picks the fastest.
+func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
+	local := max(int(m.Cores.V), 1)
+	tau := w.CellTime.V
+	d := Decision{Cluster: c}
+	d.Inputs = append([]Input{
+		{"problem", fmt.Sprintf("%d × %d cells", w.N, w.N), "counted"},
+		{"cell time", Seconds(tau), w.CellTime.Describe(now)},
+		{"this machine", fmt.Sprintf("%d cores", local), m.Cores.Describe(now)},
+	}, c.inputs(now)...)
+	mc := apply(cs, Multicore, "", model.WavefrontMulticore(w.N, w.N, local, tau))
+	mc.Detail = fmt.Sprintf("%d cores", local)
+	d.Predictions = []Prediction{mc}
+	if c == nil || c.Slots() == 0 {
+		d.Predictions = append(d.Predictions, Prediction{Mode: Distributed, Seconds: math.Inf(1)}, Prediction{Mode: Hybrid, Seconds: math.Inf(1)})
+		d.choose()
+		return d
+	}
+	k := c.JobCores()
+	slots := c.Slots() / k
+	limit := max(int(math.Sqrt(maxJobSeconds/math.Max(tau, 1e-9))), 1)
+	best := func(nodes, cpn int, delta float64) (float64, int) {
+		t, block := math.Inf(1), 1
+		for b := 1; b <= min(w.N, limit); b++ {
+			if v := model.WavefrontDistributed(w.N, b, nodes, cpn, tau, delta); v < t {
+				t, block = v, b
+			}
+		}
+		return t, block
+	}
+	dt, db := best(slots, k, c.perJob())
+	dist := apply(cs, Distributed, c.Kind, dt)
+	dist.Detail = fmt.Sprintf("blocks of %d×%d on %d slots", db, db, slots)
+	// Hybrid: this machine's cores are as many more slots, and they are
+	// free first: the blocks the wavefront releases one at a time (its
+	// start, its end, its critical path) run here without the cluster's
+	// dispatch. So hybrid is the better of the cluster widened by this
+	// machine (every block charged a dispatch: on the safe side) and this
+	// machine's cores alone running the blocks at their own cost.
+	ht, hb := best(slots+max(local/k, 1), k, c.perJob())
+	if lt, lb := best(local, 1, c.JobCost.V); lt < ht {
+		ht, hb = lt, lb
+	}
+	hy := apply(cs, Hybrid, c.Kind, ht)
+	hy.Detail = fmt.Sprintf("blocks of %d×%d on %d slots and %d cores here", hb, hb, slots, local)
+	d.Predictions = append(d.Predictions, dist, hy)
+	d.blocks[Distributed], d.blocks[Hybrid] = db, hb
+	d.choose()
+	d.setSize()
+	return d
+}
+
+// FlowWork is a workflow as the decision sees it.
+type FlowWork struct {
+	// Rules are its rules, parents first, with their predicted seconds;
+	// Here marks those that run on this machine whatever the placement.
+	Rules []model.FlowRule
+	// Estimates says where the rules' times came from, in words.
+	Estimates string
+}
+
+// DecideFlow predicts a workflow's makespan on this machine and on the
+// cluster — where each rule predicted to run for less than its dispatch
+// and transfer would cost stays here — and picks the faster, corrected by
+// cs. A workflow has no hybrid mode: its rules run where the choice puts
+// them.
+func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
+	local := max(int(m.Cores.V), 1)
+	critical, _ := model.CriticalPath(w.Rules)
+	d := Decision{Cluster: c}
+	d.Inputs = append([]Input{
+		{"workflow", fmt.Sprintf("%d rules, %s of work, critical path %s", len(w.Rules), Seconds(model.TotalWork(w.Rules)), Seconds(critical)), "counted"},
+		{"rule times", w.Estimates, "earlier runs, kept in ~/.cache/rightsize/makeflow-rules.json"},
+		{"this machine", fmt.Sprintf("%d cores", local), m.Cores.Describe(now)},
+	}, c.inputs(now)...)
+	mc := apply(cs, Multicore, "", model.Makespan(w.Rules, model.FlowPlaces{LocalSlots: local}))
+	mc.Detail = fmt.Sprintf("%d cores", local)
+	dist := Prediction{Mode: Distributed, Seconds: math.Inf(1)}
+	hy := Prediction{Mode: Hybrid, Seconds: math.Inf(1), Detail: "not for workflows"}
+	if c != nil && c.Slots() > 0 {
+		places := model.FlowPlaces{LocalSlots: local, RemoteSlots: c.Slots(), Dispatch: c.perJob(), Bandwidth: c.Bandwidth.V}
+		rules := append([]model.FlowRule(nil), w.Rules...)
+		d.KeepHere = make([]bool, len(rules))
+		kept := 0
+		for i, r := range rules {
+			if !r.Here && r.Seconds < c.perJob()+r.Bytes/c.Bandwidth.V {
+				rules[i].Here, d.KeepHere[i] = true, true
+				kept++
+			}
+		}
+		dist = apply(cs, Distributed, c.Kind, model.Makespan(rules, places))
+		dist.Detail = fmt.Sprintf("%d slots; rules kept here, shorter than their dispatch: %d", c.Slots(), kept)
+	}
+	d.Predictions = []Prediction{mc, dist, hy}
+	d.choose()
+	if d.Mode == Multicore {
+		d.KeepHere = nil
+	}
+	return d
+}
+
+// Summary is the line printed after a run: the prediction for the mode it
+// ran in against what it took.
+func Summary(predicted, measured float64) string {
+	if !(predicted > 0) || math.IsInf(predicted, 0) {
+		return fmt.Sprintf("took %s", Seconds(measured))
+	}
+	off := 100 * (measured - predicted) / predicted
+	return fmt.Sprintf("predicted %s, took %s (%+.0f%%)", Seconds(predicted), Seconds(measured), off)
+}
+
+// Key returns a history key from the parts that identify a work (the
+// function's identity and arguments, a workflow's path): a digest, so that
+// the history neither grows with long arguments nor shows them.
+func Key(parts ...string) string {
+	sum := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(sum[:12])
+}

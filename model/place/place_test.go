@@ -1,0 +1,231 @@
+package place
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/model"
+)
+
+var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+
+func measured(v float64, src string) Value { return Value{V: v, Source: src} }
+
+func slurm(hosts, cores, dispatch float64) *Cluster {
+	return &Cluster{
+		Kind: "slurm", Named: "RIGHTSIZE_CLUSTER",
+		Hosts: measured(hosts, "sinfo"), CoresPerHost: measured(cores, "sinfo"),
+		Dispatch:  Value{V: dispatch, Source: "probe job", Measured: now.Add(-2 * time.Hour)},
+		Bandwidth: Value{V: DefaultBandwidth},
+	}
+}
+
+func TestDecideAllPairs(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	for _, tc := range []struct {
+		name    string
+		work    AllPairsWork
+		cluster *Cluster
+		cs      map[string]Correction
+		want    Mode
+		reason  string
+	}{
+		{"no cluster", AllPairsWork{N: 1000, M: 1000, Cells: 1e6, CellTime: measured(0.01, "s")}, nil, nil, Multicore, "no cluster"},
+		{"tiny problem", AllPairsWork{N: 10, M: 10, Cells: 100, CellTime: measured(0.001, "s")}, slurm(100, 1, 2), nil, Multicore, "fastest"},
+		{"big problem, wide cluster", AllPairsWork{N: 1000, M: 1000, Cells: 1e6, CellTime: measured(0.05, "s"), ItemBytes: 1e5}, slurm(100, 2, 2), nil, Hybrid, "faster than this machine"},
+		{"cluster with nothing free", AllPairsWork{N: 1000, M: 1000, Cells: 1e6, CellTime: measured(0.05, "s")}, slurm(0, 2, 2), nil, Multicore, "no hosts free"},
+		// One 2-core worker and a slow dispatch: not worth leaving here.
+		{"one small worker, slow dispatch", AllPairsWork{N: 100, M: 100, Cells: 1e4, CellTime: measured(0.002, "s")}, slurm(1, 2, 30), nil, Multicore, "fastest"},
+		// Earlier hybrid runs took 4× their prediction on this cluster
+		// (its hosts are slower): multicore wins now.
+		{"corrected by history", AllPairsWork{N: 200, M: 200, Cells: 4e4, CellTime: measured(0.01, "s")}, slurm(4, 1, 0.05),
+			map[string]Correction{"hybrid/slurm": {Factor: 4, Runs: 3, Spread: 1.1}, "distributed/slurm": {Factor: 4, Runs: 3, Spread: 1.1}}, Multicore, "fastest"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideAllPairs(tc.work, two, tc.cluster, tc.cs, now)
+			if d.Mode != tc.want || !strings.Contains(d.Reason, tc.reason) {
+				var b strings.Builder
+				d.Explain(&b)
+				t.Fatalf("chose %v (%s), want %v (%q)\n%s", d.Mode, d.Reason, tc.want, tc.reason, b.String())
+			}
+			if h := d.Predictions[2].Model; d.Predictions[1].Model > 0 && h > d.Predictions[1].Model*1.0001 {
+				t.Errorf("hybrid model %v slower than distributed %v", h, d.Predictions[1].Model)
+			}
+			if d.Mode != Multicore && d.JobCells < 1 {
+				t.Errorf("chose %v with no job size", d.Mode)
+			}
+			if tc.cluster.Slots() > 0 && tc.work.Cells > 100 {
+				d.Force(Distributed, "-T slurm asks for it")
+				if d.Mode != Distributed || d.JobCells < 1 || d.Block != 0 || !strings.HasPrefix(d.Reason, "-T slurm asks for it") {
+					t.Errorf("forced: %v, %d cells a job, block %d, %q", d.Mode, d.JobCells, d.Block, d.Reason)
+				}
+			}
+		})
+	}
+}
+
+func TestHybridTime(t *testing.T) {
+	for _, tc := range []struct {
+		work, remote, start float64
+		local               int
+		want                float64
+	}{
+		{work: 100, local: 2, remote: 0, start: 1, want: 50}, // no cluster
+		{work: 10, local: 2, remote: 8, start: 10, want: 5},  // done before the cluster starts
+		{work: 100, local: 2, remote: 8, start: 0, want: 10}, // all at once
+		{work: 100, local: 2, remote: 8, start: 5, want: 14}, // 10 core-seconds here first, then 10 cores share 90
+	} {
+		if got := hybridTime(tc.work, tc.local, tc.remote, tc.start); math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("hybridTime(%+v) = %v, want %v", tc, got, tc.want)
+		}
+	}
+}
+
+func TestDecideWavefront(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	for _, tc := range []struct {
+		name    string
+		n       int
+		tau     float64
+		cluster *Cluster
+		want    Mode
+	}{
+		{"no cluster", 500, 1, nil, Multicore},
+		{"cheap cells", 100, 0.001, slurm(50, 1, 2), Multicore},
+		{"costly cells, wide cluster", 200, 0.5, slurm(50, 1, 2), Hybrid},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideWavefront(WavefrontWork{N: tc.n, CellTime: measured(tc.tau, "sampled")}, two, tc.cluster, nil, now)
+			if d.Mode != tc.want {
+				var b strings.Builder
+				d.Explain(&b)
+				t.Fatalf("chose %v, want %v\n%s", d.Mode, tc.want, b.String())
+			}
+			if d.Mode != Multicore && d.Block < 1 {
+				t.Errorf("chose %v with no block size", d.Mode)
+			}
+			// More slots never hurt in the model.
+			if h := d.Predicted(Hybrid); h > d.Predicted(Distributed)*1.0001 {
+				t.Errorf("hybrid predicted %v, slower than distributed %v", h, d.Predicted(Distributed))
+			}
+		})
+	}
+}
+
+func TestExplainSaysWhereInputsCameFrom(t *testing.T) {
+	d := DecideAllPairs(AllPairsWork{N: 1000, M: 1000, Cells: 1e6, CellTime: measured(0.05, "sampled here: 20 calls")},
+		Machine{Cores: measured(2, "probed")}, slurm(100, 2, 2),
+		map[string]Correction{"hybrid/slurm": {Factor: 1.5, Runs: 2, Spread: 1.05}}, now)
+	var b strings.Builder
+	d.Explain(&b)
+	for _, want := range []string{
+		"cell time", "sampled here: 20 calls",
+		"dispatch", "probe job, 2 h old",
+		"bandwidth", "assumed: nothing measured yet",
+		"×1.50 from 2 earlier runs",
+		"* distributed", "choice: distributed, because", // hybrid corrected by its history
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("--explain lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestHistory(t *testing.T) {
+	h := History{Path: filepath.Join(t.TempDir(), "sub", "runs.jsonl")}
+	key := Key("builtin:bytediff", "")
+	for _, r := range []Record{
+		{Tool: "allpairs", Key: key, Mode: "multicore", Predicted: 10, Measured: 20},
+		{Tool: "allpairs", Key: key, Mode: "multicore", Predicted: 10, Measured: 5},
+		{Tool: "allpairs", Key: key, Mode: "hybrid", Backend: "wq", Predicted: 10, Measured: 12},
+		{Tool: "allpairs", Key: "other", Mode: "multicore", Predicted: 10, Measured: 100},
+		{Tool: "allpairs", Key: key, Mode: "multicore", Predicted: 10, Measured: 0.01}, // too short to say anything
+	} {
+		if err := h.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A torn last line, as a killed run might leave.
+	f, _ := os.OpenFile(h.Path, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString(`{"tool":"allpairs","key":"` + key + `","mo`)
+	f.Close()
+	cs, err := h.Corrections("allpairs", key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc := cs[CorrectionKey(Multicore, "wq")]
+	if mc.Runs != 2 || math.Abs(mc.Factor-1) > 1e-9 || math.Abs(mc.Spread-math.Exp(math.Ln2*math.Sqrt2)) > 1e-9 {
+		t.Errorf("multicore correction %+v, want ×1 (geometric mean of 2 and 0.5) from 2 runs, spread ×2.67 (sample standard deviation of the logs)", mc)
+	}
+	if hy := cs[CorrectionKey(Hybrid, "wq")]; hy.Runs != 1 || math.Abs(hy.Factor-1.2) > 1e-9 {
+		t.Errorf("hybrid correction %+v, want ×1.2 from 1 run", hy)
+	}
+	if len(cs) != 2 {
+		t.Errorf("corrections %v, want multicore and hybrid/wq only", cs)
+	}
+}
+
+func TestNewSample(t *testing.T) {
+	flat := NewSample([]float64{1, 1.1, 0.9, 1, 1}, []float64{100, 100, 100, 100, 100})
+	if flat.Slope != 0 || math.Abs(flat.At(1e6)-1) > 1e-9 {
+		t.Errorf("same sizes: %+v, At(1e6) = %v, want the mean", flat, flat.At(1e6))
+	}
+	// Time grows with size: 1 ms per kB.
+	sizes := []float64{1000, 2000, 3000, 4000, 5000, 6000}
+	var secs []float64
+	for _, s := range sizes {
+		secs = append(secs, s/1e6+0.0001)
+	}
+	lin := NewSample(secs, sizes)
+	if got := lin.At(10000); math.Abs(got-0.0101) > 1e-6 {
+		t.Errorf("linear sample At(10000) = %v, want 0.0101 (%+v)", got, lin)
+	}
+	if !strings.Contains(lin.Value(10000).Source, "per MB of input") {
+		t.Errorf("source %q does not say the time scales with input", lin.Value(10000).Source)
+	}
+}
+
+func TestDecideFlow(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	// A fan of n rules of secs each, then one that gathers them.
+	fan := func(n int, secs float64) []model.FlowRule {
+		rules := make([]model.FlowRule, n+1)
+		for i := range n {
+			rules[i] = model.FlowRule{Seconds: secs}
+			rules[n].Parents = append(rules[n].Parents, i)
+		}
+		rules[n].Seconds = 0.01
+		return rules
+	}
+	for _, tc := range []struct {
+		name    string
+		rules   []model.FlowRule
+		cluster *Cluster
+		want    Mode
+		kept    int
+	}{
+		{"no cluster", fan(100, 60), nil, Multicore, 0},
+		{"wide and long", fan(100, 60), slurm(50, 1, 10), Distributed, 1},
+		{"short rules", fan(100, 0.5), slurm(50, 1, 10), Multicore, 0},
+		{"a chain gains nothing", []model.FlowRule{{Seconds: 60}, {Seconds: 60, Parents: []int{0}}}, slurm(50, 1, 10), Multicore, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideFlow(FlowWork{Rules: tc.rules, Estimates: "given"}, two, tc.cluster, nil, now)
+			kept := 0
+			for _, k := range d.KeepHere {
+				if k {
+					kept++
+				}
+			}
+			if d.Mode != tc.want || kept != tc.kept {
+				var b strings.Builder
+				d.Explain(&b)
+				t.Fatalf("chose %v keeping %d rules here, want %v keeping %d\n%s", d.Mode, kept, tc.want, tc.kept, b.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,103 @@
+package place
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// A Sample is what timing a function on a few real inputs found.
+type Sample struct {
+	Calls  int
+	Mean   float64 // seconds per call over the sample
+	StdDev float64
+	// Slope and Intercept fit seconds = Intercept + Slope·bytes over the
+	// sample's input sizes, when they varied enough to tell; Slope is 0
+	// otherwise.
+	Slope, Intercept float64
+	MeanBytes        float64 // the sample's mean input size
+}
+
+// At predicts the mean time of a call on inputs of mean size bytes: the
+// fitted line where the sample found one, its mean otherwise.
+func (s Sample) At(bytes float64) float64 {
+	if s.Slope <= 0 {
+		return s.Mean
+	}
+	return max(s.Intercept+s.Slope*bytes, s.Mean/10)
+}
+
+// Value is the sample as a model input, for inputs of mean size bytes.
+func (s Sample) Value(bytes float64) Value {
+	src := fmt.Sprintf("sampled here: %d calls, sd %s", s.Calls, Seconds(s.StdDev))
+	if s.Slope > 0 {
+		src += fmt.Sprintf(", %s per MB of input, scaled to the problem's %.0f bytes", Seconds(s.Slope*1e6), bytes)
+	}
+	return Value{V: s.At(bytes), Source: src}
+}
+
+// sampleShare is the most of a problem's predicted work that timing its
+// function may take: a sample is work thrown away.
+const sampleShare = 0.02
+
+// SampleCalls times call on the caller's choice of real inputs for about
+// budget: at most 50 calls, each cut off at 10 s (a function that slow
+// needs no finer figure), and, after three, no more than 2% of what the
+// problem's calls calls are predicted to take in all (nor ever more than
+// 10%). call(ctx, i) runs the i-th sample and returns the bytes of input
+// it read; failing calls are timed like the others. The first of three or
+// more calls warms up (caches, the program's pages) and is not counted.
+func SampleCalls(ctx context.Context, budget time.Duration, calls int64, call func(ctx context.Context, i int) (bytes float64, err error)) Sample {
+	const callLimit, maxCalls = 10 * time.Second, 50
+	var secs, sizes []float64
+	var total time.Duration
+	enough := func() bool {
+		n := len(secs)
+		if n == 0 {
+			return false
+		}
+		share := float64(calls) * total.Seconds() / float64(n) * sampleShare
+		return total >= budget || n >= 3 && total.Seconds() >= share || total.Seconds() >= 5*share
+	}
+	for len(secs) < maxCalls && !enough() && ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(ctx, callLimit)
+		start := time.Now()
+		n, _ := call(cctx, len(secs))
+		d := min(time.Since(start), callLimit)
+		cancel()
+		total += d
+		secs = append(secs, max(d.Seconds(), 1e-6))
+		sizes = append(sizes, n)
+		if d >= callLimit {
+			break
+		}
+	}
+	if len(secs) >= 3 {
+		secs, sizes = secs[1:], sizes[1:]
+	}
+	return NewSample(secs, sizes)
+}
+
+// NewSample summarises call times secs on inputs of sizes bytes.
+func NewSample(secs, sizes []float64) Sample {
+	s := Sample{Calls: len(secs)}
+	if len(secs) == 0 {
+		return s
+	}
+	s.Mean, s.StdDev = stat.MeanStdDev(secs, nil)
+	if len(secs) == 1 {
+		s.StdDev = 0
+	}
+	s.MeanBytes = stat.Mean(sizes, nil)
+	// A fit needs a few points and sizes that differ by more than noise;
+	// it is kept only if it explains a good part of the variance.
+	if len(secs) >= 5 && stat.StdDev(sizes, nil) > 0.1*s.MeanBytes {
+		alpha, beta := stat.LinearRegression(sizes, secs, nil, false)
+		if beta > 0 && stat.RSquared(sizes, secs, nil, alpha, beta) > 0.5 {
+			s.Intercept, s.Slope = alpha, beta
+		}
+	}
+	return s
+}
