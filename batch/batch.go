@@ -29,6 +29,12 @@
 // does with http.Flusher. Package batchtest checks a driver against the
 // contract.
 //
+// Hybrid combines two drivers into one: this machine's local driver takes
+// jobs while it has free slots, a batch system the rest, and a job still
+// waiting in the batch system's queue moves here when a slot frees. The
+// local driver's DispatchDelay makes it stand for a cluster with a queue,
+// for benchmarks and tests of placement.
+//
 // The HTCondor driver has been tested only against fakes of the condor_*
 // commands (HTCondor is not packaged for Debian bookworm); the SLURM and Grid
 // Engine drivers are tested against the real systems (scripts/slurm.sh,

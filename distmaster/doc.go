@@ -4,10 +4,14 @@
 // package batch (Work Queue through batch/wq) — instead of on this machine's
 // cores.
 //
-// RunAllPairs and RunWavefront benchmark the user's function briefly, size
-// the blocks with the models of package model (jobs long enough that
-// dispatch is a small part of them, short and many enough that the last
-// round, a lost worker or a straggler costs little), and submit each block
+// RunAllPairs and RunWavefront take the block size automatic placement
+// chose (package model/place, with the cluster's measured inputs in
+// Config.Cluster), or else benchmark the user's function briefly
+// (SampleAllPairs, SampleWavefront) and size the blocks with the models of
+// package model (jobs long enough that dispatch is a small part of them,
+// short and many enough that the last round, a lost worker or a straggler
+// costs little); jobs take Config.JobCores cores each (a whole node's on a
+// batch system, when placement says so). They submit each block
 // as a job that runs this same program in sub-problem mode on the worker
 // (allpairs -M -X -Y -W -H, wavefront -M -X -Y -W -H), with the program,
 // the function and the block's inputs shipped to Work Queue workers (cached

@@ -12,7 +12,14 @@
 //     made by two rules and inputs that neither exist nor are made by a rule.
 //   - Scheduler is the DAG runner: a state machine with no I/O that is told
 //     which rules ended (Ended) and answers which rules to start, within
-//     job and resource limits, until nothing more can run (Finished).
+//     job and resource limits, until nothing more can run (Finished);
+//     ready rules start longest-path-first, in rules or (Cost) in
+//     predicted seconds.
+//   - RuleCosts learn each rule's time from the log of its runs and keep
+//     it across cleans; Estimate predicts the rules of a workflow from
+//     them (or their category's), and Workflow.Flow hands the DAG to the
+//     makespan model of package model, for placement (Options.Here keeps
+//     rules too short to be worth a dispatch on this machine).
 //   - Run is the thin driver around it: it recovers from the transaction log
 //     (<file>.makeflowlog, in CCTools' line format), hands jobs to an
 //     Executor, verifies outputs, logs every transition and keeps running

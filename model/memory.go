@@ -1,7 +1,10 @@
 // Package model holds rightsize's performance models: what this machine has
 // (Probe, the one probe of cores, memory, disk and cache that the engines,
 // the Work Queue worker and Makeflow share), how much of it an engine may
-// use, and how long a workload would take here versus on a cluster.
+// use, and how long a workload would take here versus on a cluster: All-Pairs
+// (seed 000's T(c,h)), Wavefront (T_mc, T_dist) and a workflow's makespan
+// under list scheduling (Makespan, CriticalPath). Package model/place turns
+// their predictions into a decision; model/cluster measures their inputs.
 //
 // Models are plain functions of measured inputs; they do not run workloads
 // or read command lines.

@@ -1,8 +1,9 @@
 // Package allpairscmd is the allpairs command: it parses the command line,
 // opens the function, the sets and the checkpoint (deciding where it lives
-// and removing a default one once the result is whole), and runs package
-// allpairs, or the distributed master with -T, with a progress bar and error
-// reports suited to a terminal.
+// and removing a default one once the result is whole), decides where the
+// problem runs (auto.go: this machine, the cluster the user has, or both,
+// by package model/place), and runs package allpairs or the distributed
+// master, with a progress bar and error reports suited to a terminal.
 package allpairscmd
 
 import (

@@ -1,8 +1,12 @@
 // Package distcmd holds what the allpairs and wavefront commands share for
-// their distributed mode (-T): the batch-system and Work Queue flags, their
-// checks, opening the driver, and the report of failed blocks.
+// their distributed mode (-T) and their placement: the batch-system and
+// Work Queue flags, their checks, opening the driver (with this machine as
+// one more worker for a hybrid run), the report of failed blocks, and
+// finding the cluster, saying a placement decision and recording the run
+// against it (place.go; makeflow uses these too).
 //
-// It does not run anything itself; package distmaster does.
+// It does not run anything itself; package distmaster does, and package
+// model/place decides.
 package distcmd
 
 import (

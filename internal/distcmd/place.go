@@ -75,6 +75,7 @@ func (f *Flags) Place(d *place.Decision) {
 		}
 		d.Force(m, fmt.Sprintf("-T %s asks for it", f.BatchType))
 		f.Cluster, f.JobCores = d.Cluster, d.JobCores
+		f.useNamed(d.Cluster)
 		return
 	}
 	if d.Mode == place.Multicore {
@@ -84,10 +85,19 @@ func (f *Flags) Place(d *place.Decision) {
 	f.BatchType = c.Kind
 	f.Hybrid = d.Mode == place.Hybrid
 	f.Cluster, f.Placed, f.JobCores = c, true, d.JobCores
-	if c.Project != "" {
+	f.useNamed(c)
+}
+
+// useNamed takes the Work Queue project and port the cluster's setting
+// names, where the command line gives none.
+func (f *Flags) useNamed(c *place.Cluster) {
+	if c == nil {
+		return
+	}
+	if c.Project != "" && f.Project == "" {
 		f.Project = c.Project
 	}
-	if c.Port != 0 {
+	if c.Port != 0 && !f.portSet {
 		f.Port = c.Port
 	}
 }

@@ -1,5 +1,8 @@
 // Package makeflowcmd is the makeflow command: it parses a Makeflow and
-// checks, draws, cleans or runs it with the makeflow package.
+// checks, draws, cleans or runs it with the makeflow package, on this
+// machine or on the cluster that placement chooses (place.go: the rules'
+// times from their earlier runs, the makespan models of package model,
+// the decision of package model/place).
 //
 // It holds only flag handling and what the command prints; everything a
 // program embedding Makeflow would need is in package makeflow.

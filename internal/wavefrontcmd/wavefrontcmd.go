@@ -1,7 +1,9 @@
 // Package wavefrontcmd is the wavefront command: it reads an R directory,
 // resumes from its sparse-matrix checkpoint (checking what its cells were
-// computed from), runs the multicore engine or the distributed master, and
-// reports progress, failures and the result. `wavefront export` turns the
+// computed from), decides where the cells run (auto.go: this machine, the
+// cluster the user has, or both, by package model/place), runs the
+// multicore engine or the distributed master, and reports progress,
+// failures and the result. `wavefront export` turns the
 // result into TSV, CSV or a grid.
 package wavefrontcmd
 

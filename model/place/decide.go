@@ -164,9 +164,20 @@ func (d *Decision) choose() {
 }
 
 // apply corrects the model's prediction for mode m on backend by what
-// earlier runs measured (cs, from Corrections; nil corrects nothing).
+// earlier runs measured (cs, from Corrections; nil corrects nothing). A
+// cluster mode never run on backend borrows the other's correction: both
+// run on the same hosts, and a cluster slower than its figures said is
+// slower for both (without it, each untried mode would look best in turn).
 func apply(cs map[string]Correction, m Mode, backend string, model float64) Prediction {
 	c, ok := cs[CorrectionKey(m, backend)]
+	if !ok && m != Multicore {
+		other := Distributed
+		if m == Distributed {
+			other = Hybrid
+		}
+		c, ok = cs[CorrectionKey(other, backend)]
+		c.From = other
+	}
 	if !ok || c.Runs == 0 {
 		c = Correction{Factor: 1, Spread: 1}
 	}

@@ -127,7 +127,7 @@ func TestExplainSaysWhereInputsCameFrom(t *testing.T) {
 		"dispatch", "probe job, 2 h old",
 		"bandwidth", "assumed: nothing measured yet",
 		"×1.50 from 2 earlier runs",
-		"* distributed", "choice: distributed, because", // hybrid corrected by its history
+		"* hybrid", "choice: hybrid, because", "×1.50 from 2 earlier hybrid runs", // distributed borrows hybrid's correction
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("--explain lacks %q:\n%s", want, b.String())
