@@ -24,6 +24,9 @@ type FlowPlaces struct {
 	RemoteSlots int
 	Dispatch    float64
 	Bandwidth   float64 // bytes/s; zero means 125e6
+	// Hybrid lets a rule bound for the cluster start on a free local slot
+	// instead, without dispatch or transfer (batch.Hybrid).
+	Hybrid bool
 }
 
 // remoteTime is what rule r costs on the cluster.
@@ -104,8 +107,15 @@ func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 	now := 0.0
 	for done := 0; done < len(rules); {
 		for s := range ready {
-			for free[s] > 0 && ready[s].Len() > 0 {
-				id := heap.Pop(ready[s]).(int)
+			for free[s] > 0 {
+				q := ready[s]
+				if q.Len() == 0 && s == 0 && p.Hybrid {
+					q = ready[1] // a local slot takes a cluster rule
+				}
+				if q.Len() == 0 {
+					break
+				}
+				id := heap.Pop(q).(int)
 				free[s]--
 				d := rules[id].Seconds
 				if s == 1 {

@@ -36,6 +36,10 @@ func TestMakespan(t *testing.T) {
 			return r
 		}(), FlowPlaces{LocalSlots: 2, RemoteSlots: 10, Dispatch: 1}, 0.5},
 		{"data over the link", []FlowRule{{Seconds: 1, Bytes: 250e6}}, FlowPlaces{LocalSlots: 1, RemoteSlots: 1, Dispatch: 1, Bandwidth: 125e6}, 4},
+		// Hybrid: the two local cores take fan rules at once, the eight
+		// remote slots the other six after their dispatch.
+		{"fan, hybrid", fan, FlowPlaces{LocalSlots: 2, RemoteSlots: 8, Dispatch: 2, Hybrid: true}, 12 + 1},
+		{"short rules, hybrid", short, FlowPlaces{LocalSlots: 2, RemoteSlots: 10, Dispatch: 1, Hybrid: true}, 1.1},
 		// Longest tail first: the 9 s chain starts at once, beside the
 		// two 4 s rules, for 9 s in all (file order would take 12).
 		{"critical path first", []FlowRule{{Seconds: 4}, {Seconds: 4}, {Seconds: 3}, {Seconds: 6, Parents: []int{2}}}, FlowPlaces{LocalSlots: 2}, 9},

@@ -189,11 +189,14 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		d.Close(ctx)
 	}
 	if f.Hybrid {
-		var stopLocal func()
-		if d, stopLocal, err = f.addThisMachine(d, wq, msgs, tool); err != nil {
+		// closer closes d, which becomes the Hybrid (closing both of its
+		// drivers) when there is one.
+		both, stopLocal, err := f.addThisMachine(d, wq, msgs, tool)
+		if err != nil {
 			closer()
 			return nil, nil, err
 		}
+		d = both
 		closeRemote := closer
 		closer = func() {
 			closeRemote()

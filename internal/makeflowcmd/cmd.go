@@ -17,6 +17,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +73,7 @@ type options struct {
 	local         bool
 	explain       bool
 	autoLocal     bool
+	hybrid        bool // placement chose hybrid (not a flag)
 
 	// Remote runs.
 	port         int
@@ -551,6 +553,12 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 	}
 	if err != nil {
 		return nil, fmt.Errorf("-T %s: %w", bt.name, err)
+	}
+	if o.hybrid && wqcfg == nil {
+		// Placement chose hybrid: this machine's cores take rules too.
+		cores := runtime.NumCPU()
+		d = batch.NewHybrid(batch.NewLocal(batch.Options{Slots: cores}), cores, d)
+		fmt.Fprintf(errOut, "makeflow: this machine's %d cores take rules too, while %s's queue holds them\n", cores, bt.name)
 	}
 	if l, ok := d.(batch.Listener); ok {
 		port := l.Port()

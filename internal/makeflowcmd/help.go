@@ -82,6 +82,22 @@ THE LOG, RECOVERY AND FAILURES
   outputs and the log. No clean removes a file that no rule makes (an input),
   one named in MAKEFLOW_INPUTS, or a directory holding one.
 
+WHERE IT RUNS
+  Without -T (or MAKEFLOW_BATCH_QUEUE_TYPE) or --local, makeflow decides. It
+  predicts each rule's time from its earlier runs (kept across -c in
+  ~/.cache/rightsize/makeflow-rules.json; else its category's mean, else 1 s),
+  looks for the cluster you have (RIGHTSIZE_CLUSTER, ~/.config/rightsize/cluster,
+  or a SLURM, Grid Engine or HTCondor that answers), and predicts the makespan
+  here and there: rules shorter than their dispatch stay here, and on a batch
+  system this machine's cores take rules too (hybrid). It runs where it
+  predicts fastest, staying here unless the cluster is predicted more than 5%
+  faster, and says so in a line when the workflow leaves this machine.
+  --explain prints the inputs and where each came from, the critical path, the
+  total work, each prediction and the choice, and after the run the
+  prediction against the time taken. Ready rules start in order of the
+  longest predicted time after them. With -T, --auto-local keeps the short
+  rules here too. RIGHTSIZE_CLUSTER=none stays here.
+
 ON A CLUSTER
   -T wq runs every rule that is not LOCAL on Work Queue workers: makeflow
   listens for them (port 9123, -p, or any free port written to -Z FILE;

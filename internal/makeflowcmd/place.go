@@ -141,6 +141,7 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 		// A "local" cluster is this machine: the local executor is it.
 		return p, bt, nil
 	}
+	o.hybrid = d.Mode == place.Hybrid
 	if cl.Project != "" {
 		o.project = cl.Project
 	}

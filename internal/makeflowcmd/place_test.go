@@ -58,8 +58,9 @@ func TestPlacementLearnsRuleTimes(t *testing.T) {
 
 // TestPlacementOnSlurm names a SLURM cluster wider than this one (the
 // user's own hosts= and dispatch=) for a workflow whose times are known:
-// placement sends it there, keeping the gathering rule, shorter than a
-// dispatch, here; the run on the real SLURM gives the right result.
+// placement sends it there, with this machine's cores taking rules too
+// (hybrid) and the gathering rule, shorter than a dispatch, kept here; the
+// run on the real SLURM gives the right result.
 func TestPlacementOnSlurm(t *testing.T) {
 	testutil.NeedBatchSystem(t, "slurm")
 	dir := t.TempDir()
@@ -72,7 +73,8 @@ func TestPlacementOnSlurm(t *testing.T) {
 	mf(t, dir, "-c", "fan.mf")
 	t.Setenv("RIGHTSIZE_CLUSTER", "slurm hosts=8 cores=1 dispatch=0.1")
 	r := mf(t, dir, "--explain", "fan.mf")
-	for _, want := range []string{"hosts           8 (RIGHTSIZE_CLUSTER)", "* distributed", "rules kept here, shorter than their dispatch: 1", "choice: distributed, because"} {
+	for _, want := range []string{"hosts           8 (RIGHTSIZE_CLUSTER)", "rules kept here, shorter than their dispatch: 1", "* hybrid", "choice: hybrid, because",
+		"cores take rules too, while slurm's queue holds them"} {
 		if !strings.Contains(r.err, want) {
 			t.Errorf("--explain lacks %q", want)
 		}

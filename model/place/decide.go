@@ -380,11 +380,11 @@ type FlowWork struct {
 	Estimates string
 }
 
-// DecideFlow predicts a workflow's makespan on this machine and on the
+// DecideFlow predicts a workflow's makespan on this machine, on the
 // cluster — where each rule predicted to run for less than its dispatch
-// and transfer would cost stays here — and picks the faster, corrected by
-// cs. A workflow has no hybrid mode: its rules run where the choice puts
-// them.
+// and transfer would cost stays here — and, on a batch system sharing this
+// machine's filesystem, hybrid (this machine's cores take the cluster's
+// rules when free), and picks the fastest, corrected by cs.
 func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
 	local := max(int(m.Cores.V), 1)
 	critical, _ := model.CriticalPath(w.Rules)
@@ -397,7 +397,7 @@ func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now
 	mc := apply(cs, Multicore, "", model.Makespan(w.Rules, model.FlowPlaces{LocalSlots: local}))
 	mc.Detail = fmt.Sprintf("%d cores", local)
 	dist := Prediction{Mode: Distributed, Seconds: math.Inf(1)}
-	hy := Prediction{Mode: Hybrid, Seconds: math.Inf(1), Detail: "not for workflows"}
+	hy := Prediction{Mode: Hybrid, Seconds: math.Inf(1), Detail: "only on a batch system with a shared filesystem"}
 	if c != nil && c.Slots() > 0 {
 		places := model.FlowPlaces{LocalSlots: local, RemoteSlots: c.Slots(), Dispatch: c.perJob(), Bandwidth: c.Bandwidth.V}
 		rules := append([]model.FlowRule(nil), w.Rules...)
@@ -411,6 +411,13 @@ func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now
 		}
 		dist = apply(cs, Distributed, c.Kind, model.Makespan(rules, places))
 		dist.Detail = fmt.Sprintf("%d slots; rules kept here, shorter than their dispatch: %d", c.Slots(), kept)
+		if c.sharedFS() {
+			// batch.Hybrid: this machine's cores take the cluster's
+			// rules too, when free.
+			places.Hybrid = true
+			hy = apply(cs, Hybrid, c.Kind, model.Makespan(rules, places))
+			hy.Detail = fmt.Sprintf("%d slots and %d cores here; rules kept here: %d", c.Slots(), local, kept)
+		}
 	}
 	d.Predictions = []Prediction{mc, dist, hy}
 	d.choose()

@@ -63,10 +63,10 @@ func (v Value) Describe(now time.Time) string {
 	if v.Assumed() {
 		return "assumed: nothing measured yet"
 	}
-	if v.Measured.IsZero() {
-		return v.Source
+	if age := now.Sub(v.Measured); !v.Measured.IsZero() && age >= time.Second {
+		return fmt.Sprintf("%s, %s old", v.Source, Age(age))
 	}
-	return fmt.Sprintf("%s, %s old", v.Source, Age(now.Sub(v.Measured)))
+	return v.Source
 }
 
 // Age writes a duration the way a person reads an age: "40 s", "3 min",
@@ -126,15 +126,18 @@ func (c *Cluster) Slots() int {
 	return max(int(c.Hosts.V), 0) * max(int(c.CoresPerHost.V), 1)
 }
 
+// sharedFS reports whether the cluster's jobs read this machine's files
+// where they are (a batch system), so that a job runs here or there alike.
+func (c *Cluster) sharedFS() bool {
+	return c != nil && (c.Kind == "slurm" || c.Kind == "sge" || c.Kind == "condor")
+}
+
 // JobCores is how many cores each job takes: on a batch system whose
 // hosts have several cores, a whole host's (the multicore node option of
 // seed 000: one dispatch per host rather than per core); one elsewhere (a
 // Work Queue worker packs one-core tasks itself).
 func (c *Cluster) JobCores() int {
-	switch {
-	case c == nil || c.CoresPerHost.V <= 1:
-		return 1
-	case c.Kind == "slurm" || c.Kind == "sge" || c.Kind == "condor":
+	if c.sharedFS() && c.CoresPerHost.V > 1 {
 		return int(c.CoresPerHost.V)
 	}
 	return 1

@@ -209,7 +209,7 @@ func TestDecideFlow(t *testing.T) {
 		kept    int
 	}{
 		{"no cluster", fan(100, 60), nil, Multicore, 0},
-		{"wide and long", fan(100, 60), slurm(50, 1, 10), Distributed, 1},
+		{"wide and long", fan(100, 60), slurm(50, 1, 10), Hybrid, 1},
 		{"short rules", fan(100, 0.5), slurm(50, 1, 10), Multicore, 0},
 		{"a chain gains nothing", []model.FlowRule{{Seconds: 60}, {Seconds: 60, Parents: []int{0}}}, slurm(50, 1, 10), Multicore, 0},
 	} {

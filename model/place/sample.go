@@ -31,7 +31,11 @@ func (s Sample) At(bytes float64) float64 {
 
 // Value is the sample as a model input, for inputs of mean size bytes.
 func (s Sample) Value(bytes float64) Value {
-	src := fmt.Sprintf("sampled here: %d calls, sd %s", s.Calls, Seconds(s.StdDev))
+	calls := "calls"
+	if s.Calls == 1 {
+		calls = "call"
+	}
+	src := fmt.Sprintf("sampled here: %d %s, sd %s", s.Calls, calls, Seconds(s.StdDev))
 	if s.Slope > 0 {
 		src += fmt.Sprintf(", %s per MB of input, scaled to the problem's %.0f bytes", Seconds(s.Slope*1e6), bytes)
 	}
