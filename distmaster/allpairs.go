@@ -404,7 +404,7 @@ func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 	choice := model.ChooseAllPairs(in)
 	fmt.Fprintf(cfg.Explain, "models (%d cells, dispatch %s for %s: %s; up to %d jobs at once): %v\n",
 		cells, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), hosts, choice)
-	if !choice.Distribute && !cfg.Placed {
+	if !choice.Distribute && cfg.Cluster == nil {
 		fmt.Fprintf(cfg.Explain, "  (running distributed all the same, as -T asks)\n")
 	}
 	// The model wants jobs as long as its limit allows, one per host: it

@@ -56,15 +56,14 @@ type Config struct {
 	MaxJobs   int
 	FastAbort FastAbort
 	// Cluster, if set, holds the measured inputs of the models that size
-	// the jobs: the cluster's width, dispatch latency and bandwidth.
-	// Without it the models assume a figure per kind of batch system.
+	// the jobs: the cluster's width, dispatch latency and bandwidth; it
+	// means placement has explained the run, so the explanation does not
+	// repeat the models' choice. Without it the models assume a figure
+	// per kind of batch system.
 	Cluster *place.Cluster
 	// LocalCores are this machine's cores when they take jobs too (a
 	// hybrid run); the models count them as more slots.
 	LocalCores int
-	// Placed says that automatic placement chose this run's mode, so the
-	// explanation does not say it was forced.
-	Placed bool
 	// JobCores are the cores each job asks for and runs its cells on
 	// (default 1): with a whole node's, a batch system starts one job per
 	// node rather than one per core, each paying a dispatch.

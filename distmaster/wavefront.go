@@ -368,7 +368,7 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	choice := model.ChooseWavefront(n, runtime.NumCPU(), nodes, cfg.JobCores, tau.V, d.V)
 	fmt.Fprintf(cfg.Explain, "models (%d×%d cells, dispatch %s for %s: %s; up to %d jobs at once, %d cores each): %v\n",
 		rg.W, rg.H, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), nodes, cfg.JobCores, choice)
-	if !choice.Distribute && !cfg.Placed {
+	if !choice.Distribute && cfg.Cluster == nil {
 		fmt.Fprintf(cfg.Explain, "  (running distributed all the same, as -T asks)\n")
 	}
 	r.b = choice.Block

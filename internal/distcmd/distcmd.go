@@ -55,12 +55,11 @@ type Flags struct {
 	// Hybrid makes this machine's cores take jobs too, as one more worker.
 	Hybrid bool
 
-	// Cluster and Placed are set by automatic placement: the cluster's
-	// measured inputs, for the models that size the jobs, and that the
-	// mode was chosen rather than forced.
+	// Cluster and JobCores are set by placement: the cluster's measured
+	// inputs, for the models that size the jobs, and the cores each job
+	// takes (Decision.JobCores).
 	Cluster  *place.Cluster
-	Placed   bool
-	JobCores int // cores each job takes (Decision.JobCores)
+	JobCores int
 
 	// portSet records that --port was given.
 	portSet bool
@@ -276,7 +275,6 @@ func (f *Flags) Config(d batch.Driver, workDir string, explain io.Writer) distma
 		Logger:     f.log,
 		Cluster:    f.Cluster,
 		JobCores:   f.JobCores,
-		Placed:     f.Placed,
 		LocalCores: f.localCores(),
 	}
 }

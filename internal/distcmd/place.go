@@ -84,7 +84,7 @@ func (f *Flags) Place(d *place.Decision) {
 	c := d.Cluster
 	f.BatchType = c.Kind
 	f.Hybrid = d.Mode == place.Hybrid
-	f.Cluster, f.Placed, f.JobCores = c, true, d.JobCores
+	f.Cluster, f.JobCores = c, d.JobCores
 	f.useNamed(c)
 }
 

@@ -88,7 +88,7 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 		States:        p.states,
 	})
 	fmt.Fprintf(explain, "blocks of %d×%d: %s\n", res.JobSize, res.JobSize, distcmd.Summary(d, res.TrackerCounts, res.MeanJob))
-	if res.Predicted > 0 && err == nil && !o.dist.Placed {
+	if res.Predicted > 0 && err == nil && o.dist.Cluster == nil {
 		fmt.Fprintf(explain, "the model predicted %v; this run took %v\n", res.Predicted.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond))
 	}
 	if o.cellTime != nil && err == nil {
