@@ -2,34 +2,48 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
 )
 
 // Hybrid is a Driver that makes this machine one more worker of a
-// cluster: it runs each job on a local driver while that has a free slot,
-// and on a remote one otherwise, and when a local slot frees it moves
-// there the earliest job still waiting in the remote queue. A run placed
-// on a cluster so starts at once, and never waits in a queue for work this
+// cluster: it runs each job on a local driver while that has free slots,
+// and on a remote one otherwise, and when local slots free it moves there
+// the earliest jobs still waiting in the remote queue. A run placed on a
+// cluster so starts at once, and never waits in a queue for work this
 // machine could be doing.
 //
-// Jobs run the same command on either side, so Hybrid is for back ends on
-// a filesystem this machine shares (SLURM, Grid Engine, HTCondor here); a
-// Work Queue master gets this machine's cores as a worker instead.
+// A job takes Resources.Cores slots (at least one), as on Local. A job
+// asking for more than there are stays on the remote driver.
+//
+// A job is moved only while the remote driver reports it queued, and only
+// if it accepts its removal; the remote's events for it are then dropped
+// and the local driver's reported instead, so the caller sees one job with
+// at most one Running event. A batch system may still start the job in the
+// moment between the look and the removal: the command then starts there
+// too, and is stopped there by the removal.
+//
+// Jobs run the same command on either side, with the same files, so
+// Hybrid is for back ends on a filesystem this machine shares (SLURM, Grid
+// Engine, HTCondor here). It does not check: with a driver that ships
+// files (see FileShipper) jobs moved here would find none. A Work Queue
+// master gets this machine's cores as a worker instead.
 type Hybrid struct {
 	local, remote Driver
 	slots         int
 	t             *Jobs
-	merged        sync.WaitGroup
+	merged        chan struct{} // closed when merge has returned
 
 	mu       sync.Mutex
 	jobs     map[string]*hybridJob // by Hybrid's ID, until final
-	byLocal  map[string]*hybridJob // by the local driver's ID
-	byRemote map[string]*hybridJob // by the remote driver's ID
-	onLocal  int                   // jobs on local, not final
-	waiting  []*hybridJob          // on remote and not reported running, oldest first
+	byLocal  map[string]*hybridJob // by the local driver's ID, until final
+	byRemote map[string]*hybridJob // by the remote driver's ID, until final or moved
+	used     int                   // local slots taken by jobs not final
+	queued   []*hybridJob          // on remote, candidates for a move, oldest first
 	seq      int
 	closed   bool
 	counts   HybridCounts
@@ -37,55 +51,66 @@ type Hybrid struct {
 
 // HybridCounts say where a Hybrid's jobs ended.
 type HybridCounts struct {
-	Local  int // final on the local driver (moved ones included)
-	Remote int // final on the remote driver
-	Moved  int // taken from the remote queue to run locally
+	// Local counts the jobs that ended on the local driver, moved ones
+	// included, and those that failed because the local driver refused
+	// them when they were moved.
+	Local int
+	// Remote counts the jobs that ended on the remote driver.
+	Remote int
+	// Moved counts the jobs taken from the remote queue to the local
+	// driver.
+	Moved int
 }
 
 type hybridJob struct {
 	id      string
 	job     *Job
+	cores   int
 	local   bool   // on the local driver
 	under   string // its ID there
-	running bool   // reported Running
+	removed bool   // by Remove or Close
 }
 
 var _ Driver = (*Hybrid)(nil)
 
-// NewHybrid returns a Hybrid running up to slots jobs at once on local
-// (which should have at least as many) and the others on remote. It owns
-// both drivers: Close closes them.
+// NewHybrid returns a Hybrid running jobs on local while they take no more
+// than slots of its cores (local should have at least as many), and the
+// others on remote. It owns both drivers: Close closes them. Their events
+// must not be read by anyone else.
 func NewHybrid(local Driver, slots int, remote Driver) *Hybrid {
 	h := &Hybrid{
 		local: local, remote: remote, slots: max(slots, 1),
 		t:        NewJobs(),
-		jobs:     map[string]*hybridJob{},
-		byLocal:  map[string]*hybridJob{},
-		byRemote: map[string]*hybridJob{},
+		merged:   make(chan struct{}),
+		jobs:     make(map[string]*hybridJob),
+		byLocal:  make(map[string]*hybridJob),
+		byRemote: make(map[string]*hybridJob),
 	}
-	h.merged.Add(2)
-	go h.follow(local.Events(), true)
-	go h.follow(remote.Events(), false)
+	go h.merge()
 	return h
 }
 
-// Counts returns where the jobs ended so far.
+// Counts returns where the jobs that have ended so far ended.
 func (h *Hybrid) Counts() HybridCounts {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.counts
 }
 
-// Submit runs job here if a local slot is free, else queues it on the
-// remote driver.
+// Submit runs job on the local driver if it has enough free slots, else
+// queues it on the remote driver. Its error says which refused the job. A
+// job may be submitted again to the local driver when it is moved, so it
+// must not be changed after Submit.
 func (h *Hybrid) Submit(ctx context.Context, job *Job) (string, error) {
+	// h.mu is held across the driver's Submit so that merge cannot see the
+	// job's first events before the job is attached.
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
 		return "", ErrClosed
 	}
-	h.seq++
-	j := &hybridJob{id: "h" + strconv.Itoa(h.seq), job: job, local: h.onLocal < h.slots}
+	j := &hybridJob{job: job, cores: max(job.Resources.Cores, 1)}
+	j.local = h.used+j.cores <= h.slots
 	d, side := h.remote, "remote"
 	if j.local {
 		d, side = h.local, "local"
@@ -94,7 +119,12 @@ func (h *Hybrid) Submit(ctx context.Context, job *Job) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%s: %w", side, err)
 	}
+	h.seq++
+	j.id = "h" + strconv.Itoa(h.seq)
 	if err := h.t.Add(j.id, Status{State: Queued, Submitted: time.Now()}); err != nil {
+		// Not reached: the IDs are Hybrid's own, and h.t is closed only
+		// after h.closed is set.
+		d.Remove(ctx, under)
 		return "", err
 	}
 	h.jobs[j.id] = j
@@ -107,91 +137,115 @@ func (h *Hybrid) attach(j *hybridJob, under string) {
 	j.under = under
 	if j.local {
 		h.byLocal[under] = j
-		h.onLocal++
+		h.used += j.cores
 	} else {
 		h.byRemote[under] = j
-		h.waiting = append(h.waiting, j)
+		h.queued = append(h.queued, j)
 	}
 }
 
-// follow passes on one driver's events, as Hybrid's, until its channel
-// closes.
-func (h *Hybrid) follow(events <-chan Event, local bool) {
-	defer h.merged.Done()
-	for ev := range events {
-		h.mu.Lock()
-		byID := h.byRemote
-		if local {
-			byID = h.byLocal
-		}
-		j, ok := byID[ev.ID]
-		if !ok {
-			// A job moved here from the remote queue: its removal there
-			// is none of the caller's business.
-			h.mu.Unlock()
-			continue
-		}
-		ev.ID = j.id
-		if ev.State == Running {
-			j.running = true
-			h.unwait(j)
-		}
-		if ev.State.Final() {
-			delete(byID, j.under)
-			delete(h.jobs, j.id)
-			h.unwait(j)
-			if local {
-				h.onLocal--
-				h.counts.Local++
-			} else {
-				h.counts.Remote++
+// merge passes on both drivers' events, as Hybrid's, until both channels
+// are closed.
+func (h *Hybrid) merge() {
+	defer close(h.merged)
+	local, remote := h.local.Events(), h.remote.Events()
+	for local != nil || remote != nil {
+		select {
+		case ev, ok := <-local:
+			if !ok {
+				local = nil
+				continue
 			}
-		}
-		h.t.Set(ev)
-		if local && ev.State.Final() {
-			h.moveWaiting()
-		}
-		h.mu.Unlock()
-	}
-}
-
-// unwait takes j off the list of jobs waiting in the remote queue.
-// Called with h.mu held.
-func (h *Hybrid) unwait(j *hybridJob) {
-	for i, w := range h.waiting {
-		if w == j {
-			h.waiting = append(h.waiting[:i], h.waiting[i+1:]...)
-			return
+			h.pass(ev, true)
+		case ev, ok := <-remote:
+			if !ok {
+				remote = nil
+				continue
+			}
+			h.pass(ev, false)
 		}
 	}
 }
 
-// moveWaiting moves the oldest jobs still queued on the remote driver to
-// the free local slots. A job the remote driver has started (or that it
-// cannot remove), or one asking for more cores than this machine's slots,
-// stays where it is. Called with h.mu held.
-func (h *Hybrid) moveWaiting() {
-	for i := 0; h.onLocal < h.slots && i < len(h.waiting) && !h.closed; {
-		j := h.waiting[i]
-		if j.job.Resources.Cores > h.slots {
+// pass reports ev, an event of the local driver's job or of the remote's,
+// as an event of Hybrid's job, and moves queued jobs to the local slots it
+// frees.
+func (h *Hybrid) pass(ev Event, local bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	byID := h.byRemote
+	if local {
+		byID = h.byLocal
+	}
+	j, ok := byID[ev.ID]
+	if !ok {
+		// The remote's removal of a job moved to the local driver, or an
+		// event after a final one.
+		return
+	}
+	ev.ID = j.id
+	// A move does not change when the caller submitted the job.
+	ev.Submitted = time.Time{}
+	if ev.State == Running {
+		h.unqueue(j)
+	}
+	if ev.State.Final() {
+		if j.removed {
+			// The contract's, even if the command finished meanwhile.
+			ev.Status = Status{State: Failed, Err: ErrRemoved, Started: ev.Started, Ended: ev.Ended}
+		}
+		delete(byID, j.under)
+		delete(h.jobs, j.id)
+		h.unqueue(j)
+		if local {
+			h.used -= j.cores
+			h.counts.Local++
+		} else {
+			h.counts.Remote++
+		}
+	}
+	h.t.Set(ev)
+	if local && ev.State.Final() {
+		h.moveQueued()
+	}
+}
+
+// unqueue takes j off the candidates for a move. Called with h.mu held.
+func (h *Hybrid) unqueue(j *hybridJob) {
+	if i := slices.Index(h.queued, j); i >= 0 {
+		h.queued = slices.Delete(h.queued, i, i+1)
+	}
+}
+
+// moveQueued moves the oldest jobs still queued on the remote driver to
+// the free local slots, passing over those that do not fit. A job the
+// remote driver reports anything but queued, or will not remove, stays
+// there for good. Called with h.mu held, which keeps the remote's events
+// for the job (a Running one included) from being passed on meanwhile.
+func (h *Hybrid) moveQueued() {
+	ctx := context.Background()
+	for i := 0; i < len(h.queued) && h.used < h.slots && !h.closed; {
+		j := h.queued[i]
+		if h.used+j.cores > h.slots {
 			i++
 			continue
 		}
-		h.waiting = append(h.waiting[:i], h.waiting[i+1:]...)
+		h.queued = slices.Delete(h.queued, i, i+1)
 		if st, err := h.remote.Status(j.under); err != nil || st.State != Queued {
 			continue
 		}
-		if err := h.remote.Remove(context.Background(), j.under); err != nil {
+		if err := h.remote.Remove(ctx, j.under); err != nil {
 			continue
 		}
-		// From here the remote driver's events for it (its removal) are
-		// dropped: it no longer maps to j.
+		// From here the remote's events for it (its removal) are dropped.
 		delete(h.byRemote, j.under)
 		j.local = true
-		under, err := h.local.Submit(context.Background(), j.job)
+		under, err := h.local.Submit(ctx, j.job)
 		if err != nil {
 			delete(h.jobs, j.id)
-			h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Err: fmt.Errorf("moving it here from the remote queue: %w", err), Ended: time.Now()}})
+			h.counts.Local++
+			h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Ended: time.Now(),
+				Err: fmt.Errorf("moving the job from the remote queue to local: %w", err)}})
 			continue
 		}
 		h.counts.Moved++
@@ -211,17 +265,23 @@ func (h *Hybrid) Remove(ctx context.Context, id string) error {
 		_, err := h.t.Status(id)
 		return err
 	}
-	d := h.remote
+	d, side := h.remote, "remote"
 	if j.local {
-		d = h.local
+		d, side = h.local, "local"
 	}
-	return d.Remove(ctx, j.under)
+	if err := d.Remove(ctx, j.under); err != nil {
+		return fmt.Errorf("%s: %w", side, err)
+	}
+	j.removed = true
+	h.unqueue(j)
+	return nil
 }
 
 // Events returns the channel of every job's events.
 func (h *Hybrid) Events() <-chan Event { return h.t.Events() }
 
-// Close closes both drivers, removing every job that has not ended.
+// Close closes both drivers, which removes every job that has not ended,
+// and waits for their channels to close.
 func (h *Hybrid) Close(ctx context.Context) error {
 	h.mu.Lock()
 	if h.closed {
@@ -229,16 +289,33 @@ func (h *Hybrid) Close(ctx context.Context) error {
 		return nil
 	}
 	h.closed = true
+	for _, j := range h.jobs {
+		j.removed = true
+	}
 	h.mu.Unlock()
-	errL := h.local.Close(ctx)
-	errR := h.remote.Close(ctx)
-	h.merged.Wait()
+
+	var errL, errR error
+	var wg sync.WaitGroup
+	wg.Go(func() { errL = h.local.Close(ctx) })
+	wg.Go(func() { errR = h.remote.Close(ctx) })
+	wg.Wait()
+	<-h.merged
+
+	// A driver drops the events its caller has not received when it
+	// closes: the removals it reported may not have reached merge.
+	h.mu.Lock()
+	for _, j := range h.jobs {
+		h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Err: ErrRemoved, Ended: time.Now()}})
+	}
+	clear(h.jobs)
+	h.mu.Unlock()
 	h.t.Close()
+
 	if errL != nil {
-		return fmt.Errorf("local: %w", errL)
+		errL = fmt.Errorf("local: %w", errL)
 	}
 	if errR != nil {
-		return fmt.Errorf("remote: %w", errR)
+		errR = fmt.Errorf("remote: %w", errR)
 	}
-	return nil
+	return errors.Join(errL, errR)
 }

@@ -3,8 +3,13 @@ package batch_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"log"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -14,13 +19,370 @@ import (
 )
 
 func TestHybridContract(t *testing.T) {
-	batchtest.Contract(t, func(t *testing.T) batch.Driver {
-		return batch.NewHybrid(newTestLocal(t, 8), 2, newTestLocal(t, 8))
-	})
+	tests := []struct {
+		name   string
+		remote func() batch.Driver
+	}{
+		{"remote runs jobs", func() batch.Driver { return newTestLocal(t, 4) }},
+		// Every job the local slot cannot take at once waits for a move.
+		{"remote queue never moves", func() batch.Driver {
+			return batch.NewLocal(batch.Options{Slots: 4, DispatchDelay: time.Hour, KillDelay: time.Second})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			batchtest.Contract(t, func(t *testing.T) batch.Driver {
+				return batch.NewHybrid(newTestLocal(t, 1), 1, tt.remote())
+			})
+		})
+	}
 }
 
 func TestHybridClose(t *testing.T) {
-	batchtest.CloseRunning(t, batch.NewHybrid(newTestLocal(t, 2), 1, newTestLocal(t, 2)))
+	batchtest.CloseRunning(t, batch.NewHybrid(newTestLocal(t, 1), 1, newTestLocal(t, 1)))
+}
+
+// fakeDriver is a batch system the test runs by hand: its jobs stay queued
+// until the test starts or ends them.
+type fakeDriver struct {
+	prefix string // of its IDs
+	t      *batch.Jobs
+
+	mu      sync.Mutex
+	ids     []string // in submission order
+	removed []string
+	closed  bool
+	// submitErr and removeErr make Submit and Remove fail; removeFinishes
+	// makes a removed job end Done, as if it had finished as it was
+	// removed.
+	submitErr, removeErr error
+	removeFinishes       bool
+}
+
+func newFakeDriver(prefix string) *fakeDriver {
+	return &fakeDriver{prefix: prefix, t: batch.NewJobs()}
+}
+
+func (f *fakeDriver) Submit(ctx context.Context, job *batch.Job) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.submitErr != nil {
+		return "", f.submitErr
+	}
+	id := f.prefix + strconv.Itoa(len(f.ids)+1)
+	if err := f.t.Add(id, batch.Status{State: batch.Queued, Submitted: time.Now()}); err != nil {
+		return "", err
+	}
+	f.ids = append(f.ids, id)
+	return id, nil
+}
+
+func (f *fakeDriver) Status(id string) (batch.Status, error) { return f.t.Status(id) }
+
+func (f *fakeDriver) Remove(ctx context.Context, id string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.removeErr != nil {
+		return f.removeErr
+	}
+	if _, err := f.t.Status(id); err != nil {
+		return err
+	}
+	f.removed = append(f.removed, id)
+	if f.removeFinishes {
+		f.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Done, Ended: time.Now()}})
+	}
+	f.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Failed, Err: batch.ErrRemoved, Ended: time.Now()}})
+	return nil
+}
+
+func (f *fakeDriver) Events() <-chan batch.Event { return f.t.Events() }
+
+func (f *fakeDriver) Close(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	for _, id := range f.t.Unfinished() {
+		f.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Failed, Err: batch.ErrRemoved, Ended: time.Now()}})
+	}
+	f.t.Close()
+	return nil
+}
+
+// with calls change with f locked, for changing its settings.
+func (f *fakeDriver) with(change func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	change()
+}
+
+func (f *fakeDriver) start(id string) {
+	f.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Running, Started: time.Now()}})
+}
+
+func (f *fakeDriver) finish(id string, code int) {
+	f.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Done, ExitCode: code, Ended: time.Now()}})
+}
+
+// submitted returns the IDs of the jobs submitted so far, and those removed.
+func (f *fakeDriver) submitted() (ids, removed []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.ids), slices.Clone(f.removed)
+}
+
+// checkFake checks which jobs f was given and which were removed from it.
+func checkFake(t *testing.T, name string, f *fakeDriver, ids, removed []string) {
+	t.Helper()
+	gotIDs, gotRemoved := f.submitted()
+	if !slices.Equal(gotIDs, ids) || !slices.Equal(gotRemoved, removed) {
+		t.Errorf("%s driver got jobs %q and removed %q, want %q and %q", name, gotIDs, gotRemoved, ids, removed)
+	}
+}
+
+// checkCounts checks h's counts. It also waits for h to have handled the
+// events the test has received: Counts takes the lock under which Hybrid
+// passes each event on and makes the moves it allows.
+func checkCounts(t *testing.T, h *batch.Hybrid, want batch.HybridCounts) {
+	t.Helper()
+	if got := h.Counts(); got != want {
+		t.Errorf("counts %+v, want %+v", got, want)
+	}
+}
+
+func TestHybridPlacesAndMoves(t *testing.T) {
+	local, remote := newFakeDriver("L"), newFakeDriver("R")
+	h := batch.NewHybrid(local, 1, remote)
+	defer batchtest.Close(t, h)
+	rec := batchtest.Record(t, h)
+
+	var a, b, c, d string
+	for _, id := range []*string{&a, &b, &c, &d} {
+		*id = batchtest.Submit(t, h, &batch.Job{Command: "true"})
+	}
+	checkFake(t, "local", local, []string{"L1"}, nil)
+	checkFake(t, "remote", remote, []string{"R1", "R2", "R3"}, nil)
+	submitted, err := h.Status(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// c starts on the remote: it is not moved, though queued before d.
+	remote.start("R2")
+	rec.Wait(t, c, batch.Running)
+
+	// a's slot frees: b, the earliest job queued there, moves here.
+	local.finish("L1", 0)
+	rec.Final(t, a)
+	checkCounts(t, h, batch.HybridCounts{Local: 1, Moved: 1})
+	checkFake(t, "local", local, []string{"L1", "L2"}, nil)
+	checkFake(t, "remote", remote, []string{"R1", "R2", "R3"}, []string{"R1"})
+	if st, err := h.Status(b); err != nil || st.State != batch.Queued {
+		t.Errorf("moved job: %+v, %v; want still queued", st, err)
+	}
+
+	// Removing the moved job removes it here; its slot goes to d.
+	local.start("L2")
+	rec.Wait(t, b, batch.Running)
+	if err := h.Remove(context.Background(), b); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.Final(t, b); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRemoved) {
+		t.Errorf("removed job: %+v, want failed with ErrRemoved", ev.Status)
+	} else if !ev.Submitted.Equal(submitted.Submitted) {
+		t.Errorf("moved job submitted at %v, then at %v; want its submission to Hybrid", submitted.Submitted, ev.Submitted)
+	}
+	checkCounts(t, h, batch.HybridCounts{Local: 2, Moved: 2})
+	checkFake(t, "local", local, []string{"L1", "L2", "L3"}, []string{"L2"})
+	checkFake(t, "remote", remote, []string{"R1", "R2", "R3"}, []string{"R1", "R3"})
+
+	remote.finish("R2", 0)
+	local.finish("L3", 3)
+	for _, tt := range []struct {
+		id   string
+		code int
+	}{{a, 0}, {c, 0}, {d, 3}} {
+		if ev := rec.Final(t, tt.id); ev.State != batch.Done || ev.ExitCode != tt.code {
+			t.Errorf("job %s: %+v, want done exit %d", tt.id, ev.Status, tt.code)
+		}
+	}
+	checkCounts(t, h, batch.HybridCounts{Local: 3, Remote: 1, Moved: 2})
+}
+
+// TestHybridMoves follows a job queued on the remote while the one local
+// slot is taken, through what may happen to it before the slot frees.
+func TestHybridMoves(t *testing.T) {
+	errRefused := errors.New("refused")
+	tests := []struct {
+		name   string
+		job    batch.Job
+		before func(h *batch.Hybrid, id string, local, remote *fakeDriver)
+
+		moved   bool // the job ends on the local driver, as L2
+		state   batch.State
+		code    int
+		err     error
+		counts  batch.HybridCounts
+		removed []string // from remote
+	}{{
+		name:  "queued there",
+		moved: true, state: batch.Done, code: 5,
+		counts: batch.HybridCounts{Local: 2, Moved: 1}, removed: []string{"R1"},
+	}, {
+		name:   "started there",
+		before: func(_ *batch.Hybrid, _ string, _, remote *fakeDriver) { remote.start("R1") },
+		state:  batch.Done, code: 7,
+		counts: batch.HybridCounts{Local: 1, Remote: 1},
+	}, {
+		name:   "ended there",
+		before: func(_ *batch.Hybrid, _ string, _, remote *fakeDriver) { remote.finish("R1", 7) },
+		state:  batch.Done, code: 7,
+		counts: batch.HybridCounts{Local: 1, Remote: 1},
+	}, {
+		name: "removal refused there",
+		before: func(_ *batch.Hybrid, _ string, _, remote *fakeDriver) {
+			remote.with(func() { remote.removeErr = errRefused })
+		},
+		state: batch.Done, code: 7,
+		counts: batch.HybridCounts{Local: 1, Remote: 1},
+	}, {
+		// The remote's final event, Done, is not the job's: that comes
+		// from here.
+		name: "ended there as it was removed",
+		before: func(_ *batch.Hybrid, _ string, _, remote *fakeDriver) {
+			remote.with(func() { remote.removeFinishes = true })
+		},
+		moved: true, state: batch.Done, code: 5,
+		counts: batch.HybridCounts{Local: 2, Moved: 1}, removed: []string{"R1"},
+	}, {
+		name:  "too big for here",
+		job:   batch.Job{Command: "true", Resources: batch.Resources{Cores: 2}},
+		state: batch.Done, code: 7,
+		counts: batch.HybridCounts{Local: 1, Remote: 1},
+	}, {
+		// Taken off the remote, the job cannot go back to the head of its
+		// queue: it fails, saying why.
+		name: "refused here",
+		before: func(_ *batch.Hybrid, _ string, local, _ *fakeDriver) {
+			local.with(func() { local.submitErr = errRefused })
+		},
+		state: batch.Failed, err: errRefused,
+		counts: batch.HybridCounts{Local: 2}, removed: []string{"R1"},
+	}, {
+		name: "removed by the caller",
+		before: func(h *batch.Hybrid, id string, _, _ *fakeDriver) {
+			if err := h.Remove(context.Background(), id); err != nil {
+				t.Error(err)
+			}
+		},
+		state: batch.Failed, err: batch.ErrRemoved,
+		counts: batch.HybridCounts{Local: 1, Remote: 1}, removed: []string{"R1"},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			local, remote := newFakeDriver("L"), newFakeDriver("R")
+			h := batch.NewHybrid(local, 1, remote)
+			defer batchtest.Close(t, h)
+			rec := batchtest.Record(t, h)
+
+			first := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+			job := tt.job
+			if job.Command == "" {
+				job.Command = "true"
+			}
+			id := batchtest.Submit(t, h, &job)
+			if tt.before != nil {
+				tt.before(h, id, local, remote)
+			}
+			local.finish("L1", 0)
+			rec.Final(t, first)
+			// Any move is made by now: see checkCounts.
+			moved := h.Counts().Moved == 1
+			if moved != tt.moved {
+				t.Errorf("moved = %v, want %v", moved, tt.moved)
+			}
+			if st, _ := h.Status(id); !st.State.Final() {
+				if moved {
+					local.finish("L2", 5)
+				} else {
+					remote.finish("R1", 7)
+				}
+			}
+			ev := rec.Final(t, id)
+			if ev.State != tt.state || ev.ExitCode != tt.code || tt.err != nil && !errors.Is(ev.Err, tt.err) {
+				t.Errorf("job: %v exit %d (%v), want %v exit %d (%v)", ev.State, ev.ExitCode, ev.Err, tt.state, tt.code, tt.err)
+			}
+			checkCounts(t, h, tt.counts)
+			if _, removed := remote.submitted(); !slices.Equal(removed, tt.removed) {
+				t.Errorf("removed from the remote: %q, want %q", removed, tt.removed)
+			}
+		})
+	}
+}
+
+// A job removed as it finishes ends failed with ErrRemoved, as the contract
+// says, even if the driver under it reports it done.
+func TestHybridRemoveFinishing(t *testing.T) {
+	local, remote := newFakeDriver("L"), newFakeDriver("R")
+	h := batch.NewHybrid(local, 1, remote)
+	defer batchtest.Close(t, h)
+	rec := batchtest.Record(t, h)
+	id := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+	local.start("L1")
+	rec.Wait(t, id, batch.Running)
+	local.with(func() { local.removeFinishes = true })
+	if err := h.Remove(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.Final(t, id); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRemoved) {
+		t.Errorf("removed job: %+v, want failed with ErrRemoved", ev.Status)
+	}
+}
+
+func TestHybridCloseBothSides(t *testing.T) {
+	local, remote := newFakeDriver("L"), newFakeDriver("R")
+	h := batch.NewHybrid(local, 1, remote)
+	rec := batchtest.Record(t, h)
+	here := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+	there := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+	local.start("L1")
+	rec.Wait(t, here, batch.Running)
+	batchtest.Close(t, h)
+	for range h.Events() {
+		// Drain what Record has not taken: the channel must close.
+	}
+	for _, id := range []string{here, there} {
+		if st, err := h.Status(id); err != nil || st.State != batch.Failed || !errors.Is(st.Err, batch.ErrRemoved) {
+			t.Errorf("after Close, Status(%s) = %+v, %v; want failed with ErrRemoved", id, st, err)
+		}
+	}
+	for name, f := range map[string]*fakeDriver{"local": local, "remote": remote} {
+		var closed bool
+		f.with(func() { closed = f.closed })
+		if !closed {
+			t.Errorf("%s driver not closed", name)
+		}
+	}
+	if _, err := h.Submit(context.Background(), &batch.Job{Command: "true"}); !errors.Is(err, batch.ErrClosed) {
+		t.Errorf("Submit after Close = %v, want ErrClosed", err)
+	}
+	checkCounts(t, h, batch.HybridCounts{})
+}
+
+func TestHybridSubmitErrors(t *testing.T) {
+	errFull := errors.New("queue full")
+	local, remote := newFakeDriver("L"), newFakeDriver("R")
+	h := batch.NewHybrid(local, 1, remote)
+	defer batchtest.Close(t, h)
+	remote.with(func() { remote.submitErr = errFull })
+	batchtest.Submit(t, h, &batch.Job{Command: "true"})
+	_, err := h.Submit(context.Background(), &batch.Job{Command: "true"})
+	if !errors.Is(err, errFull) || err.Error() != "remote: queue full" {
+		t.Errorf("Submit with the remote refusing = %v, want remote: queue full", err)
+	}
+	if _, err := h.Status("h2"); !errors.Is(err, batch.ErrUnknownJob) {
+		t.Errorf("Status of the refused job = %v, want ErrUnknownJob", err)
+	}
 }
 
 // gate returns a job that waits until open is called, and open.
@@ -40,6 +402,8 @@ func gate(t *testing.T, dir, name string) (*batch.Job, func()) {
 	}
 }
 
+// With real processes on both sides: the moved jobs run here, in their
+// directory.
 func TestHybridMovesQueuedJobsHere(t *testing.T) {
 	dir := t.TempDir()
 	// The remote "cluster" holds every job in its queue for an hour:
@@ -65,66 +429,46 @@ func TestHybridMovesQueuedJobsHere(t *testing.T) {
 			t.Errorf("job %s: %+v, want done", id, ev.Status)
 		}
 	}
-	if got, want := h.Counts(), (batch.HybridCounts{Local: 3, Moved: 2}); got != want {
-		t.Errorf("counts %+v, want %+v", got, want)
-	}
+	checkCounts(t, h, batch.HybridCounts{Local: 3, Moved: 2})
 	if b, err := os.ReadFile(filepath.Join(dir, "b.out")); err != nil || string(b) != "b\n" {
 		t.Errorf("the moved job's output: %q, %v", b, err)
 	}
 }
 
-func TestHybridLeavesStartedJobsThere(t *testing.T) {
-	dir := t.TempDir()
-	remote := newTestLocal(t, 1)
-	h := batch.NewHybrid(newTestLocal(t, 1), 1, remote)
-	defer batchtest.Close(t, h)
-	rec := batchtest.Record(t, h)
+// This machine's one slot takes the first job at once; the others wait in
+// the remote's queue and move here one by one as the slot frees. The
+// remote here stands for a busy cluster: a Local driver whose jobs wait an
+// hour in its queue.
+func ExampleNewHybrid() {
+	ctx := context.Background()
+	cluster := batch.NewLocal(batch.Options{DispatchDelay: time.Hour})
+	h := batch.NewHybrid(batch.NewLocal(batch.Options{Slots: 1}), 1, cluster)
+	defer h.Close(ctx)
 
-	here, releaseHere := gate(t, dir, "here")
-	there, releaseThere := gate(t, dir, "there")
-	a := batchtest.Submit(t, h, here)
-	rec.Wait(t, a, batch.Running)
-	b := batchtest.Submit(t, h, there) // runs on the remote's one slot
-	rec.Wait(t, b, batch.Running)
-	c := batchtest.Submit(t, h, &batch.Job{Command: "true", Dir: dir}) // queued behind it
-	releaseHere()
-	if ev := rec.Final(t, c); ev.State != batch.Done {
-		t.Errorf("queued job: %+v, want done here", ev.Status)
+	var ids []string
+	for _, cmd := range []string{"echo one", "echo two", "echo three"} {
+		id, err := h.Submit(ctx, &batch.Job{Command: cmd})
+		if err != nil {
+			log.Fatal(err)
+		}
+		ids = append(ids, id)
 	}
-	if st, _ := h.Status(b); st.State != batch.Running {
-		t.Errorf("the job running on the remote is %v, want still running there", st.State)
+	stdout := map[string]string{}
+	for ev := range h.Events() {
+		if ev.State.Final() {
+			stdout[ev.ID] = string(ev.Stdout)
+			if len(stdout) == len(ids) {
+				break
+			}
+		}
 	}
-	releaseThere()
-	rec.Final(t, b)
-	if got, want := h.Counts(), (batch.HybridCounts{Local: 2, Remote: 1, Moved: 1}); got != want {
-		t.Errorf("counts %+v, want %+v", got, want)
+	for _, id := range ids {
+		fmt.Printf("%s: %s", id, stdout[id])
 	}
-}
-
-func TestHybridRemoveAndBigJobs(t *testing.T) {
-	dir := t.TempDir()
-	remote := batch.NewLocal(batch.Options{Slots: 4, DispatchDelay: time.Hour})
-	// A two-core job is not moved to one slot: it waits for the remote.
-	h := batch.NewHybrid(newTestLocal(t, 1), 1, remote)
-	defer batchtest.Close(t, h)
-	rec := batchtest.Record(t, h)
-	first, release := gate(t, dir, "first")
-	a := batchtest.Submit(t, h, first)
-	rec.Wait(t, a, batch.Running)
-	big := batchtest.Submit(t, h, &batch.Job{Command: "true", Dir: dir, Resources: batch.Resources{Cores: 2}})
-	gone := batchtest.Submit(t, h, &batch.Job{Command: "true", Dir: dir})
-	if err := h.Remove(context.Background(), gone); err != nil {
-		t.Fatal(err)
-	}
-	if ev := rec.Final(t, gone); !errors.Is(ev.Err, batch.ErrRemoved) {
-		t.Errorf("removed job: %+v, want ErrRemoved", ev.Status)
-	}
-	release()
-	rec.Final(t, a)
-	if st, _ := h.Status(big); st.State != batch.Queued || h.Counts().Moved != 0 {
-		t.Errorf("job too big for this machine: %v, %+v; want left queued on the remote", st.State, h.Counts())
-	}
-	if err := h.Remove(context.Background(), "h99"); !errors.Is(err, batch.ErrUnknownJob) {
-		t.Errorf("Remove of an unknown job = %v, want ErrUnknownJob", err)
-	}
+	fmt.Printf("%+v\n", h.Counts())
+	// Output:
+	// h1: one
+	// h2: two
+	// h3: three
+	// {Local:3 Remote:0 Moved:2}
 }

@@ -16,20 +16,6 @@ import (
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
-// startCatalog runs a catalog server on a free port until the test ends.
-func startCatalog(t *testing.T) string {
-	t.Helper()
-	s, err := catalog.Listen(catalog.ServerConfig{Addr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { s.Serve(ctx); close(done) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return "127.0.0.1:" + strconv.Itoa(s.Port())
-}
-
 // projectName is unique and short: work_queue_status cuts names at 18.
 func projectName(t *testing.T) string {
 	return fmt.Sprintf("rs%d", time.Now().UnixNano()%1e9)
@@ -53,7 +39,7 @@ func runOne(t *testing.T, m *Master, cmd string) *Result {
 // by project; CCTools' work_queue_status lists it from our catalog and
 // lists its workers when asked directly.
 func TestCatalogAdvertising(t *testing.T) {
-	cat := startCatalog(t)
+	cat := testutil.StartCatalog(t)
 	project := projectName(t)
 	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
 	startWorker(t, m, worker.Config{Project: project, Catalogs: []string{cat}})
@@ -94,7 +80,7 @@ func TestCatalogAdvertising(t *testing.T) {
 // TestWorkerMovesToNextMaster: a master killed mid-run leaves its worker,
 // which finds the project's next master through the catalog.
 func TestWorkerMovesToNextMaster(t *testing.T) {
-	cat := startCatalog(t)
+	cat := testutil.StartCatalog(t)
 	project := projectName(t)
 	first, err := Listen(Config{Addr: "127.0.0.1:0", Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond, Logger: testutil.Logger(t)})
 	if err != nil {
@@ -116,7 +102,7 @@ func TestWorkerMovesToNextMaster(t *testing.T) {
 // catalog.
 func TestCCToolsWorkerFindsMasterByProject(t *testing.T) {
 	bin := testutil.NeedCCTools(t, "work_queue_worker")
-	cat := startCatalog(t)
+	cat := testutil.StartCatalog(t)
 	project := projectName(t)
 	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
 	time.Sleep(300 * time.Millisecond)
@@ -137,7 +123,7 @@ func TestCCToolsWorkerFindsMasterByProject(t *testing.T) {
 // catalog sends a Content-Length.
 func TestCCToolsReadsLargeCatalogAnswers(t *testing.T) {
 	status := testutil.NeedCCTools(t, "work_queue_status")
-	cat := startCatalog(t)
+	cat := testutil.StartCatalog(t)
 	var projects []string
 	for i := range 4 {
 		// Masters' records as they advertise them, sent over TCP, which

@@ -110,7 +110,7 @@ func TestWorkerFindsTLSMasterThroughCatalog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat := startCatalog(t)
+	cat := testutil.StartCatalog(t)
 	project := projectName(t)
 	m := startMaster(t, Config{TLS: server, Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
 	startWorker(t, m, worker.Config{Project: project, Catalogs: []string{cat}})

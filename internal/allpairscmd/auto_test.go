@@ -68,7 +68,7 @@ func TestPlacement(t *testing.T) {
 			want: []string{"hosts           8 (RIGHTSIZE_CLUSTER)", "(probe job", "* hybrid", "choice: hybrid, because predicted",
 				"this machine's ", "cores take jobs too", "as placement chose", "hybrid: predicted"},
 			mode: "hybrid", probed: true},
-		{name: "forced", cluster: "local hosts=8", napMS: 1, items: 2, flags: []string{"--explain", "-T", "local"},
+		{name: "forced", cluster: "local hosts=8", napMS: 100, items: 3, flags: []string{"--explain", "-T", "local"},
 			want: []string{"* distributed", "-T local asks for it (the models chose "}, mode: "distributed", probed: true},
 		// This machine's SLURM has one node of two cores: each job takes
 		// both (the multicore node option).

@@ -2,7 +2,7 @@
 // automatic placement (package model/place): which batch system, how many
 // hosts and cores it has free now, how long a job waits before it starts,
 // and how fast data reaches it. Every figure says where it came from —
-// the user's own setting, a batch system's listing (sinfo, qstat,
+// the user's own setting, a batch system's listing (sinfo, qstat -g c,
 // condor_status, a Work Queue catalog), a probe job, a measurement kept
 // from an earlier run — and how old it is; what could not be measured is
 // a documented default, marked as assumed.
@@ -10,15 +10,20 @@
 // A cluster is named, in this order, by -T (the Options' Kind), by the
 // environment variable RIGHTSIZE_CLUSTER, or by the file
 // ~/.config/rightsize/cluster; otherwise it is detected: SLURM when sinfo
-// answers, Grid Engine when qstat does, HTCondor when condor_status does,
-// a Work Queue project when the catalog lists its masters. The setting is
-// a batch type followed by key=value pairs ("slurm", "wq project=blast
-// hosts=8"); the file holds one "key = value" per line, with the batch
-// type as "kind". RIGHTSIZE_CLUSTER=none names no cluster and detects
-// none.
+// lists a node, Grid Engine when qstat -g c lists a queue, HTCondor when
+// condor_status lists a slot, a Work Queue project (given on the command
+// line) when the catalog lists its masters. The setting is a batch type
+// followed by key=value pairs ("slurm cores=4", "wq project=blast
+// hosts=8"; see ParseSpec); the file holds one "key = value" per line,
+// with the batch type as "kind". The batch type none, in either, names no
+// cluster and detects none.
 //
-// Measurements are cached in ~/.cache/rightsize/cluster.json, so that a
-// probe job is submitted at most once an hour per batch type.
+// The dispatch latency is measured by a probe job (a job running true)
+// submitted through package batch, at most once an hour per batch type,
+// and only when the caller allows it (Options.Probe); on SLURM, a longer
+// wait that sbatch --test-only predicts for the queue as it is now wins.
+// Probes, and the figures runs measure (SaveDispatch, SaveBandwidth,
+// SaveJobCost), are kept in ~/.cache/rightsize/cluster.json.
 package cluster
 
 import (
@@ -36,6 +41,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/model/place"
+	"github.com/rightsize/rightsize/workqueue/catalog"
 )
 
 // Options say what Find may use. The zero value looks everywhere, with
@@ -62,7 +68,8 @@ type Options struct {
 	// when the cache has no fresh figure.
 	Probe bool
 	// Catalogs are the catalog servers asked about Work Queue projects;
-	// nil means those of $CATALOG_HOST and $CATALOG_PORT, or localhost.
+	// nil means the one the user's setting names (catalog=host:port),
+	// else those of $CATALOG_HOST and $CATALOG_PORT, or localhost's.
 	Catalogs []string
 	// Bin is where the batch system's commands are; "" means $PATH.
 	Bin string
@@ -122,15 +129,16 @@ type Spec struct {
 // kinds are the batch types a spec may name.
 var kinds = []string{"wq", "slurm", "sge", "condor", "local"}
 
-// ParseSpec parses a RIGHTSIZE_CLUSTER setting: a batch type, then
-// key=value pairs. "none" returns nil.
+// ParseSpec parses a RIGHTSIZE_CLUSTER setting: a batch type (wq, slurm,
+// sge, condor, local), then key=value pairs, each setting the Spec field
+// of its name: project, port, catalog (host:port) for wq; hosts and cores
+// per host, for when nothing can count them or the user knows better;
+// dispatch, the user's own figure of the dispatch latency in seconds; and
+// for local only, delay. "none" returns a nil Spec and no error.
 func ParseSpec(s string) (*Spec, error) {
 	fields := strings.Fields(s)
 	if len(fields) == 0 {
 		return nil, errors.New("empty: want a batch type (wq, slurm, sge, condor, local) or none")
-	}
-	if fields[0] == "none" && len(fields) == 1 {
-		return nil, nil
 	}
 	sp := &Spec{}
 	if err := sp.set("kind", fields[0]); err != nil {
@@ -145,18 +153,23 @@ func ParseSpec(s string) (*Spec, error) {
 			return nil, err
 		}
 	}
-	return sp, sp.check()
-}
-
-// ReadSpecFile reads a cluster file: "key = value" lines, # comments.
-// A missing file is (nil, nil).
-func ReadSpecFile(path string) (*Spec, error) {
-	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	if err := sp.check(); err != nil {
+		return nil, err
+	}
+	if sp.Kind == "none" {
 		return nil, nil
 	}
+	return sp, nil
+}
+
+// ReadSpecFile reads a cluster file: "key = value" lines with the same
+// keys as a RIGHTSIZE_CLUSTER setting, the batch type as "kind", blank
+// lines and # comments. A missing file returns ErrNotExist (wrapped);
+// "kind = none" returns a nil Spec and no error.
+func ReadSpecFile(path string) (*Spec, error) {
+	b, err := os.ReadFile(path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster file: %w", err)
 	}
 	sp := &Spec{}
 	sc := bufio.NewScanner(strings.NewReader(string(b)))
@@ -176,14 +189,14 @@ func ReadSpecFile(path string) (*Spec, error) {
 			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
 		}
 	}
-	if sp.Kind == "none" {
-		return nil, nil
-	}
 	if sp.Kind == "" {
 		return nil, fmt.Errorf("%s: no kind = line (wq, slurm, sge, condor, local or none)", path)
 	}
 	if err := sp.check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if sp.Kind == "none" {
+		return nil, nil
 	}
 	return sp, nil
 }
@@ -235,6 +248,8 @@ func (sp *Spec) set(key, value string) error {
 
 func (sp *Spec) check() error {
 	switch {
+	case sp.Kind == "none" && *sp != Spec{Kind: "none"}:
+		return errors.New("none takes no settings")
 	case sp.Port > 65535:
 		return fmt.Errorf("port=%d: not a port", sp.Port)
 	case sp.Delay > 0 && sp.Kind != "local":
@@ -247,6 +262,9 @@ func (sp *Spec) check() error {
 // environment, or the file. A named cluster whose kind is o.Kind lends it
 // its settings. A nil spec with found true means "none".
 func named(o Options) (sp *Spec, how string, found bool, err error) {
+	if o.Kind != "" && !slices.Contains(kinds, o.Kind) {
+		return nil, "", false, fmt.Errorf("unknown batch type %q (known: %s)", o.Kind, strings.Join(kinds, ", "))
+	}
 	var env, file *Spec
 	envHow, fileHow := EnvVar, ""
 	if v := strings.TrimSpace(o.getenv(EnvVar)); v != "" {
@@ -258,8 +276,14 @@ func named(o Options) (sp *Spec, how string, found bool, err error) {
 		}
 	} else if dir := o.configDir(); dir != "" {
 		path := filepath.Join(dir, "cluster")
-		if file, err = ReadSpecFile(path); err != nil {
+		file, err = ReadSpecFile(path)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			err = nil // no file: nothing named there
+		case err != nil:
 			return nil, "", false, err
+		case file == nil && o.Kind == "":
+			return nil, path, true, nil // kind = none
 		}
 		fileHow = path
 	}
@@ -283,7 +307,11 @@ func named(o Options) (sp *Spec, how string, found bool, err error) {
 }
 
 // Find returns the cluster the user has, measured, or nil (and no error)
-// if there is none.
+// if there is none. It fails when the user's setting is wrong, and when a
+// probe job on a batch system forced by o.Kind fails (the run would fail
+// there too); a probe that fails on a cluster only named or detected
+// leaves the dispatch latency as it was (cached or assumed), since this
+// machine may still do the work.
 func Find(ctx context.Context, o Options) (*place.Cluster, error) {
 	sp, how, found, err := named(o)
 	if err != nil {
@@ -306,8 +334,8 @@ func Find(ctx context.Context, o Options) (*place.Cluster, error) {
 	if err := measureDispatch(ctx, o, sp, how, c); err != nil {
 		return nil, err
 	}
-	c.Bandwidth = place.Value{V: place.DefaultBandwidth}
 	m := readCache(o)[sp.Kind]
+	c.Bandwidth = place.Value{V: place.DefaultBandwidth}
 	if m.Bandwidth > 0 {
 		c.Bandwidth = place.Value{V: m.Bandwidth, Source: "measured in a run", Measured: m.BandwidthAt}
 	}
@@ -318,48 +346,73 @@ func Find(ctx context.Context, o Options) (*place.Cluster, error) {
 	return c, nil
 }
 
-// commandTimeout bounds each listing command of a batch system: one that
-// does not answer by then is taken as absent.
+// commandTimeout bounds each listing command of a batch system and each
+// catalog query: one that does not answer by then is taken as absent, so
+// that looking for a cluster never holds a run up for long.
 const commandTimeout = 5 * time.Second
 
-// detect looks for a batch system that answers, then for the Work Queue
-// project's masters in the catalog.
+// detect looks for a batch system that answers with at least one host,
+// then for the Work Queue project's masters in the catalog.
 func detect(ctx context.Context, o Options) (*Spec, string) {
 	for _, k := range []struct{ kind, cmd string }{{"slurm", "sinfo"}, {"sge", "qstat"}, {"condor", "condor_status"}} {
+		// LookPath first: with nothing installed, detection costs no
+		// process at all.
 		if _, err := lookPath(o.Bin, k.cmd); err != nil {
 			continue
 		}
-		if h, _, err := listWidth(ctx, o.Bin, k.kind); err == nil && h > 0 {
+		if w, err := listWidth(ctx, o.Bin, k.kind); err == nil && w.Hosts > 0 {
 			return &Spec{Kind: k.kind}, "detected: " + k.cmd + " answers"
 		}
 	}
 	if o.Project != "" {
-		if n, err := catalogWorkers(ctx, o, o.Project); err == nil && n >= 0 {
+		if _, err := catalogWidth(ctx, catalogs(o, nil), o.Project); err == nil {
 			return &Spec{Kind: "wq", Project: o.Project}, "detected: the catalog lists project " + o.Project
 		}
 	}
 	return nil, ""
 }
 
+// catalogs returns the catalog servers to ask: the caller's, else the
+// one the user's setting names, else $CATALOG_HOST's or localhost's.
+func catalogs(o Options, sp *Spec) []string {
+	switch {
+	case o.Catalogs != nil:
+		return o.Catalogs
+	case sp != nil && sp.Catalog != "":
+		return []string{sp.Catalog}
+	}
+	return catalog.DefaultAddrs()
+}
+
 // measureWidth fills c's hosts and cores per host: the user's figures,
 // else the batch system's listing, else assumed.
 func measureWidth(ctx context.Context, o Options, sp *Spec, how string, c *place.Cluster) {
-	var hosts, cores float64
+	var w span
 	var src string
 	switch sp.Kind {
 	case "local":
-		hosts, cores, src = float64(runtime.NumCPU()), 1, "this machine's CPUs, a slot each"
+		w, src = span{Hosts: runtime.NumCPU(), Cores: 1}, "this machine's CPUs, a slot each"
 	case "wq":
-		if n, err := catalogWorkers(ctx, o, sp.Project); err == nil && n > 0 {
-			hosts, cores, src = float64(n), 1, "the catalog: workers of project "+sp.Project
+		if sp.Project != "" {
+			if cw, err := catalogWidth(ctx, catalogs(o, sp), sp.Project); err == nil {
+				w, src = cw.span, cw.Source
+			}
 		}
 	default:
-		if h, k, err := listWidth(ctx, o.Bin, sp.Kind); err == nil {
-			hosts, cores, src = float64(h), float64(k), listCommand[sp.Kind]
+		if lw, err := listWidth(ctx, o.Bin, sp.Kind); err == nil {
+			w, src = lw, listCommand[sp.Kind]
+			if w.Busy {
+				src += ": no free cores now; every responding host"
+			}
 		}
 	}
-	c.Hosts = place.Value{V: hosts, Source: src}
-	c.CoresPerHost = place.Value{V: max(cores, 1), Source: src}
+	c.Hosts = place.Value{V: float64(w.Hosts), Source: src}
+	c.CoresPerHost = place.Value{V: float64(max(w.Cores, 1)), Source: src}
+	if w.Cores == 0 {
+		// A listing that counts no cores (a project with no workers)
+		// says nothing about them: one each is assumed.
+		c.CoresPerHost.Source = ""
+	}
 	if sp.Hosts > 0 {
 		c.Hosts = place.Value{V: float64(sp.Hosts), Source: how}
 	}

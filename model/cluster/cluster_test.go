@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/model/place"
 )
 
 func TestParseSpec(t *testing.T) {
@@ -18,13 +21,19 @@ func TestParseSpec(t *testing.T) {
 		err  string
 	}{
 		{in: "slurm", want: &Spec{Kind: "slurm"}},
-		{in: "wq project=blast hosts=8 port=9200", want: &Spec{Kind: "wq", Project: "blast", Hosts: 8, Port: 9200}},
+		{in: "  sge  ", want: &Spec{Kind: "sge"}},
+		{in: "slurm cores=4", want: &Spec{Kind: "slurm", Cores: 4}},
+		{in: "wq project=blast hosts=8 port=9123", want: &Spec{Kind: "wq", Project: "blast", Hosts: 8, Port: 9123}},
+		{in: "wq project=blast catalog=cat.example.org:9097", want: &Spec{Kind: "wq", Project: "blast", Catalog: "cat.example.org:9097"}},
+		{in: "condor dispatch=45.5", want: &Spec{Kind: "condor", Dispatch: 45.5}},
 		{in: "local hosts=16 cores=1 delay=0.5 dispatch=0.5", want: &Spec{Kind: "local", Hosts: 16, Cores: 1, Delay: 0.5, Dispatch: 0.5}},
 		{in: "none", want: nil},
 		{in: "", err: "empty"},
 		{in: "pbs", err: `unknown batch type "pbs"`},
+		{in: "none hosts=2", err: "none takes no settings"},
 		{in: "slurm hosts", err: "want key=value"},
 		{in: "slurm hosts=-1", err: "at least 0"},
+		{in: "slurm hosts=many", err: "want a number"},
 		{in: "slurm cores=1.5", err: "whole number"},
 		{in: "slurm colour=red", err: `unknown setting "colour"`},
 		{in: "slurm delay=1", err: "kind local only"},
@@ -46,26 +55,30 @@ func TestParseSpec(t *testing.T) {
 
 func TestReadSpecFile(t *testing.T) {
 	dir := t.TempDir()
+	path := filepath.Join(dir, "cluster")
 	for _, tc := range []struct {
 		text string
 		want *Spec
-		err  string
+		err  string // the whole message after path
 	}{
 		{text: "# my cluster\nkind = sge\n\ncores = 4  # per node\n", want: &Spec{Kind: "sge", Cores: 4}},
+		{text: "kind=wq\nproject = blast\nport = 9123\nhosts = 8\n", want: &Spec{Kind: "wq", Project: "blast", Port: 9123, Hosts: 8}},
 		{text: "kind = none\n", want: nil},
-		{text: "kind = slurm\nhosts 4\n", err: "cluster:2: \"hosts 4\": want key = value"},
-		{text: "kind = slurm\nspeed = 3\n", err: "cluster:2: unknown setting"},
-		{text: "hosts = 3\n", err: "no kind = line"},
+		{text: "kind = slurm\nhosts 4\n", err: `:2: "hosts 4": want key = value`},
+		{text: "kind = slurm\n\n# speed\nspeed = 3\n", err: `:4: unknown setting "speed" (known: project, port, catalog, hosts, cores, dispatch, delay)`},
+		{text: "kind = pbs\n", err: `:1: unknown batch type "pbs" (known: wq, slurm, sge, condor, local, or none)`},
+		{text: "kind = slurm\ncores = four\n", err: ":2: cores=four: want a number, at least 0"},
+		{text: "hosts = 3\n", err: ": no kind = line (wq, slurm, sge, condor, local or none)"},
+		{text: "kind = none\nhosts = 3\n", err: ": none takes no settings"},
 	} {
-		path := filepath.Join(dir, "cluster")
 		if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		got, err := ReadSpecFile(path)
 		switch {
 		case tc.err != "":
-			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%q: %+v, %v; want an error with %q", tc.text, got, err, tc.err)
+			if err == nil || err.Error() != path+tc.err {
+				t.Errorf("%q: %+v, %v; want the error %s%s", tc.text, got, err, path, tc.err)
 			}
 		case err != nil:
 			t.Errorf("%q: %v", tc.text, err)
@@ -73,14 +86,15 @@ func TestReadSpecFile(t *testing.T) {
 			t.Errorf("%q: %+v, want %+v", tc.text, got, tc.want)
 		}
 	}
-	if sp, err := ReadSpecFile(filepath.Join(dir, "missing")); sp != nil || err != nil {
-		t.Errorf("missing file: %+v, %v; want nothing", sp, err)
+	if sp, err := ReadSpecFile(filepath.Join(dir, "missing")); sp != nil || !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("missing file: %+v, %v; want ErrNotExist", sp, err)
 	}
 }
 
 // options returns Options that see only env, the config file text (if
-// any) and an empty PATH of batch systems.
-func options(t *testing.T, env map[string]string, file string) Options {
+// any), the batch system commands in bin (none if ""), no catalog, and a
+// cache of their own.
+func options(t *testing.T, env map[string]string, file, bin string) Options {
 	t.Helper()
 	cfg := t.TempDir()
 	if file != "" {
@@ -88,37 +102,89 @@ func options(t *testing.T, env map[string]string, file string) Options {
 			t.Fatal(err)
 		}
 	}
+	if bin == "" {
+		bin = t.TempDir() // no sinfo, qstat or condor_status here
+	}
 	return Options{
 		Env:       func(k string) string { return env[k] },
 		ConfigDir: cfg, CacheDir: t.TempDir(),
-		Bin:      t.TempDir(), // no sinfo, qstat or condor_status here
+		Bin:      bin,
 		Catalogs: []string{},
 	}
 }
 
+// fakeBin returns a directory of batch system commands, each a script
+// printing its text (or failing, for text "FAIL").
+func fakeBin(t *testing.T, cmds map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, text := range cmds {
+		body := "cat <<'EOF'\n" + text + "EOF"
+		if text == "FAIL" {
+			body = "echo 'error: cannot reach the controller' >&2; exit 1"
+		}
+		testutil.WriteScript(t, dir, name, body)
+	}
+	return dir
+}
+
+// Listings captured on the test machine (scripts/slurm.sh, scripts/sge.sh).
+const (
+	sinfoSample   = "vm 0/2/0/2\n"
+	qstatGCSample = `CLUSTER QUEUE                   CQLOAD   USED    RES  AVAIL  TOTAL aoACDS  cdsuE  
+--------------------------------------------------------------------------------
+all.q                             2.11      0      0      2      2      0      0 
+`
+	testOnlySample = "sbatch: Job 270 to start at 2026-11-25T01:16:57 using 1 processors on nodes vm in partition debug\n"
+)
+
 func TestFindPrecedence(t *testing.T) {
 	ctx := context.Background()
+	slurmBin := map[string]string{"sinfo": sinfoSample}
 	for _, tc := range []struct {
 		name      string
 		kind      string
 		env, file string
-		want      string // kind, or "" for none
-		named     string
+		bin       map[string]string // fake batch commands
+		want      string            // kind, or "" for none
+		named     string            // a prefix of Named ("FILE" for the file's path)
 		hosts     float64
+		err       string
 	}{
 		{name: "nothing", want: ""},
 		{name: "env", env: "sge hosts=3", want: "sge", named: EnvVar, hosts: 3},
-		{name: "file", file: "kind = condor\nhosts = 5\n", want: "condor", named: "cluster", hosts: 5},
+		{name: "file", file: "kind = condor\nhosts = 5\n", want: "condor", named: "FILE", hosts: 5},
 		{name: "env over file", env: "slurm hosts=2", file: "kind = condor\n", want: "slurm", named: EnvVar, hosts: 2},
-		{name: "none stops detection", env: "none", file: "kind = condor\n", want: ""},
+		{name: "env over detection", env: "condor hosts=2", bin: slurmBin, want: "condor", named: EnvVar, hosts: 2},
+		{name: "file over detection", file: "kind = sge\n", bin: slurmBin, want: "sge", named: "FILE"},
+		{name: "env none stops detection", env: "none", file: "kind = condor\n", bin: slurmBin, want: ""},
+		{name: "file none stops detection", file: "kind = none\n", bin: slurmBin, want: ""},
 		{name: "-T over env", kind: "sge", env: "slurm hosts=2", want: "sge", named: "-T", hosts: 0},
+		{name: "-T over file", kind: "condor", file: "kind = sge\n", want: "condor", named: "-T"},
 		{name: "-T with env's settings", kind: "slurm", env: "slurm hosts=2", want: "slurm", named: "-T, with the settings of " + EnvVar, hosts: 2},
 		{name: "-T despite none", kind: "local", env: "none", want: "local", named: "-T"},
+		{name: "-T despite file none", kind: "local", file: "kind = none\n", want: "local", named: "-T"},
+		{name: "detected", bin: slurmBin, want: "slurm", named: "detected: sinfo answers", hosts: 1},
+		{name: "bad -T", kind: "pbs", err: `unknown batch type "pbs" (known: wq, slurm, sge, condor, local)`},
+		{name: "bad env", env: "slurm nodes=3", err: `RIGHTSIZE_CLUSTER: unknown setting "nodes"`},
+		{name: "bad env despite -T", kind: "slurm", env: "pbs", err: `RIGHTSIZE_CLUSTER: unknown batch type "pbs"`},
+		{name: "bad file", file: "kind = slurm\nnodes: 3\n", err: `cluster:2: "nodes: 3": want key = value`},
+		{name: "bad file unread with env", env: "sge", file: "nonsense\n", want: "sge", named: EnvVar},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			o := options(t, map[string]string{EnvVar: tc.env}, tc.file)
+			bin := ""
+			if tc.bin != nil {
+				bin = fakeBin(t, tc.bin)
+			}
+			o := options(t, map[string]string{EnvVar: tc.env}, tc.file, bin)
 			o.Kind = tc.kind
 			c, err := Find(ctx, o)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("found %+v, %v; want an error with %q", c, err, tc.err)
+				}
+				return
+			}
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -128,124 +194,284 @@ func TestFindPrecedence(t *testing.T) {
 				}
 				return
 			}
-			if c == nil || c.Kind != tc.want || !strings.Contains(c.Named, tc.named) {
-				t.Fatalf("found %+v, want %s named by %q", c, tc.want, tc.named)
+			named := tc.named
+			if named == "FILE" {
+				named = filepath.Join(o.ConfigDir, "cluster")
+			}
+			if c == nil || c.Kind != tc.want || !strings.HasPrefix(c.Named, named) {
+				t.Fatalf("found %+v, want %s named by %q", c, tc.want, named)
 			}
 			if tc.hosts > 0 && (c.Hosts.V != tc.hosts || c.Hosts.Assumed()) {
-				t.Errorf("hosts %+v, want %v from the setting", c.Hosts, tc.hosts)
+				t.Errorf("hosts %+v, want %v measured or set", c.Hosts, tc.hosts)
 			}
-			if tc.kind == "" && c.Dispatch.Source != "" {
+			if c.Dispatch.Source != "" {
 				t.Errorf("dispatch %+v measured without Probe", c.Dispatch)
 			}
 		})
 	}
 }
 
+func TestDetect(t *testing.T) {
+	condorStatus := "2 Unclaimed\n2 Claimed\n4 Unclaimed\n"
+	for _, tc := range []struct {
+		name  string
+		bin   map[string]string
+		want  string // kind, "" for none
+		named string
+		hosts float64
+		cores float64
+		src   string // Hosts.Source
+	}{
+		{name: "nothing installed"},
+		{name: "slurm", bin: map[string]string{"sinfo": sinfoSample, "qstat": qstatGCSample},
+			want: "slurm", named: "detected: sinfo answers", hosts: 1, cores: 2, src: "sinfo"},
+		{name: "slurm busy", bin: map[string]string{"sinfo": "a 4/0/0/4\nb 8/0/0/8\nc 2/0/0/2\n"},
+			want: "slurm", named: "detected: sinfo answers", hosts: 3, cores: 4, src: "sinfo: no free cores now; every responding host"},
+		{name: "slurm down, sge", bin: map[string]string{"sinfo": "FAIL", "qstat": qstatGCSample},
+			want: "sge", named: "detected: qstat answers", hosts: 2, cores: 1, src: "qstat -g c"},
+		{name: "slurm without nodes, condor", bin: map[string]string{"sinfo": "", "condor_status": condorStatus},
+			want: "condor", named: "detected: condor_status answers", hosts: 2, cores: 2, src: "condor_status"},
+		{name: "all fail", bin: map[string]string{"sinfo": "FAIL", "qstat": "FAIL", "condor_status": "FAIL"}},
+		{name: "a qstat of another kind", bin: map[string]string{"qstat": "Job id  Name  User\n"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(t, nil, "", fakeBin(t, tc.bin))
+			c, err := Find(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.want == "" {
+				if c != nil {
+					t.Fatalf("found %+v, want none", c)
+				}
+				return
+			}
+			if c == nil || c.Kind != tc.want || c.Named != tc.named {
+				t.Fatalf("found %+v, want %s named %q", c, tc.want, tc.named)
+			}
+			if c.Hosts != (place.Value{V: tc.hosts, Source: tc.src}) || c.CoresPerHost != (place.Value{V: tc.cores, Source: tc.src}) {
+				t.Errorf("width %+v × %+v, want %v × %v from %q", c.Hosts, c.CoresPerHost, tc.hosts, tc.cores, tc.src)
+			}
+		})
+	}
+}
+
+// TestSpecOverridesListing: the user's hosts and cores win over the
+// batch system's listing, and say so.
+func TestSpecOverridesListing(t *testing.T) {
+	o := options(t, map[string]string{EnvVar: "slurm cores=16"}, "", fakeBin(t, map[string]string{"sinfo": sinfoSample}))
+	c, err := Find(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Hosts != (place.Value{V: 1, Source: "sinfo"}) || c.CoresPerHost != (place.Value{V: 16, Source: EnvVar}) {
+		t.Errorf("width %+v × %+v, want 1 host from sinfo × 16 cores from %s", c.Hosts, c.CoresPerHost, EnvVar)
+	}
+}
+
 func TestParseListings(t *testing.T) {
 	for _, tc := range []struct {
-		name         string
-		parse        func(string) (int, int, error)
-		out          string
-		hosts, cores int
-		err          string
+		name  string
+		parse func(string) (span, error)
+		out   string
+		want  span
+		err   string
 	}{
-		{"sinfo", ParseSinfo, "vm 0/2/0/2\n", 1, 2, ""},
-		{"sinfo busy and partitions", ParseSinfo, "a 4/0/0/4\nb 1/3/0/4\nb 1/3/0/4\nc 0/8/0/8\nd 0/4/0/4\n", 3, 4, ""},
-		{"sinfo empty", ParseSinfo, "", 0, 0, "no nodes"},
-		{"sinfo garbage", ParseSinfo, "vm 2\n", 0, 0, "want NODE A/I/O/T"},
-		{"qstat -g c", ParseQstatGC, `CLUSTER QUEUE                   CQLOAD   USED    RES  AVAIL  TOTAL aoACDS  cdsuE  
+		{"sinfo", parseSinfo, sinfoSample, span{Hosts: 1, Cores: 2}, ""},
+		{"sinfo busy and partitions", parseSinfo, "a 4/0/0/4\nb 1/3/0/4\nb 1/3/0/4\nc 0/8/0/8\nd 0/4/0/4\n", span{Hosts: 3, Cores: 4}, ""},
+		{"sinfo down and drained", parseSinfo, "a 0/0/4/4\nb 0/2/0/2\nc 2/0/2/4\n", span{Hosts: 1, Cores: 2}, ""},
+		{"sinfo all busy", parseSinfo, "a 4/0/0/4\nb 8/0/0/8\nc 0/0/4/4\n", span{Hosts: 2, Cores: 4, Busy: true}, ""},
+		{"sinfo all down", parseSinfo, "a 0/0/4/4\n", span{Busy: true}, ""},
+		{"sinfo empty", parseSinfo, "", span{}, "no nodes"},
+		{"sinfo garbage", parseSinfo, "vm 2\n", span{}, "want NODE A/I/O/T"},
+		{"sinfo not numbers", parseSinfo, "vm a/b/c/d\n", span{}, "want NODE A/I/O/T"},
+		{"qstat -g c", parseQstatGC, qstatGCSample, span{Hosts: 2, Cores: 1}, ""},
+		{"qstat -g c queues", parseQstatGC, `CLUSTER QUEUE                   CQLOAD   USED    RES  AVAIL  TOTAL aoACDS  cdsuE  
 --------------------------------------------------------------------------------
 all.q                             0.04      0      0      2      2      0      0 
-long.q                            0.50      6      0      10     16      0      0 
-`, 12, 1, ""},
-		{"qstat -g c garbage", ParseQstatGC, "error: no qmaster\n", 0, 0, "header"},
-		{"condor_status", ParseCondorStatus, "1 Unclaimed\n1 Claimed\n4 Unclaimed\n2 Unclaimed\n", 3, 2, ""},
-		{"condor_status empty", ParseCondorStatus, "\n", 0, 0, "no slots"},
+long.q                            0.50      6      0     10     16      0      0 
+`, span{Hosts: 12, Cores: 1}, ""},
+		{"qstat -g c without RES, full", parseQstatGC, `CLUSTER QUEUE                   CQLOAD   USED  AVAIL  TOTAL aoACDS  cdsuE  
+--------------------------------------------------------------------------------
+all.q                             1.00      8      0      8      0      0 
+`, span{Hosts: 8, Cores: 1, Busy: true}, ""},
+		{"qstat -g c no qmaster", parseQstatGC, "error: unable to contact qmaster\n", span{}, "header"},
+		{"qstat -g c no queues", parseQstatGC, "CLUSTER QUEUE CQLOAD USED RES AVAIL TOTAL aoACDS cdsuE\n----\n", span{}, "no queues"},
+		{"qstat -g c short line", parseQstatGC, "CLUSTER QUEUE CQLOAD USED RES AVAIL TOTAL aoACDS cdsuE\nall.q 0.1 0\n", span{}, "no AVAIL"},
+		{"condor_status", parseCondorStatus, "1 Unclaimed\n1 Claimed\n4 Unclaimed\n2 Unclaimed\n2 Owner\n", span{Hosts: 3, Cores: 2}, ""},
+		{"condor_status all claimed", parseCondorStatus, "8 Claimed\n8 Claimed\n1 Owner\n", span{Hosts: 2, Cores: 8, Busy: true}, ""},
+		{"condor_status empty", parseCondorStatus, "\n", span{}, "no slots"},
+		{"condor_status garbage", parseCondorStatus, "Cpus = 4\n", span{}, "want CPUS STATE"},
 	} {
-		h, c, err := tc.parse(tc.out)
+		got, err := tc.parse(tc.out)
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
-				t.Errorf("%s: %d %d %v, want error %q", tc.name, h, c, err, tc.err)
+				t.Errorf("%s: %+v, %v; want error %q", tc.name, got, err, tc.err)
 			}
 			continue
 		}
-		if err != nil || h != tc.hosts || c != tc.cores {
-			t.Errorf("%s: %d hosts × %d cores, %v; want %d × %d", tc.name, h, c, err, tc.hosts, tc.cores)
+		if err != nil || got != tc.want {
+			t.Errorf("%s: %+v, %v; want %+v", tc.name, got, err, tc.want)
 		}
 	}
 }
 
 func TestParseTestOnly(t *testing.T) {
 	loc := time.FixedZone("here", 3600)
-	got, err := ParseTestOnly("sbatch: Job 36 to start at 2026-11-25T00:15:51 using 1 processors on nodes vm in partition debug\n", loc)
-	if want := time.Date(2026, 11, 25, 0, 15, 51, 0, loc); err != nil || !got.Equal(want) {
-		t.Errorf("got %v, %v; want %v", got, err, want)
-	}
-	if _, err := ParseTestOnly("sbatch: error: invalid partition specified\n", loc); err == nil {
-		t.Error("an error message parsed as a start time")
+	for _, tc := range []struct {
+		out  string
+		want time.Time
+		err  string
+	}{
+		{out: testOnlySample, want: time.Date(2026, 11, 25, 1, 16, 57, 0, loc)},
+		{out: "sbatch: Job 36 to start at 2026-11-24T10:00:00 using 4 processors on nodes n[1-2] in partition batch", want: time.Date(2026, 11, 24, 10, 0, 0, 0, loc)},
+		{out: "sbatch: error: invalid partition specified: foo\n", err: "no start time"},
+		{out: "sbatch: Job 1 to start at soon using 1 processors\n", err: `cannot parse "soon"`},
+	} {
+		got, err := parseTestOnly(tc.out, loc)
+		switch {
+		case tc.err != "":
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: %v, %v; want an error with %q", tc.out, got, err, tc.err)
+			}
+		case err != nil || !got.Equal(tc.want):
+			t.Errorf("%q: %v, %v; want %v", tc.out, got, err, tc.want)
+		}
 	}
 }
 
 func TestDispatchCache(t *testing.T) {
 	ctx := context.Background()
 	base := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-	now := base
-	o := options(t, map[string]string{EnvVar: "local hosts=4 delay=0.05"}, "")
-	o.Now = func() time.Time { return now }
+	for _, tc := range []struct {
+		name    string
+		cache   string        // cluster.json, "" for none
+		age     time.Duration // how long after base Find runs
+		probe   bool
+		v       float64 // want; -1 for a probe's (any positive)
+		source  string
+		describ string // want Dispatch.Describe(now)
+	}{
+		{name: "nothing, no probe", v: assumedDispatch["local"], describ: "assumed: nothing measured yet"},
+		{name: "nothing, probe", probe: true, v: -1, source: "probe job", describ: "probe job"},
+		{name: "fresh probe", cache: `{"local": {"dispatch_s": 0.3, "dispatch_at": "2026-11-24T12:00:00Z", "dispatch_by": "probe job"}}`,
+			age: 20 * time.Minute, probe: true, v: 0.3, source: "probe job", describ: "probe job, 20 min old"},
+		{name: "fresh run", cache: `{"local": {"dispatch_s": 0.4, "dispatch_at": "2026-11-24T12:00:00Z", "dispatch_by": "measured in a run"}}`,
+			age: 59 * time.Minute, v: 0.4, source: "measured in a run", describ: "measured in a run, 59 min old"},
+		{name: "stale, no probe", cache: `{"local": {"dispatch_s": 0.3, "dispatch_at": "2026-11-24T12:00:00Z", "dispatch_by": "probe job"}}`,
+			age: 3 * time.Hour, v: 0.3, source: "probe job", describ: "probe job, 3 h old"},
+		{name: "stale, probe", cache: `{"local": {"dispatch_s": 0.3, "dispatch_at": "2026-11-24T12:00:00Z", "dispatch_by": "probe job"}}`,
+			age: time.Hour, probe: true, v: -1, source: "probe job", describ: "probe job"},
+		{name: "other kind's", cache: `{"slurm": {"dispatch_s": 0.3, "dispatch_at": "2026-11-24T12:00:00Z", "dispatch_by": "probe job"}}`,
+			v: assumedDispatch["local"], describ: "assumed: nothing measured yet"},
+		{name: "corrupt", cache: `{"local": {"dispatch_s": 0.3, "dispatch_at": "yesterday"`, v: assumedDispatch["local"], describ: "assumed: nothing measured yet"},
+		{name: "corrupt, probe", cache: "\x00\x01", probe: true, v: -1, source: "probe job", describ: "probe job"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(t, map[string]string{EnvVar: "local hosts=4"}, "", "")
+			now := base.Add(tc.age)
+			o.Now = func() time.Time { return now }
+			o.Probe = tc.probe
+			if tc.cache != "" {
+				if err := os.WriteFile(filepath.Join(o.CacheDir, "cluster.json"), []byte(tc.cache), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := Find(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := c.Dispatch
+			if tc.v >= 0 && d.V != tc.v || tc.v < 0 && !(d.V > 0) || d.Source != tc.source || d.Describe(now) != tc.describ {
+				t.Errorf("dispatch %+v (%s), want %v from %q (%s)", d, d.Describe(now), tc.v, tc.source, tc.describ)
+			}
+			if tc.v >= 0 {
+				return
+			}
+			// A probe's figure is kept, and used for the next hour.
+			now = now.Add(30 * time.Minute)
+			o.Probe = false
+			if c, err = Find(ctx, o); err != nil {
+				t.Fatal(err)
+			}
+			if c.Dispatch.V != d.V || c.Dispatch.Describe(now) != "probe job, 30 min old" {
+				t.Errorf("after the probe: %+v (%s), want the probe's %v, 30 min old", c.Dispatch, c.Dispatch.Describe(now), d.V)
+			}
+		})
+	}
+}
 
-	// Nothing measured, no probe: assumed.
-	c, err := Find(ctx, o)
+func TestSave(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	o := options(t, map[string]string{EnvVar: "slurm"}, "", "")
+	o.Now = func() time.Time { return now }
+	// A stale probe of slurm, to be replaced; sge's entry stays.
+	if err := os.WriteFile(filepath.Join(o.CacheDir, "cluster.json"),
+		[]byte(`{"slurm": {"dispatch_s": 9, "submit_s": 0.5, "dispatch_at": "2026-11-20T12:00:00Z", "dispatch_by": "probe job"},
+		"sge": {"dispatch_s": 7, "dispatch_at": "2026-11-24T11:00:00Z", "dispatch_by": "probe job"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range []error{
+		SaveDispatch(o, "slurm", 1.5),
+		SaveBandwidth(o, "slurm", 50e6),
+		SaveJobCost(o, "slurm", 0.2),
+	} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	now = now.Add(10 * time.Minute)
+	c, err := Find(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !c.Dispatch.Assumed() || c.Dispatch.V != assumedDispatch["local"] {
-		t.Errorf("dispatch without measurement: %+v, want assumed %v", c.Dispatch, assumedDispatch["local"])
+	for _, v := range []struct {
+		name string
+		got  place.Value
+		want float64
+	}{{"dispatch", c.Dispatch, 1.5}, {"bandwidth", c.Bandwidth, 50e6}, {"job cost", c.JobCost, 0.2}} {
+		if v.got.V != v.want || v.got.Describe(now) != "measured in a run, 10 min old" {
+			t.Errorf("%s: %+v (%s), want %v measured in a run, 10 min old", v.name, v.got, v.got.Describe(now), v.want)
+		}
 	}
-	// A probe: a real job through the local driver, held 50 ms.
+	if !c.Submit.Assumed() {
+		t.Errorf("submit %+v: the old probe's figure outlived its dispatch", c.Submit)
+	}
+	if m := readCache(o)["sge"]; m.Dispatch != 7 {
+		t.Errorf("sge's entry became %+v", m)
+	}
+	// Nothing measured: bandwidth and job cost are assumed.
+	o2 := options(t, map[string]string{EnvVar: "sge"}, "", "")
+	if c, err = Find(context.Background(), o2); err != nil {
+		t.Fatal(err)
+	}
+	if c.Bandwidth != (place.Value{V: place.DefaultBandwidth}) || c.JobCost != (place.Value{V: assumedJobCost}) {
+		t.Errorf("nothing measured: bandwidth %+v, job cost %+v; want assumed", c.Bandwidth, c.JobCost)
+	}
+	// The cache's directory is created, and nothing else is left in it.
+	o3 := o2
+	o3.CacheDir = filepath.Join(t.TempDir(), "a", "b")
+	if err := SaveBandwidth(o3, "sge", 1e6); err != nil {
+		t.Fatal(err)
+	}
+	if ents, err := os.ReadDir(o3.CacheDir); err != nil || len(ents) != 1 || ents[0].Name() != "cluster.json" {
+		t.Errorf("cache directory: %v, %v; want cluster.json alone", ents, err)
+	}
+}
+
+// TestProbeFails: a probe that cannot run fails Find for a batch system
+// forced by -T, and leaves the assumed figure for one only named.
+func TestProbeFails(t *testing.T) {
+	// No condor_submit in the empty Bin: the driver cannot open.
+	o := options(t, map[string]string{EnvVar: "condor"}, "", "")
 	o.Probe = true
-	if c, err = Find(ctx, o); err != nil {
-		t.Fatal(err)
+	c, err := Find(context.Background(), o)
+	if err != nil || !c.Dispatch.Assumed() || c.Dispatch.V != assumedDispatch["condor"] {
+		t.Errorf("named: %+v, %v; want the assumed dispatch", c, err)
 	}
-	if c.Dispatch.Source != "probe job" || c.Dispatch.V < 0.05 {
-		t.Errorf("probed dispatch: %+v, want at least the 50 ms delay", c.Dispatch)
-	}
-	probed := c.Dispatch.V
-	// Twenty minutes on, the cache answers, with its age.
-	now = base.Add(20 * time.Minute)
-	if c, err = Find(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	if c.Dispatch.V != probed || !strings.Contains(c.Dispatch.Describe(now), "probe job, 20 min old") {
-		t.Errorf("cached dispatch: %+v (%s), want %v from the probe, 20 min old", c.Dispatch, c.Dispatch.Describe(now), probed)
-	}
-	// Three hours on, without probes, the stale figure still serves.
-	now = base.Add(3 * time.Hour)
-	o.Probe = false
-	if c, err = Find(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	if c.Dispatch.V != probed || !strings.Contains(c.Dispatch.Describe(now), "3 h old") {
-		t.Errorf("stale dispatch: %s, want the old probe's", c.Dispatch.Describe(now))
-	}
-	// A run's own measurement replaces it; bandwidth likewise.
-	if err := SaveDispatch(o, "local", 0.25); err != nil {
-		t.Fatal(err)
-	}
-	if err := SaveBandwidth(o, "local", 50e6); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = Find(ctx, o); err != nil {
-		t.Fatal(err)
-	}
-	if c.Dispatch.V != 0.25 || c.Dispatch.Source != "measured in a run" || c.Bandwidth.V != 50e6 || c.Bandwidth.Assumed() {
-		t.Errorf("after a run: dispatch %+v, bandwidth %+v", c.Dispatch, c.Bandwidth)
-	}
-	// A damaged cache is ignored.
-	if err := os.WriteFile(filepath.Join(o.CacheDir, "cluster.json"), []byte("{not json"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if c, err = Find(ctx, o); err != nil || !c.Dispatch.Assumed() {
-		t.Errorf("damaged cache: %+v, %v; want assumed values", c, err)
+	o.Kind = "condor"
+	if c, err = Find(context.Background(), o); err == nil || !strings.Contains(err.Error(), "probe job on condor") {
+		t.Errorf("forced: %+v, %v; want the probe's error", c, err)
 	}
 }
 
@@ -255,24 +481,36 @@ func TestFindRealBatchSystems(t *testing.T) {
 	for _, tc := range []struct{ kind, listing string }{{"slurm", "sinfo"}, {"sge", "qstat -g c"}} {
 		t.Run(tc.kind, func(t *testing.T) {
 			testutil.NeedBatchSystem(t, tc.kind)
-			o := Options{Probe: true, CacheDir: t.TempDir(), ConfigDir: t.TempDir(), Env: func(string) string { return "" }}
-			// Detected with nothing named, and measured.
+			o := Options{Probe: true, CacheDir: t.TempDir(), ConfigDir: t.TempDir(), Env: func(string) string { return "" }, Catalogs: []string{}}
+			// Detected with nothing named, without probing.
+			o.Probe = false
 			c, err := Find(context.Background(), o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if c == nil || !strings.HasPrefix(c.Named, "detected: ") {
-				t.Fatalf("detection found %+v, want a batch system that answers", c)
+			if c == nil || !strings.HasPrefix(c.Named, "detected: ") || !c.Dispatch.Assumed() {
+				t.Fatalf("detection found %+v, want a batch system that answers, not probed", c)
 			}
-			o.Kind = tc.kind
+			o.Kind, o.Probe = tc.kind, true
 			if c, err = Find(context.Background(), o); err != nil {
 				t.Fatal(err)
 			}
-			if c.Hosts.V < 1 || c.Hosts.Source != tc.listing || c.CoresPerHost.V < 1 {
+			if c.Kind != tc.kind || c.Named != "-T" {
+				t.Errorf("found %s named %q, want %s named -T", c.Kind, c.Named, tc.kind)
+			}
+			if c.Hosts.V < 1 || !strings.HasPrefix(c.Hosts.Source, tc.listing) || c.CoresPerHost.V < 1 || c.CoresPerHost.Assumed() {
 				t.Errorf("width: %+v × %+v, want at least one host from %s", c.Hosts, c.CoresPerHost, tc.listing)
 			}
 			if c.Dispatch.Source != "probe job" || c.Dispatch.V <= 0 || c.Submit.V <= 0 {
 				t.Errorf("dispatch %+v, submit %+v: want measured by a probe job", c.Dispatch, c.Submit)
+			}
+			// The next Find takes the cached figure rather than probing.
+			d := c.Dispatch
+			if c, err = Find(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			if c.Dispatch.V != d.V || c.Dispatch.Source != d.Source || !c.Dispatch.Measured.Equal(d.Measured) {
+				t.Errorf("second Find: dispatch %+v, want the cached %+v", c.Dispatch, d)
 			}
 		})
 	}

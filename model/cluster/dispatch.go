@@ -1,0 +1,286 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/model/place"
+)
+
+// cached is what cluster.json keeps of one batch type.
+type cached struct {
+	Dispatch    float64   `json:"dispatch_s,omitempty"`
+	Submit      float64   `json:"submit_s,omitempty"`
+	DispatchAt  time.Time `json:"dispatch_at,omitzero"`
+	DispatchBy  string    `json:"dispatch_by,omitempty"` // "probe job", "measured in a run"
+	JobCost     float64   `json:"job_cost_s,omitempty"`
+	JobCostAt   time.Time `json:"job_cost_at,omitzero"`
+	Bandwidth   float64   `json:"bandwidth_bps,omitempty"`
+	BandwidthAt time.Time `json:"bandwidth_at,omitzero"`
+}
+
+// cacheFresh is how long a measured dispatch latency is used before a
+// probe measures it again: queues change over hours.
+const cacheFresh = time.Hour
+
+func cachePath(o Options) string {
+	dir := o.cacheDir()
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "cluster.json")
+}
+
+// readCache reads the cache; a missing or damaged one is empty, since
+// what it holds is only worth re-measuring.
+func readCache(o Options) map[string]cached {
+	m := map[string]cached{}
+	if p := cachePath(o); p != "" {
+		if b, err := os.ReadFile(p); err == nil {
+			if json.Unmarshal(b, &m) != nil {
+				m = map[string]cached{}
+			}
+		}
+	}
+	return m
+}
+
+// updateCache changes the entry of kind. It writes a temporary file and
+// renames it over the cache, so that a reader (another run) sees the old
+// cache or the new one, never half of one.
+func updateCache(o Options, kind string, change func(*cached)) error {
+	p := cachePath(o)
+	if p == "" {
+		return nil
+	}
+	m := readCache(o)
+	e := m[kind]
+	change(&e)
+	m[kind] = e
+	b, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return fmt.Errorf("cluster cache: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return fmt.Errorf("cluster cache: %w", err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(p), ".cluster-*.json")
+	if err != nil {
+		return fmt.Errorf("cluster cache: %w", err)
+	}
+	_, err = tmp.Write(append(b, '\n'))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), p)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("cluster cache: %w", err)
+	}
+	return nil
+}
+
+// SaveDispatch records a dispatch latency (seconds from submitting a job
+// to its start) that a run measured on batch type kind, so that the next
+// Find reports it, "measured in a run", with its age.
+func SaveDispatch(o Options, kind string, seconds float64) error {
+	now := o.now()
+	return updateCache(o, kind, func(e *cached) {
+		e.Dispatch, e.Submit, e.DispatchAt, e.DispatchBy = seconds, 0, now, "measured in a run"
+	})
+}
+
+// SaveJobCost records what a run measured a job to cost on kind's hosts
+// beyond its work (its mean running time less its cells' time).
+func SaveJobCost(o Options, kind string, seconds float64) error {
+	now := o.now()
+	return updateCache(o, kind, func(e *cached) { e.JobCost, e.JobCostAt = seconds, now })
+}
+
+// SaveBandwidth records the bandwidth (bytes per second) a run measured
+// while it sent data to kind's hosts.
+func SaveBandwidth(o Options, kind string, bytesPerSecond float64) error {
+	now := o.now()
+	return updateCache(o, kind, func(e *cached) { e.Bandwidth, e.BandwidthAt = bytesPerSecond, now })
+}
+
+// assumedDispatch are the dispatch latencies taken where nothing was
+// measured, in seconds: a process here, a Work Queue task to a connected
+// worker, a job through each batch system's scheduler.
+var assumedDispatch = map[string]float64{"local": 0.02, "wq": 0.05, "slurm": 2, "sge": 5, "condor": 30}
+
+// assumedJobCost is what a job is taken to cost on its host beyond its
+// work until a run measures it, in seconds: starting the tool's program in
+// sub-problem mode and reading its inputs.
+const assumedJobCost = 0.05
+
+// probeLimit bounds how long a probe job may wait to start: a cluster
+// whose queue holds it longer is measured at that.
+const probeLimit = 2 * time.Minute
+
+// parseTestOnly reads what `sbatch --test-only` says of a job it would
+// submit ("sbatch: Job 36 to start at 2026-11-25T00:15:51 using 1
+// processors on nodes vm in partition debug") and returns when the job
+// would start, in loc (SLURM prints local time).
+func parseTestOnly(out string, loc *time.Location) (time.Time, error) {
+	_, rest, ok := strings.Cut(out, " to start at ")
+	if !ok {
+		return time.Time{}, fmt.Errorf("sbatch --test-only: %q: no start time", strings.TrimSpace(out))
+	}
+	stamp, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
+	t, err := time.ParseInLocation("2006-01-02T15:04:05", stamp, loc)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("sbatch --test-only: %w", err)
+	}
+	return t, nil
+}
+
+// queueWait asks SLURM when a one-core job submitted now would start,
+// without submitting it, and returns the wait.
+func queueWait(ctx context.Context, o Options) (time.Duration, error) {
+	path, err := lookPath(o.Bin, "sbatch")
+	if err != nil {
+		return 0, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, commandTimeout)
+	defer cancel()
+	// It answers on standard error.
+	out, err := exec.CommandContext(ctx, path, "--test-only", "--wrap=true").CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("sbatch --test-only: %w: %s", err, strings.TrimSpace(string(out)))
+	}
+	start, err := parseTestOnly(string(out), time.Local)
+	if err != nil {
+		return 0, err
+	}
+	// SLURM's clock, not o.Now: the prediction is in wall-clock time.
+	return max(time.Until(start), 0), nil
+}
+
+// measureDispatch fills c's dispatch latency and its serial part: the
+// user's figure, a fresh cached one, a probe job's, an older cached one,
+// or the assumed one, in that order. On SLURM, a queue that would hold a
+// job longer than that (sbatch --test-only) sets it instead: the probe
+// measured an emptier queue, or none was run.
+func measureDispatch(ctx context.Context, o Options, sp *Spec, how string, c *place.Cluster) error {
+	if sp.Dispatch > 0 {
+		c.Dispatch = place.Value{V: sp.Dispatch, Source: how}
+		return nil
+	}
+	if err := measureLatency(ctx, o, sp, c); err != nil {
+		return err
+	}
+	if sp.Kind == "slurm" {
+		// sbatch prints whole seconds: a predicted start less than a
+		// second later than the measurement says nothing more.
+		if wait, err := queueWait(ctx, o); err == nil && wait.Seconds() > c.Dispatch.V+1 {
+			c.Dispatch = place.Value{V: wait.Seconds(), Source: "sbatch --test-only: the queue's predicted wait"}
+		}
+	}
+	return nil
+}
+
+// measureLatency is measureDispatch without the user's figure and the
+// queue's prediction.
+func measureLatency(ctx context.Context, o Options, sp *Spec, c *place.Cluster) error {
+	now := o.now()
+	e, ok := readCache(o)[sp.Kind]
+	ok = ok && e.Dispatch > 0
+	if ok && now.Sub(e.DispatchAt) < cacheFresh {
+		c.Dispatch = place.Value{V: e.Dispatch, Source: e.DispatchBy, Measured: e.DispatchAt}
+		if e.Submit > 0 {
+			c.Submit = place.Value{V: e.Submit, Source: e.DispatchBy, Measured: e.DispatchAt}
+		}
+		return nil
+	}
+	// A Work Queue master's dispatch is a message to a connected worker,
+	// milliseconds: a run measures it; no probe can before the master
+	// exists.
+	if o.Probe && sp.Kind != "wq" {
+		d, submit, err := probe(ctx, o, sp)
+		switch {
+		case err == nil:
+			at := o.now()
+			c.Dispatch = place.Value{V: d, Source: "probe job", Measured: at}
+			c.Submit = place.Value{V: submit, Source: "probe job's submission", Measured: at}
+			return updateCache(o, sp.Kind, func(e *cached) {
+				e.Dispatch, e.Submit, e.DispatchAt, e.DispatchBy = d, submit, at, "probe job"
+			})
+		case o.Kind != "" || ctx.Err() != nil:
+			return fmt.Errorf("probe job on %s: %w", sp.Kind, err)
+		}
+		// A cluster the user did not force on this run: the run can go
+		// on without it, so its older figure, or the assumed one, stands.
+	}
+	if ok {
+		c.Dispatch = place.Value{V: e.Dispatch, Source: e.DispatchBy, Measured: e.DispatchAt}
+		return nil
+	}
+	c.Dispatch = place.Value{V: assumedDispatch[sp.Kind]}
+	return nil
+}
+
+// probe submits one job that does nothing and returns the seconds from
+// its submission to its start (to its end when the driver did not see it
+// running: it started and ended between two looks), and the seconds the
+// submission itself took.
+func probe(ctx context.Context, o Options, sp *Spec) (dispatch, submit float64, err error) {
+	spool := filepath.Join(o.cacheDir(), "probe")
+	if err := os.MkdirAll(spool, 0o755); err != nil {
+		return 0, 0, err
+	}
+	d, err := batch.New(sp.Kind, batch.Options{
+		Spool: spool, Bin: o.Bin, Slots: 1,
+		DispatchDelay: time.Duration(sp.Delay * float64(time.Second)),
+		PollInterval:  100 * time.Millisecond,
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() {
+		// Removes the probe if it has not ended: nothing is left queued.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		d.Close(cctx)
+	}()
+	parent := ctx
+	ctx, cancel := context.WithTimeout(ctx, probeLimit)
+	defer cancel()
+	start := time.Now()
+	id, err := d.Submit(ctx, &batch.Job{Name: "rightsize-probe", Command: "true", Dir: spool})
+	if err != nil {
+		return 0, 0, err
+	}
+	submitted := time.Since(start)
+	for {
+		select {
+		case ev, ok := <-d.Events():
+			switch {
+			case !ok:
+				return 0, 0, errors.New("the driver stopped before the probe ended")
+			case ev.ID != id:
+			case ev.State == batch.Failed:
+				return 0, 0, ev.Err
+			case ev.State == batch.Running || ev.State == batch.Done:
+				return time.Since(start).Seconds(), submitted.Seconds(), nil
+			}
+		case <-ctx.Done():
+			if parent.Err() != nil {
+				return 0, 0, parent.Err()
+			}
+			// Queued all this while: that is the cluster's latency now,
+			// as far as it matters.
+			return probeLimit.Seconds(), submitted.Seconds(), nil
+		}
+	}
+}
