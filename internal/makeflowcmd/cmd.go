@@ -30,7 +30,6 @@ import (
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/makeflow"
-	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -75,9 +74,6 @@ type options struct {
 	explain       bool
 	autoLocal     bool
 	hybrid        bool // placement chose hybrid (not a flag)
-	// localCluster is the local "cluster" placement sent rules to (not
-	// a flag).
-	localCluster *place.Cluster
 
 	// Remote runs.
 	port         int
@@ -545,13 +541,6 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 			}
 		}
 		wqcfg = cfg
-	case "local":
-		if c := o.localCluster; c != nil {
-			if !c.Hosts.Assumed() {
-				opts.Slots = c.Slots()
-			}
-			opts.DispatchDelay = time.Duration(c.Delay * float64(time.Second))
-		}
 	default:
 		opts.SubmitArgs = strings.Fields(o.batchOptions)
 	}

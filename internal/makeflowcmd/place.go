@@ -43,10 +43,8 @@ func costsPath() string {
 	return filepath.Join(dir, "rightsize", "makeflow-rules.json")
 }
 
-// estimates says in words where the rules' predicted times came from:
-// how many from each source, and for those from earlier runs how many
-// runs and how long ago the last ended.
-func estimates(wf *makeflow.Workflow, costs makeflow.RuleCosts, src []makeflow.Source, now time.Time) string {
+// estimates says in words where the rules' predicted times came from.
+func estimates(src []makeflow.Source) string {
 	var n [makeflow.Assumed + 1]int
 	for _, s := range src {
 		n[s]++
@@ -57,46 +55,12 @@ func estimates(wf *makeflow.Workflow, costs makeflow.RuleCosts, src []makeflow.S
 			continue
 		}
 		what := makeflow.Source(s).String()
-		switch makeflow.Source(s) {
-		case makeflow.FromHistory:
-			what += " (" + history(wf, costs, src, now) + ")"
-		case makeflow.Assumed:
+		if makeflow.Source(s) == makeflow.Assumed {
 			what = fmt.Sprintf("assumed %s (no earlier run)", place.Seconds(makeflow.DefaultRuleSeconds))
 		}
 		parts = append(parts, fmt.Sprintf("%d from %s", k, what))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// history says how many earlier runs the rules timed by them had and when
-// the last of them ended: "2 runs each, the last 5 min ago".
-func history(wf *makeflow.Workflow, costs makeflow.RuleCosts, src []makeflow.Source, now time.Time) string {
-	least, most, last := 0, 0, int64(0)
-	for id, s := range src {
-		c, ok := costs.Of(wf.Rules[id])
-		if s != makeflow.FromHistory || !ok {
-			continue
-		}
-		if least == 0 || c.Runs < least {
-			least = c.Runs
-		}
-		most, last = max(most, c.Runs), max(last, c.Last)
-	}
-	runs := fmt.Sprintf("%d to %d runs each", least, most)
-	switch {
-	case least == most && most == 1:
-		runs = "1 run each"
-	case least == most:
-		runs = fmt.Sprintf("%d runs each", most)
-	}
-	switch age := now.Sub(time.UnixMicro(last)); {
-	case last == 0:
-		return runs
-	case age < time.Second:
-		return runs + ", the last just now"
-	default:
-		return fmt.Sprintf("%s, the last %s ago", runs, place.Age(age))
-	}
 }
 
 // place estimates the rules' times and, when the batch type was left to
@@ -147,7 +111,7 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	if err != nil {
 		fmt.Fprintf(msgs, "makeflow: warning: %v\n", err)
 	}
-	d := place.DecideFlow(place.FlowWork{Rules: flow, Estimates: estimates(wf, p.costs, src, time.Now())},
+	d := place.DecideFlow(place.FlowWork{Rules: flow, Estimates: estimates(src)},
 		place.Machine{Cores: place.Value{V: float64(cores), Source: "this machine's CPUs"}}, cl, cs, time.Now())
 	if forced {
 		d.Force(place.Distributed, fmt.Sprintf("-T %s asks for it", bt.name))
@@ -172,15 +136,9 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	if forced {
 		return p, bt, nil
 	}
-	if cl.Kind == "local" {
-		// A local "cluster" (RIGHTSIZE_CLUSTER=local ...) stands for a
-		// real one: the local batch driver, as wide and as slow to start
-		// jobs as it says, takes the rules placement sends away.
-		o.localCluster = cl
-		return p, batchType{name: "local", remote: true, maxRemote: max(cl.Slots(), 1)}, nil
-	}
 	nbt, err := lookupBatchType(cl.Kind)
 	if err != nil || !nbt.remote {
+		// A "local" cluster is this machine: the local executor is it.
 		return p, bt, nil
 	}
 	o.hybrid = d.Mode == place.Hybrid
