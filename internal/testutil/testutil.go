@@ -1,6 +1,8 @@
 // Package testutil holds helpers shared by rightsize's tests: finding the real
-// components a test needs (CCTools, SLURM, gcc) and building the project's
-// commands for end-to-end runs.
+// components a test needs (CCTools, SLURM, gcc), building the project's
+// commands for end-to-end runs (with RIGHTSIZE_CLUSTER=none, so that
+// placement stays here unless a test names a cluster), and starting a
+// catalog server (StartCatalog).
 //
 // Outside CI a test whose component is missing is skipped with a message that
 // says how to install it; under CI=true it fails, because CI installs every
