@@ -15,11 +15,16 @@
 //     job and resource limits, until nothing more can run (Finished);
 //     ready rules start longest-path-first, in rules or (Cost) in
 //     predicted seconds.
-//   - RuleCosts learn each rule's time from the log of its runs and keep
-//     it across cleans; Estimate predicts the rules of a workflow from
-//     them (or their category's), and Workflow.Flow hands the DAG to the
-//     makespan model of package model, for placement (Options.Here keeps
-//     rules too short to be worth a dispatch on this machine).
+//   - RuleCosts learn each rule's time from the log of its runs (the last
+//     completed run, from its Running and Complete lines; runs logged
+//     before the workflow file last changed are ignored, since the log
+//     names rules by position) and keep it, by category and command,
+//     across cleans with the number of runs and when the last ended;
+//     Estimate predicts the rules of a workflow from them (or their
+//     category's, or the workflow's mean), and Workflow.Flow hands the DAG,
+//     with each rule's input bytes and cores, to the makespan model of
+//     package model, for placement (Options.Here keeps rules too short to
+//     be worth a dispatch on this machine).
 //   - Run is the thin driver around it: it recovers from the transaction log
 //     (<file>.makeflowlog, in CCTools' line format), hands jobs to an
 //     Executor, verifies outputs, logs every transition and keeps running

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -23,10 +24,31 @@ func RuleKey(r *Rule) string {
 	return hex.EncodeToString(sum[:12])
 }
 
+// A RuleCost is what a rule's earlier runs took.
+type RuleCost struct {
+	Seconds float64 `json:"seconds"` // the last completed run's time
+	Runs    int     `json:"runs"`    // completed runs learnt
+	// Last is when the last completed run ended, in µs since the epoch
+	// (the log's clock): a log read twice teaches it once.
+	Last int64 `json:"last_us"`
+}
+
+// UnmarshalJSON also reads the bare seconds that earlier versions kept.
+func (c *RuleCost) UnmarshalJSON(b []byte) error {
+	var secs float64
+	if json.Unmarshal(b, &secs) == nil {
+		*c = RuleCost{Seconds: secs, Runs: 1}
+		return nil
+	}
+	type plain RuleCost
+	return json.Unmarshal(b, (*plain)(c))
+}
+
 // RuleCosts are the measured running times of rules, by RuleKey: what the
 // workflow's earlier runs took, kept beside the user's run history so
-// that they outlive the transaction log (a clean removes it).
-type RuleCosts map[string]float64
+// that they outlive the transaction log (a clean removes it) and follow a
+// rule that moves in its workflow (the log knows rules by position only).
+type RuleCosts map[string]RuleCost
 
 // LoadRuleCosts reads the costs kept at path. A missing or damaged file
 // holds none.
@@ -65,9 +87,12 @@ func (c RuleCosts) Save(path string) error {
 	return nil
 }
 
-// Learn takes from the transaction log at logPath how long each rule of w
-// took the last time it completed, and keeps it. It returns how many
-// rules it learnt.
+// Learn takes from the transaction log at logPath ("" for the
+// workflow's own) how long each rule of w took the last time it
+// completed, and keeps it. The log names rules by position, so runs that
+// started before w's file was last changed, when a position may have been
+// another rule's, teach nothing. It returns how many rule runs it learnt
+// that c did not know.
 func (c RuleCosts) Learn(w *Workflow, logPath string) (int, error) {
 	if logPath == "" {
 		logPath = w.Path + ".makeflowlog"
@@ -76,14 +101,47 @@ func (c RuleCosts) Learn(w *Workflow, logPath string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
+	var since int64
+	if fi, err := os.Stat(w.Path); err == nil {
+		since = fi.ModTime().UnixMicro()
+	}
 	n := 0
 	for id, us := range rec.took {
-		if us > 0 && w.Rules[id].Nested == nil {
-			c[RuleKey(w.Rules[id])] = float64(us) / 1e6
-			n++
+		end := rec.ended[id]
+		if us <= 0 || end-us < since || w.Rules[id].Nested != nil {
+			continue
 		}
+		k := RuleKey(w.Rules[id])
+		old := c[k]
+		if end <= old.Last {
+			continue // learnt already
+		}
+		c[k] = RuleCost{Seconds: float64(us) / 1e6, Runs: old.Runs + 1, Last: end}
+		n++
 	}
 	return n, nil
+}
+
+// Ran corrects what Learn took from a run's log with what the run itself
+// measured (Report.Took): a rule's time where it ran, without the batch
+// system's queue before it. Call it after Learn of that run's log, whose
+// lines it then stands for.
+func (c RuleCosts) Ran(w *Workflow, took map[int]time.Duration) {
+	for id, d := range took {
+		if d <= 0 || w.Rules[id].Nested != nil {
+			continue
+		}
+		k := RuleKey(w.Rules[id])
+		v := c[k]
+		v.Seconds, v.Runs = d.Seconds(), max(v.Runs, 1)
+		c[k] = v
+	}
+}
+
+// Of returns what is known of rule r's earlier runs.
+func (c RuleCosts) Of(r *Rule) (RuleCost, bool) {
+	v, ok := c[RuleKey(r)]
+	return v, ok
 }
 
 // Source says where an estimate of a rule's time came from.
@@ -127,9 +185,9 @@ func (c RuleCosts) Estimate(w *Workflow) ([]float64, []Source) {
 			src[id] = Assumed
 			continue
 		}
-		secs[id], src[id] = v, FromHistory
-		byCat[r.Category] = append(byCat[r.Category], v)
-		all = append(all, v)
+		secs[id], src[id] = v.Seconds, FromHistory
+		byCat[r.Category] = append(byCat[r.Category], v.Seconds)
+		all = append(all, v.Seconds)
 	}
 	for id, r := range w.Rules {
 		switch {
@@ -168,7 +226,7 @@ func (w *Workflow) Flow(secs []float64, here []bool, dir string) (rules []model.
 	rules = make([]model.FlowRule, len(order))
 	for i, id := range order {
 		r := w.Rules[id]
-		fr := model.FlowRule{Seconds: secs[id], Here: r.onThisMachine() || here != nil && here[id]}
+		fr := model.FlowRule{Seconds: secs[id], Here: r.onThisMachine() || here != nil && here[id], Cores: int(r.Resources.Cores)}
 		seen := map[int]bool{}
 		for _, f := range r.Sources {
 			if p, ok := g.producer[f.Name]; ok {

@@ -97,9 +97,13 @@ type Options struct {
 
 // A Report is what a run did.
 type Report struct {
-	Counts   Counts    // final state of every rule
-	Skipped  int       // rules already done before this run
-	Ran      int       // rules completed by this run
+	Counts  Counts // final state of every rule
+	Skipped int    // rules already done before this run
+	Ran     int    // rules completed by this run
+	// Took is how long each rule this run completed ran, by rule ID:
+	// from its start where it ran to its end (a batch system's queue, which
+	// the log's Running line includes, is not the rule's time).
+	Took     map[int]time.Duration
 	Failures []Failure // rules that failed with no retries left
 	// Blocked are the rules that did not run because a rule they need
 	// failed, or because the run was interrupted.
@@ -658,6 +662,10 @@ func (d *driver) finish(res *Result) {
 		}
 		d.queue(d.sched.Ended(id, true))
 		d.report.Ran++
+		if d.report.Took == nil {
+			d.report.Took = map[int]time.Duration{}
+		}
+		d.report.Took[id] = res.Ended.Sub(res.Started)
 		d.lognode(id, Complete)
 		if d.gc != nil {
 			d.gc.completed(r)

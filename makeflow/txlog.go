@@ -252,6 +252,7 @@ type logRecord struct {
 	logged  []bool      // the rule appears in the log
 	started []int64     // when each rule last started (µs), 0 if never
 	took    []int64     // how long each rule's last completed run took (µs), 0 if none
+	ended   []int64     // when that run completed (µs)
 	made    map[string]int64
 	// expected holds the files some rule was about to make: a rule that is
 	// not complete and expected one of its outputs may have left part of it.
@@ -273,6 +274,7 @@ func readLog(path string, n int) (*logRecord, error) {
 		logged:    make([]bool, n),
 		started:   make([]int64, n),
 		took:      make([]int64, n),
+		ended:     make([]int64, n),
 		made:      map[string]int64{},
 		expected:  map[string]bool{},
 		collected: map[string]bool{},
@@ -373,7 +375,7 @@ func (rec *logRecord) add(line string) error {
 	case st == Running:
 		rec.started[id] = v[0]
 	case st == Complete && rec.started[id] > 0 && v[0] >= rec.started[id]:
-		rec.took[id] = v[0] - rec.started[id]
+		rec.took[id], rec.ended[id] = v[0]-rec.started[id], v[0]
 	}
 	return nil
 }

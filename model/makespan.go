@@ -14,6 +14,11 @@ type FlowRule struct {
 	Here bool
 	// Bytes are the inputs a run elsewhere must receive.
 	Bytes float64
+	// Cores is how many of this machine's slots the rule holds (its
+	// cores= request; 0 means 1). A rule asking for more than there are
+	// runs alone, as Makeflow's scheduler runs it. On the cluster every
+	// rule is one job, one slot.
+	Cores int
 }
 
 // FlowPlaces are where a workflow's rules may run: this machine's slots
@@ -73,9 +78,9 @@ func TotalWork(rules []FlowRule) float64 {
 
 // Makespan predicts a workflow's running time under list scheduling, as
 // Makeflow's scheduler does it: whenever a slot is free, the ready rule
-// with the longest predicted chain after it starts, on the cluster unless
-// it must run here (or there is no cluster). Rules must come parents
-// first; every rule takes one slot.
+// with the longest predicted chain after it that fits starts, on the
+// cluster unless it must run here (or there is no cluster). Rules must
+// come parents first.
 func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 	if len(rules) == 0 {
 		return 0
@@ -90,8 +95,15 @@ func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 		}
 	}
 	remote := p.RemoteSlots > 0
-	free := [2]int{max(p.LocalSlots, 1), p.RemoteSlots}
-	ready := [2]*flowQueue{{tail: tail}, {tail: tail}}
+	local := max(p.LocalSlots, 1)
+	pools := [2]*flowPool{newFlowPool(local, tail), newFlowPool(p.RemoteSlots, tail)}
+	// need is what rule id holds of a pool's slots.
+	need := func(id, side int) int {
+		if side == 1 {
+			return 1
+		}
+		return min(max(rules[id].Cores, 1), local)
+	}
 	side := func(id int) int {
 		if remote && !rules[id].Here {
 			return 1
@@ -100,28 +112,30 @@ func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 	}
 	for id := range rules {
 		if pending[id] == 0 {
-			heap.Push(ready[side(id)], id)
+			pools[side(id)].push(id, need(id, side(id)))
 		}
 	}
 	var running flowEvents
 	now := 0.0
 	for done := 0; done < len(rules); {
-		for s := range ready {
-			for free[s] > 0 {
-				q := ready[s]
-				if q.Len() == 0 && s == 0 && p.Hybrid {
-					q = ready[1] // a local slot takes a cluster rule
+		for s, pl := range pools {
+			for {
+				from := pl
+				id := pl.best()
+				if id < 0 && s == 0 && p.Hybrid {
+					from, id = pools[1], pools[1].bestFitting(pl.free, func(id int) int { return need(id, 0) })
 				}
-				if q.Len() == 0 {
+				if id < 0 {
 					break
 				}
-				id := heap.Pop(q).(int)
-				free[s]--
+				from.remove(id)
+				n := need(id, s)
+				pl.free -= n
 				d := rules[id].Seconds
 				if s == 1 {
 					d = p.remoteTime(rules[id])
 				}
-				heap.Push(&running, flowEvent{at: now + d, id: id, side: s})
+				heap.Push(&running, flowEvent{at: now + d, id: id, side: s, slots: n})
 			}
 		}
 		if running.Len() == 0 {
@@ -129,33 +143,97 @@ func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 		}
 		ev := heap.Pop(&running).(flowEvent)
 		now = ev.at
-		free[ev.side]++
+		pools[ev.side].free += ev.slots
 		done++
 		for _, c := range children[ev.id] {
 			if pending[c]--; pending[c] == 0 {
-				heap.Push(ready[side(c)], c)
+				pools[side(c)].push(c, need(c, side(c)))
 			}
 		}
 	}
 	return now
 }
 
-// flowQueue holds ready rules, the longest tail first, then file order.
-type flowQueue struct {
-	ids  []int
-	tail []float64
+// A flowPool is one place's slots and its ready rules, a queue for each
+// number of slots a rule holds, as the scheduler keeps one for each
+// resource request.
+type flowPool struct {
+	size, free int
+	tail       []float64
+	queues     map[int]*flowQueue // by slots held
 }
 
-func (q flowQueue) Len() int { return len(q.ids) }
-func (q flowQueue) Less(i, j int) bool {
-	a, b := q.ids[i], q.ids[j]
+func newFlowPool(size int, tail []float64) *flowPool {
+	return &flowPool{size: size, free: size, tail: tail, queues: map[int]*flowQueue{}}
+}
+
+func (p *flowPool) push(id, slots int) {
+	q := p.queues[slots]
+	if q == nil {
+		q = &flowQueue{tail: p.tail, slots: slots}
+		p.queues[slots] = q
+	}
+	heap.Push(q, id)
+}
+
+// best returns the ready rule to start on a free slot of p, or -1: the
+// first of those that fit, longest tail first. A rule holding the whole
+// pool fits only when it is idle.
+func (p *flowPool) best() int {
+	return p.bestFitting(p.free, func(int) int { return 0 })
+}
+
+// bestFitting returns the first ready rule of p that fits in free slots,
+// each holding need(id) of them (or its queue's slots if need says 0).
+func (p *flowPool) bestFitting(free int, need func(int) int) int {
+	best := -1
+	for _, q := range p.queues {
+		if q.Len() == 0 {
+			continue
+		}
+		id := q.ids[0]
+		n := need(id)
+		if n == 0 {
+			n = q.slots
+		}
+		if n > free {
+			continue
+		}
+		if best < 0 || q.before(id, best) {
+			best = id
+		}
+	}
+	return best
+}
+
+// remove takes rule id, the head of one of p's queues, out of it.
+func (p *flowPool) remove(id int) {
+	for _, q := range p.queues {
+		if q.Len() > 0 && q.ids[0] == id {
+			heap.Pop(q)
+			return
+		}
+	}
+}
+
+// flowQueue holds ready rules, the longest tail first, then file order.
+type flowQueue struct {
+	ids   []int
+	tail  []float64
+	slots int
+}
+
+func (q flowQueue) before(a, b int) bool {
 	if q.tail[a] != q.tail[b] {
 		return q.tail[a] > q.tail[b]
 	}
 	return a < b
 }
-func (q flowQueue) Swap(i, j int) { q.ids[i], q.ids[j] = q.ids[j], q.ids[i] }
-func (q *flowQueue) Push(x any)   { q.ids = append(q.ids, x.(int)) }
+
+func (q flowQueue) Len() int           { return len(q.ids) }
+func (q flowQueue) Less(i, j int) bool { return q.before(q.ids[i], q.ids[j]) }
+func (q flowQueue) Swap(i, j int)      { q.ids[i], q.ids[j] = q.ids[j], q.ids[i] }
+func (q *flowQueue) Push(x any)        { q.ids = append(q.ids, x.(int)) }
 func (q *flowQueue) Pop() any {
 	x := q.ids[len(q.ids)-1]
 	q.ids = q.ids[:len(q.ids)-1]
@@ -163,9 +241,10 @@ func (q *flowQueue) Pop() any {
 }
 
 type flowEvent struct {
-	at   float64
-	id   int
-	side int
+	at    float64
+	id    int
+	side  int
+	slots int // held until it ends
 }
 
 // flowEvents are the running rules, the first to end first.

@@ -40,6 +40,14 @@ func TestMakespan(t *testing.T) {
 		// remote slots the other six after their dispatch.
 		{"fan, hybrid", fan, FlowPlaces{LocalSlots: 2, RemoteSlots: 8, Dispatch: 2, Hybrid: true}, 12 + 1},
 		{"short rules, hybrid", short, FlowPlaces{LocalSlots: 2, RemoteSlots: 10, Dispatch: 1, Hybrid: true}, 1.1},
+		// Cores: the 2-core rule, longest, holds both slots, then the two
+		// 1-core rules run beside each other (5 + 2); one asking for more
+		// than there are runs alone rather than never.
+		{"cores held", []FlowRule{{Seconds: 5, Cores: 2}, {Seconds: 2}, {Seconds: 2}}, FlowPlaces{LocalSlots: 2}, 7},
+		{"more cores than there are", []FlowRule{{Seconds: 3, Cores: 8}, {Seconds: 1}}, FlowPlaces{LocalSlots: 4}, 4},
+		// The short rule fills the core the 3-core rule leaves free.
+		{"backfill", []FlowRule{{Seconds: 4, Cores: 3}, {Seconds: 4, Cores: 3}, {Seconds: 1}}, FlowPlaces{LocalSlots: 4}, 8},
+		{"cores count here only", []FlowRule{{Seconds: 5, Cores: 4}, {Seconds: 5, Cores: 4}}, FlowPlaces{LocalSlots: 4, RemoteSlots: 2, Dispatch: 1}, 6},
 		// Longest tail first: the 9 s chain starts at once, beside the
 		// two 4 s rules, for 9 s in all (file order would take 12).
 		{"critical path first", []FlowRule{{Seconds: 4}, {Seconds: 4}, {Seconds: 3}, {Seconds: 6, Parents: []int{2}}}, FlowPlaces{LocalSlots: 2}, 9},

@@ -26,8 +26,9 @@ type (
 		reply chan []byte
 	}
 	evWorkerJoined struct {
-		w   *workerConn
-		res sched.Resources
+		w        *workerConn
+		res      sched.Resources
+		features []string
 	}
 	evWorkerLeft struct {
 		w   *workerConn
@@ -133,6 +134,9 @@ func (l *loop) handle(ev event) {
 			l.st.WorkersJoined++
 			l.m.log.Info("worker joined", "worker", w.addr, "host", w.hello.Host, "version", w.hello.Version,
 				"cores", ev.res.Cores, "memory_mb", ev.res.MemoryMB, "disk_mb", ev.res.DiskMB)
+			if f := l.m.cfg.Joined; f != nil {
+				f(WorkerInfo{Addr: w.conn.RemoteAddr(), Host: w.hello.Host, Cores: ev.res.Cores, Features: ev.features})
+			}
 		}
 		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 	case evWorkerLeft:

@@ -103,6 +103,19 @@ type Config struct {
 	// back; and, at most once a minute, that the connection limits are
 	// reached. Default: Logger.
 	Notices *slog.Logger
+	// Joined, if set, is called once for each worker when its first
+	// resource report is complete, from the master's event loop: it must
+	// not block or call the master.
+	Joined func(WorkerInfo)
+}
+
+// WorkerInfo describes a worker that joined: where it connects from and
+// what it says of itself.
+type WorkerInfo struct {
+	Addr     net.Addr
+	Host     string // the name it gives
+	Cores    float64
+	Features []string
 }
 
 func (c *Config) validate() error {

@@ -5,10 +5,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -165,5 +169,77 @@ func TestMasterWithOurWorker(t *testing.T) {
 	st := m.Stats()
 	if st.TasksComplete != 9 || st.TasksFailed != 1 || st.WorkersConnected != 1 {
 		t.Errorf("stats: %+v", st)
+	}
+}
+
+// TestJoinedHook: Config.Joined hears of each worker once, with where it
+// connects from and what it announced.
+func TestJoinedHook(t *testing.T) {
+	joined := make(chan WorkerInfo, 4)
+	m := startMaster(t, Config{Joined: func(w WorkerInfo) { joined <- w }})
+	startWorker(t, m, worker.Config{Cores: 3, Features: []string{"gpu-model-x", "licensed"}})
+	select {
+	case w := <-joined:
+		tcp, ok := w.Addr.(*net.TCPAddr)
+		if !ok || !tcp.IP.IsLoopback() || w.Host == "" || w.Cores != 3 ||
+			!slices.Equal(w.Features, []string{"gpu-model-x", "licensed"}) {
+			t.Errorf("joined %+v", w)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no worker joined in a minute")
+	}
+	// A task run and its result reported do not make it join again.
+	m.Submit(&Task{Command: "true"})
+	waitAll(t, m, 1)
+	select {
+	case w := <-joined:
+		t.Errorf("joined again: %+v", w)
+	default:
+	}
+}
+
+// TestWorkerDrain: a draining worker finishes the task it holds, whose
+// output the master still fetches, and takes no more; the next task waits
+// for another worker.
+func TestWorkerDrain(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "go")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m := startMaster(t, Config{})
+	drain := make(chan struct{})
+	first := t.TempDir()
+	startWorker(t, m, worker.Config{Cores: 2, Workdir: first, Drain: drain})
+	m.Submit(&Task{Tag: "held", Command: "cat " + fifo + " > out", Outputs: []File{{Local: filepath.Join(dir, "held.out"), Remote: "out"}}})
+	// Opening the pipe waits for the task to read it: it runs.
+	w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(drain)
+	for deadline := time.Now().Add(time.Minute); m.Stats().CoresTotal != 0; {
+		if time.Now().After(deadline) {
+			t.Fatalf("the master still counts the drained worker's cores: %+v", m.Stats())
+		}
+		runtime.Gosched()
+	}
+	m.Submit(&Task{Tag: "next", Command: "pwd"})
+	w.WriteString("done\n")
+	w.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := m.Wait(ctx)
+	if err != nil || r.Tag != "held" || r.Status != Success {
+		t.Fatalf("held task: %+v, %v", r, err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "held.out")); string(b) != "done\n" {
+		t.Errorf("held task's output %q", b)
+	}
+	second := t.TempDir()
+	startWorker(t, m, worker.Config{Cores: 1, Workdir: second})
+	r, err = m.Wait(ctx)
+	if err != nil || r.Tag != "next" || !strings.HasPrefix(string(r.Output), second) {
+		t.Fatalf("next task ran on the drained worker, or not at all: %+v, %v", r, err)
 	}
 }

@@ -428,6 +428,9 @@ func (w *workerConn) sendDirEntries(dir string, depth int) error {
 	return w.c.Send(wire.End{})
 }
 
+// maxFeatures bounds the features kept of a worker's report.
+const maxFeatures = 64
+
 // readLoop reads the worker's messages until the connection fails or the
 // worker breaks the protocol.
 func (w *workerConn) readLoop() error {
@@ -438,6 +441,7 @@ func (w *workerConn) readLoop() error {
 		}
 	}()
 	var res sched.Resources
+	var features []string
 	for {
 		msg, err := w.c.ReadMessage()
 		if err != nil {
@@ -445,7 +449,11 @@ func (w *workerConn) readLoop() error {
 		}
 		w.lastHeard.Store(time.Now().UnixNano())
 		switch m := msg.(type) {
-		case wire.Info, wire.Alive, wire.Feature:
+		case wire.Info, wire.Alive:
+		case wire.Feature:
+			if len(features) < maxFeatures {
+				features = append(features, m.Name)
+			}
 		case wire.Resource:
 			switch m.Name {
 			case "cores":
@@ -458,7 +466,7 @@ func (w *workerConn) readLoop() error {
 				res.GPUs = int64(m.Total)
 			case "tag":
 				// The end of a resource report.
-				w.m.send(evWorkerJoined{w: w, res: res})
+				w.m.send(evWorkerJoined{w: w, res: res, features: features})
 			}
 		case wire.AvailableResults:
 			w.enqueue(op{kind: opSendResults})

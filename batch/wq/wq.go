@@ -281,6 +281,14 @@ func (d *Driver) AbortsStragglers() bool { return true }
 // FastAborts returns how many stragglers the master has aborted.
 func (d *Driver) FastAborts() int { return d.m.Stats().FastAborts }
 
+// Transferred returns the bytes the master has sent to workers and
+// received from them, and the time their transfers took, summed over the
+// tasks that finished. Read it before Close.
+func (d *Driver) Transferred() (bytes int64, took time.Duration) {
+	st := d.m.Stats()
+	return st.BytesSent + st.BytesReceived, st.TransferTime
+}
+
 // Port returns the port the master listens on for workers (batch.Listener).
 func (d *Driver) Port() int { return d.m.Port() }
 

@@ -1,13 +1,15 @@
 // Command placement-bench measures how well automatic placement predicts
-// and chooses, on this machine: for a grid of All-Pairs and Wavefront
-// problems (sizes × function costs) it runs each problem four ways —
+// and chooses, on this machine: for a grid of All-Pairs, Wavefront and
+// Makeflow problems (sizes × function costs) it runs each problem four
+// ways —
 //
 //   - auto: no flag, with a cluster named in RIGHTSIZE_CLUSTER;
 //   - multicore: RIGHTSIZE_CLUSTER=none, so that it stays here;
 //   - distributed: -T on that cluster;
 //   - hybrid: -T on that cluster with --hybrid;
 //
-// and reads, from the run history each run appends to, what the models
+// (a Makeflow problem is a fan of n rules that nap, and one that gathers
+// them, run once with --local first to learn the rules' times) and reads, from the run history each run appends to, what the models
 // predicted for the mode it ran in and what it took. The cluster is
 // this machine's local batch driver standing for one (RIGHTSIZE_CLUSTER
 // "local hosts=16 delay=1": sixteen slots, each job held a second in the
@@ -48,8 +50,8 @@ import (
 
 // A problem of the grid.
 type problem struct {
-	tool  string // allpairs or wavefront
-	n     int    // items per set, or cells per side
+	tool  string // allpairs, wavefront or makeflow
+	n     int    // items per set, cells per side, or rules of the fan
 	napMS int    // the function's cost
 }
 
@@ -67,14 +69,23 @@ type run struct {
 }
 
 func main() {
-	bin := flag.String("bin", "bin", "the directory of the allpairs and wavefront commands")
+	bin := flag.String("bin", "bin", "the directory of the allpairs, wavefront and makeflow commands")
 	nap := flag.String("nap", "", "the nap function (bench/csrc/nap.c)")
 	dir := flag.String("dir", "bench/out/placement", "where to keep the problems and their runs")
 	spec := flag.String("cluster", "local hosts=16 delay=1", "the RIGHTSIZE_CLUSTER the cluster modes use")
 	png := flag.String("png", "bench/placement.png", "where to draw predicted against measured")
+	only := flag.String("only", "", "run only the problems whose name (\"makeflow n=6 200 ms\") contains this")
 	flag.Parse()
 	if *nap == "" {
 		log.Fatal("need -nap")
+	}
+	// Makeflow runs in its workflow's directory.
+	for _, p := range []*string{bin, nap} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			log.Fatal(err)
+		}
+		*p = abs
 	}
 	var grid []problem
 	// Naps of 50 and 200 ms: starting a process costs a few ms of CPU,
@@ -87,6 +98,13 @@ func main() {
 			}
 		}
 	}
+	// Workflow rules are longer: a rule of 200 ms stays here whatever the
+	// cluster, one of 1.5 s is worth its dispatch.
+	for _, ms := range []int{200, 1500} {
+		for _, n := range []int{6, 12, 20} {
+			grid = append(grid, problem{"makeflow", n, ms})
+		}
+	}
 	kind := strings.Fields(*spec)[0]
 	warm, err := warmUp(*bin, *nap, filepath.Join(*dir, "warm"), *spec, kind)
 	if err != nil {
@@ -97,6 +115,9 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var all [][]run
 	for _, p := range grid {
+		if !strings.Contains(p.String(), *only) {
+			continue
+		}
 		runs, err := runProblem(*bin, *nap, filepath.Join(*dir, fmt.Sprintf("%s-%d-%d", p.tool, p.n, p.napMS)), *spec, kind, warm, p)
 		if err != nil {
 			log.Fatalf("%v: %v", p, err)
@@ -119,7 +140,7 @@ func warmUp(bin, nap, dir, spec, kind string) ([]byte, error) {
 		return nil, err
 	}
 	p := problem{"allpairs", 2, 1}
-	if err := makeInputs(dir, p); err != nil {
+	if err := makeInputs(dir, nap, p); err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(bin, "allpairs"), "-T", kind, "-q", "-o", filepath.Join(dir, "out.txt"), nap, filepath.Join(dir, "A"), filepath.Join(dir, "A"))
@@ -147,10 +168,23 @@ func runProblem(bin, nap, dir, spec, kind string, warm []byte, p problem) ([]run
 		"XDG_CACHE_HOME="+cache,
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "config"),
 		"NAP_MS="+strconv.Itoa(p.napMS))
+	if p.tool == "makeflow" {
+		// Learn the rules' times, as a user's earlier run would; a run
+		// with --local is not recorded.
+		learn := filepath.Join(dir, "learn")
+		if err := makeInputs(learn, nap, p); err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(filepath.Join(bin, "makeflow"), "--local", "fan.mf")
+		cmd.Dir, cmd.Env = learn, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("learning the rules' times: %v\n%s", err, out)
+		}
+	}
 	var runs []run
 	for _, mode := range modes {
 		work := filepath.Join(dir, mode)
-		if err := makeInputs(work, p); err != nil {
+		if err := makeInputs(work, nap, p); err != nil {
 			return nil, err
 		}
 		var args []string
@@ -163,16 +197,19 @@ func runProblem(bin, nap, dir, spec, kind string, warm []byte, p problem) ([]run
 		case "hybrid":
 			args = append(args, "-T", kind, "--hybrid")
 		}
-		if p.tool == "allpairs" {
+		switch p.tool {
+		case "allpairs":
 			args = append(args, "-q", "-o", filepath.Join(work, "out.txt"), nap, filepath.Join(work, "A"), filepath.Join(work, "A"))
-		} else {
+		case "wavefront":
 			args = append(args, nap, filepath.Join(work, "R"))
+		case "makeflow":
+			args = append(args, "fan.mf")
 		}
 		if kind == "wq" && mode != "multicore" {
 			args = append([]string{"-p", "0"}, args...)
 		}
 		cmd := exec.Command(filepath.Join(bin, p.tool), append([]string{"--explain"}, args...)...)
-		cmd.Env = append(env, "RIGHTSIZE_CLUSTER="+cl)
+		cmd.Dir, cmd.Env = work, append(env, "RIGHTSIZE_CLUSTER="+cl)
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		start := time.Now()
@@ -201,8 +238,23 @@ func runProblem(bin, nap, dir, spec, kind string, warm []byte, p problem) ([]run
 }
 
 // makeInputs writes the problem's inputs in dir: n small files for
-// All-Pairs (compared with themselves), the boundary of an n×n Wavefront.
-func makeInputs(dir string, p problem) error {
+// All-Pairs (compared with themselves), the boundary of an n×n Wavefront,
+// a workflow of n rules that nap and one that gathers them.
+func makeInputs(dir, nap string, p problem) error {
+	if p.tool == "makeflow" {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		var b strings.Builder
+		var parts []string
+		for i := range p.n {
+			part := fmt.Sprintf("part.%02d", i)
+			parts = append(parts, part)
+			fmt.Fprintf(&b, "%s:\n\t%s > %s\n", part, nap, part)
+		}
+		fmt.Fprintf(&b, "all: %s\n\tcat %s > all\n", strings.Join(parts, " "), strings.Join(parts, " "))
+		return os.WriteFile(filepath.Join(dir, "fan.mf"), []byte(b.String()), 0o644)
+	}
 	sub := "A"
 	if p.tool == "wavefront" {
 		sub = "R"

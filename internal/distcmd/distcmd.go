@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -34,7 +33,6 @@ import (
 	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
-	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
 // maxShownBlocks is how many failed blocks are described in full.
@@ -142,7 +140,8 @@ func (f *Flags) fastAbort() distmaster.FastAbort {
 // systems' spool directory in spool. For Work Queue it says on msgs where
 // workers should connect, writes the port file, and reports on msgs a
 // password file or key others can read and the connections the master
-// refuses. The returned function closes the driver.
+// refuses. The returned function closes the driver, after keeping the
+// bandwidth its transfers measured (SaveBandwidth).
 //
 // Warnings go to msgs too, with or without -v: fast aborts, failed blocks
 // retried, and Work Queue workers dropped or kept out and why. They are
@@ -178,11 +177,16 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		}
 		wq.Notices = workqueue.NoticeLogger(Prefixed(msgs, tool+": "))
 	}
+	var own *OwnWorker
+	if f.Hybrid && f.BatchType == "wq" {
+		own = NewOwnWorker(&wq, tool, msgs, f.log)
+	}
 	d, err := distmaster.OpenDriver(f.BatchType, opts, wq, category, f.fastAbort())
 	if err != nil {
 		return nil, nil, err
 	}
 	closer := func() {
+		SaveBandwidth(f.BatchType, d)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		d.Close(ctx)
@@ -190,7 +194,7 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 	if f.Hybrid {
 		// closer closes d, which becomes the Hybrid (closing both of its
 		// drivers) when there is one.
-		both, stopLocal, err := f.addThisMachine(d, wq, msgs, tool)
+		both, stopLocal, err := f.addThisMachine(d, wq, own, msgs, tool)
 		if err != nil {
 			closer()
 			return nil, nil, err
@@ -220,15 +224,15 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 }
 
 // addThisMachine makes this machine's cores one more worker of driver d:
-// for Work Queue, a worker in this process connected to the master (it
-// takes tasks as soon as they are queued, and the master balances them
+// for Work Queue, own, a worker in this process connected to the master
+// (it takes tasks as soon as they are queued, and the master balances them
 // with the others'); for batch systems, a batch.Hybrid that runs jobs here
 // while cores are free and moves jobs still waiting in the queue here as
 // cores free up. The returned function stops what it started.
-func (f *Flags) addThisMachine(d batch.Driver, wqcfg workqueue.Config, msgs io.Writer, tool string) (batch.Driver, func(), error) {
-	cores := runtime.NumCPU()
+func (f *Flags) addThisMachine(d batch.Driver, wqcfg workqueue.Config, own *OwnWorker, msgs io.Writer, tool string) (batch.Driver, func(), error) {
 	l, ok := d.(batch.Listener)
-	if !ok {
+	if !ok || own == nil {
+		cores := runtime.NumCPU()
 		local, err := batch.New("local", batch.Options{Slots: cores})
 		if err != nil {
 			return nil, nil, err
@@ -236,30 +240,11 @@ func (f *Flags) addThisMachine(d batch.Driver, wqcfg workqueue.Config, msgs io.W
 		fmt.Fprintf(msgs, "%s: this machine's %d cores take jobs too, while %s's queue holds them\n", tool, cores, f.BatchType)
 		return batch.NewHybrid(local, cores, d), func() {}, nil
 	}
-	wcfg := worker.Config{
-		Masters:    []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(l.Port()))},
-		Cores:      float64(cores),
-		Password:   wqcfg.Password,
-		MinBackoff: 100 * time.Millisecond,
-		Logger:     f.log,
+	stop, err := own.Start(l.Port(), wqcfg)
+	if err != nil {
+		return nil, nil, err
 	}
-	if wqcfg.TLS != nil {
-		tc, err := wire.ClientTLS("")
-		if err != nil {
-			return nil, nil, err
-		}
-		wcfg.TLS = tc
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := worker.Run(ctx, wcfg); err != nil && ctx.Err() == nil {
-			fmt.Fprintf(msgs, "%s: warning: this machine's worker stopped: %v\n", tool, err)
-		}
-	}()
-	fmt.Fprintf(msgs, "%s: this machine's %d cores take tasks too, as a worker of this master\n", tool, cores)
-	return d, func() { cancel(); <-done }, nil
+	return d, stop, nil
 }
 
 // Config returns the distributed master's configuration for driver d.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/provenance"
 	"github.com/rightsize/rightsize/model/cluster"
@@ -113,6 +114,31 @@ func (f *Flags) SaveJobCost(meanJob time.Duration, cellsPerJob, cellTime float64
 	// Best effort: a lost measurement only leaves the next decision with
 	// the older one.
 	cluster.SaveJobCost(cluster.Options{}, f.BatchType, cost)
+}
+
+// Transfers shorter than these say more of latency than of bandwidth.
+const (
+	minMeasuredBytes = 1 << 20
+	minMeasuredTime  = 50 * time.Millisecond
+)
+
+// SaveBandwidth keeps the bandwidth driver d of batch type kind measured
+// while it moved the run's data to and from the workers (a Work Queue
+// master's bytes over their transfers' time), for the next decision, when
+// there was enough of it to say. Call it before closing d.
+func SaveBandwidth(kind string, d batch.Driver) {
+	t, ok := d.(interface {
+		Transferred() (int64, time.Duration)
+	})
+	if !ok {
+		return
+	}
+	bytes, took := t.Transferred()
+	if bytes < minMeasuredBytes || took < minMeasuredTime {
+		return
+	}
+	// Best effort, as SaveJobCost.
+	cluster.SaveBandwidth(cluster.Options{}, kind, float64(bytes)/took.Seconds())
 }
 
 // ExplainDecision prints decision d of tool's placement: in full with

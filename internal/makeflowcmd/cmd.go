@@ -27,9 +27,11 @@ import (
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/makeflow"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -73,7 +75,10 @@ type options struct {
 	local         bool
 	explain       bool
 	autoLocal     bool
-	hybrid        bool // placement chose hybrid (not a flag)
+	hybrid        bool // --hybrid, or placement chose hybrid
+	// localCluster is the local "cluster" placement sent rules to (not
+	// a flag).
+	localCluster *place.Cluster
 
 	// Remote runs.
 	port         int
@@ -152,6 +157,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.BoolVar(&o.local, "local", false, "run every rule on this machine, whatever the models predict")
 	f.BoolVar(&o.explain, "explain", false, "say what placement measured and predicted, where the rules run and why, and how the prediction compared")
 	f.BoolVar(&o.autoLocal, "auto-local", false, "with -T: run here the rules predicted to take less than their dispatch")
+	f.BoolVar(&o.hybrid, "hybrid", false, "with -T: this machine's cores take rules too, from the start (hybrid)")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
 	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
@@ -222,6 +228,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	}
 	if o.local && changed("batch-type") {
 		return cmdutil.Usagef("--local runs every rule here and -T elsewhere: give one of them")
+	}
+	if o.hybrid && !changed("batch-type") {
+		return cmdutil.Usagef("--hybrid makes this machine's cores take rules beside those of -T TYPE: give -T (without it, the models decide)")
 	}
 	if o.advertise && o.project == "" {
 		return cmdutil.Usagef("-a advertises the master under a project name: give -N NAME")
@@ -380,6 +389,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	bt = placed
 	runOpts.Cost, runOpts.Here = pl.cost, pl.here
 	var remote *makeflow.Batch
+	var closeRemote func() error
 	switch bt.name {
 	case "dryrun":
 		d := makeflow.NewDryRun(s.Out)
@@ -418,7 +428,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		if env, err := strconv.Atoi(os.Getenv("MAKEFLOW_MAX_REMOTE_JOBS")); err == nil && env > 0 && env < jobs {
 			jobs = env
 		}
-		remote, err = newBatch(bt, o, dir, changed("port"), out, errOut, runOpts.Logger)
+		remote, closeRemote, err = newBatch(bt, o, dir, changed("port"), out, errOut, runOpts.Logger)
 		if err != nil {
 			return err
 		}
@@ -426,7 +436,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	}
 	rep, err := makeflow.Run(ctx, wf, runOpts)
 	if remote != nil {
-		if cerr := remote.Close(); cerr != nil && err == nil {
+		if cerr := closeRemote(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the %s driver: %w", bt.name, cerr)
 		}
 	}
@@ -494,14 +504,18 @@ func batchOptions(bt batchType, o *options, logger *slog.Logger) makeflow.BatchO
 }
 
 // newBatch starts the batch driver for bt and returns the executor that
-// runs rules through it. For Work Queue it starts the master and says
-// where it listens, as CCTools does; it warns on errOut about a password
-// file or key others can read, and reports there the connections it
-// refuses and the master's warnings (fast aborts, workers dropped and why),
-// even without -d.
-func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io.Writer, logger *slog.Logger) (*makeflow.Batch, error) {
+// runs rules through it, and the function that closes it: it keeps the
+// bandwidth the run's transfers measured, closes the executor and stops
+// the worker a hybrid run on Work Queue starts in this process. For Work
+// Queue it starts the master and says where it
+// listens, as CCTools does; it warns on errOut about a password file or
+// key others can read, and reports there the connections it refuses and
+// the master's warnings (fast aborts, workers dropped and why), even
+// without -d.
+func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io.Writer, logger *slog.Logger) (*makeflow.Batch, func() error, error) {
 	opts := batch.Options{Spool: dir, Logger: logger}
 	var wqcfg *workqueue.Config
+	var own *distcmd.OwnWorker
 	switch bt.name {
 	case "condor":
 		if o.batchOptions != "" {
@@ -521,14 +535,14 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		if o.passwordFile != "" {
 			pw, err := wire.ReadPasswordFile(inDir(dir, o.passwordFile), warn)
 			if err != nil {
-				return nil, fmt.Errorf("--password: %w", err)
+				return nil, nil, fmt.Errorf("--password: %w", err)
 			}
 			cfg.Password = pw
 		}
 		if o.sslCert != "" {
 			tc, err := wire.ServerTLS(inDir(dir, o.sslCert), inDir(dir, o.sslKey), warn)
 			if err != nil {
-				return nil, fmt.Errorf("--ssl-cert: %w", err)
+				return nil, nil, fmt.Errorf("--ssl-cert: %w", err)
 			}
 			cfg.TLS = tc
 		}
@@ -540,7 +554,19 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 				cfg.Catalogs = append(cfg.Catalogs, c)
 			}
 		}
+		if o.hybrid {
+			// Placement chose hybrid: this machine's cores take rules
+			// too, as a worker of the master.
+			own = distcmd.NewOwnWorker(cfg, "makeflow", errOut, cfg.Logger)
+		}
 		wqcfg = cfg
+	case "local":
+		if c := o.localCluster; c != nil {
+			if !c.Hosts.Assumed() {
+				opts.Slots = c.Slots()
+			}
+			opts.DispatchDelay = time.Duration(c.Delay * float64(time.Second))
+		}
 	default:
 		opts.SubmitArgs = strings.Fields(o.batchOptions)
 	}
@@ -552,7 +578,7 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		d, err = batch.New(bt.name, opts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("-T %s: %w", bt.name, err)
+		return nil, nil, fmt.Errorf("-T %s: %w", bt.name, err)
 	}
 	if o.hybrid && wqcfg == nil {
 		// Placement chose hybrid: this machine's cores take rules too.
@@ -560,17 +586,29 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		d = batch.NewHybrid(batch.NewLocal(batch.Options{Slots: cores}), cores, d)
 		fmt.Fprintf(errOut, "makeflow: this machine's %d cores take rules too, while %s's queue holds them\n", cores, bt.name)
 	}
+	stopOwn := func() {}
 	if l, ok := d.(batch.Listener); ok {
 		port := l.Port()
 		fmt.Fprintf(out, "listening for workers on port %d.\n", port)
 		if o.portFile != "" {
 			if err := os.WriteFile(inDir(dir, o.portFile), []byte(strconv.Itoa(port)+"\n"), 0o666); err != nil {
 				d.Close(context.Background())
-				return nil, fmt.Errorf("-Z: %w", err)
+				return nil, nil, fmt.Errorf("-Z: %w", err)
+			}
+		}
+		if own != nil {
+			if stopOwn, err = own.Start(port, *wqcfg); err != nil {
+				d.Close(context.Background())
+				return nil, nil, err
 			}
 		}
 	}
-	return makeflow.NewBatch(d, batchOptions(bt, o, logger)), nil
+	b := makeflow.NewBatch(d, batchOptions(bt, o, logger))
+	return b, func() error {
+		distcmd.SaveBandwidth(bt.name, d)
+		defer stopOwn()
+		return b.Close()
+	}, nil
 }
 
 // inputErrors prints each problem with the workflow on its own line, as

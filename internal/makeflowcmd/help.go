@@ -84,19 +84,27 @@ THE LOG, RECOVERY AND FAILURES
 
 WHERE IT RUNS
   Without -T (or MAKEFLOW_BATCH_QUEUE_TYPE) or --local, makeflow decides. It
-  predicts each rule's time from its earlier runs (kept across -c in
-  ~/.cache/rightsize/makeflow-rules.json; else its category's mean, else 1 s),
-  looks for the cluster you have (RIGHTSIZE_CLUSTER, ~/.config/rightsize/cluster,
-  or a SLURM, Grid Engine or HTCondor that answers), and predicts the makespan
-  here and there: rules shorter than their dispatch stay here, and on a batch
-  system this machine's cores take rules too (hybrid). It runs where it
-  predicts fastest, staying here unless the cluster is predicted more than 5%
-  faster, and says so in a line when the workflow leaves this machine.
+  predicts each rule's time from its earlier runs (the last completed run of
+  a rule with the same category and command, kept across -c in
+  ~/.cache/rightsize/makeflow-rules.json; else its category's mean, else the
+  workflow's, else 1 s), looks for the cluster you have (RIGHTSIZE_CLUSTER,
+  ~/.config/rightsize/cluster, or a SLURM, Grid Engine or HTCondor that
+  answers), and predicts the makespan here (rules holding the cores they ask
+  for) and there: rules shorter than their dispatch stay here, and this
+  machine's cores may take rules too (hybrid; on Work Queue as a worker of
+  the master, which takes no more once a worker connects from this
+  machine). A local "cluster" (RIGHTSIZE_CLUSTER="local hosts=16 delay=1")
+  runs the rules sent to it, or all of them with -T local, on this machine's
+  local batch driver, that wide and that slow to start them, for trying
+  placement out. It runs where it predicts fastest, staying here unless the
+  cluster is predicted more than 5% faster, and says so in a line when the
+  workflow leaves this machine.
   --explain prints the inputs and where each came from, the critical path, the
   total work, each prediction and the choice, and after the run the
   prediction against the time taken. Ready rules start in order of the
   longest predicted time after them. With -T, --auto-local keeps the short
-  rules here too. RIGHTSIZE_CLUSTER=none stays here.
+  rules here too, and --hybrid makes this machine's cores take rules from the
+  start. RIGHTSIZE_CLUSTER=none stays here.
 
 ON A CLUSTER
   -T wq runs every rule that is not LOCAL on Work Queue workers: makeflow

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/makeflow"
 	"github.com/rightsize/rightsize/model"
@@ -43,8 +44,10 @@ func costsPath() string {
 	return filepath.Join(dir, "rightsize", "makeflow-rules.json")
 }
 
-// estimates says in words where the rules' predicted times came from.
-func estimates(src []makeflow.Source) string {
+// estimates says in words where the rules' predicted times came from:
+// how many from each source, and for those from earlier runs how many
+// runs and how long ago the last ended.
+func estimates(wf *makeflow.Workflow, costs makeflow.RuleCosts, src []makeflow.Source, now time.Time) string {
 	var n [makeflow.Assumed + 1]int
 	for _, s := range src {
 		n[s]++
@@ -55,7 +58,10 @@ func estimates(src []makeflow.Source) string {
 			continue
 		}
 		what := makeflow.Source(s).String()
-		if makeflow.Source(s) == makeflow.Assumed {
+		switch makeflow.Source(s) {
+		case makeflow.FromHistory:
+			what += " (" + history(wf, costs, src, now) + ")"
+		case makeflow.Assumed:
 			what = fmt.Sprintf("assumed %s (no earlier run)", place.Seconds(makeflow.DefaultRuleSeconds))
 		}
 		parts = append(parts, fmt.Sprintf("%d from %s", k, what))
@@ -63,11 +69,44 @@ func estimates(src []makeflow.Source) string {
 	return strings.Join(parts, ", ")
 }
 
+// history says how many earlier runs the rules timed by them had and when
+// the last of them ended: "2 runs each, the last 5 min ago".
+func history(wf *makeflow.Workflow, costs makeflow.RuleCosts, src []makeflow.Source, now time.Time) string {
+	least, most, last := 0, 0, int64(0)
+	for id, s := range src {
+		c, ok := costs.Of(wf.Rules[id])
+		if s != makeflow.FromHistory || !ok {
+			continue
+		}
+		if least == 0 || c.Runs < least {
+			least = c.Runs
+		}
+		most, last = max(most, c.Runs), max(last, c.Last)
+	}
+	runs := fmt.Sprintf("%d to %d runs each", least, most)
+	switch {
+	case least == most && most == 1:
+		runs = "1 run each"
+	case least == most:
+		runs = fmt.Sprintf("%d runs each", most)
+	}
+	switch age := now.Sub(time.UnixMicro(last)); {
+	case last == 0:
+		return runs
+	case age < time.Second:
+		return runs + ", the last just now"
+	default:
+		return fmt.Sprintf("%s, the last %s ago", runs, place.Age(age))
+	}
+}
+
 // place estimates the rules' times and, when the batch type was left to
 // it (auto), decides between this machine and the cluster the user has,
 // returning the batch type to run on. With -T it decides nothing unless
 // asked (--explain, --auto-local), and then only says what the models
-// predict and keeps short rules here with --auto-local.
+// predict and keeps short rules here with --auto-local. -T local with a
+// local "cluster" named (RIGHTSIZE_CLUSTER="local hosts=16 delay=1", for
+// trying placement out) runs the rules on it, as allpairs -T local does.
 func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath string, auto bool, bt batchType, msgs io.Writer) (*placement, batchType, error) {
 	p := &placement{path: costsPath(), logPath: logPath}
 	p.costs = makeflow.LoadRuleCosts(p.path)
@@ -76,14 +115,27 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	cost, src := p.costs.Estimate(wf)
 	p.cost = cost
 	p.guessed = slices.Contains(src, makeflow.Assumed)
-	forced := !auto && bt.remote && (o.explain || o.autoLocal)
-	if !auto && !forced {
-		return p, bt, nil
+	var standIn *place.Cluster
+	if !auto && bt.name == "local" {
+		c, err := cluster.Find(ctx, cluster.Options{Kind: "local"})
+		if err != nil {
+			return nil, bt, fmt.Errorf("finding the cluster: %w", err)
+		}
+		if c.Named != cluster.ByFlag {
+			standIn = c
+		}
+	}
+	if o.hybrid && !bt.remote && standIn == nil {
+		return nil, bt, cmdutil.Usagef("--hybrid: -T %s runs every rule here already", bt.name)
+	}
+	forced := !auto && (bt.remote || standIn != nil)
+	if !auto && !(forced && (o.explain || o.autoLocal)) {
+		return p, o.onStandIn(standIn, bt), nil
 	}
 	flow, order, err := wf.Flow(cost, nil, dir)
 	if err != nil {
 		// The run reports what is wrong with the workflow.
-		return p, bt, nil
+		return p, o.onStandIn(standIn, bt), nil
 	}
 	abs, _ := filepath.Abs(wf.Path)
 	p.key = place.Key(abs)
@@ -111,10 +163,14 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	if err != nil {
 		fmt.Fprintf(msgs, "makeflow: warning: %v\n", err)
 	}
-	d := place.DecideFlow(place.FlowWork{Rules: flow, Estimates: estimates(src)},
+	d := place.DecideFlow(place.FlowWork{Rules: flow, Estimates: estimates(wf, p.costs, src, time.Now()), SendAll: forced && !o.autoLocal},
 		place.Machine{Cores: place.Value{V: float64(cores), Source: "this machine's CPUs"}}, cl, cs, time.Now())
 	if forced {
-		d.Force(place.Distributed, fmt.Sprintf("-T %s asks for it", bt.name))
+		m := place.Distributed
+		if o.hybrid {
+			m = place.Hybrid
+		}
+		d.Force(m, fmt.Sprintf("-T %s asks for it", bt.name))
 	}
 	p.decision = &d
 	if o.explain {
@@ -124,24 +180,27 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	} else if d.Mode != place.Multicore {
 		fmt.Fprintf(msgs, "makeflow: placement: %s on %s (%s); --explain says more\n", d.Line(), cl.Kind, cl.Named)
 	}
-	if d.Mode == place.Multicore || forced && !o.autoLocal {
-		return p, bt, nil
-	}
-	if d.KeepHere != nil {
+	if d.KeepHere != nil && d.Mode != place.Multicore && (!forced || o.autoLocal) {
 		p.here = make([]bool, len(wf.Rules))
 		for i, id := range order {
 			p.here[id] = d.KeepHere[i]
 		}
 	}
-	if forced {
-		return p, bt, nil
-	}
-	nbt, err := lookupBatchType(cl.Kind)
-	if err != nil || !nbt.remote {
-		// A "local" cluster is this machine: the local executor is it.
+	switch {
+	case forced:
+		return p, o.onStandIn(standIn, bt), nil
+	case d.Mode == place.Multicore:
 		return p, bt, nil
 	}
 	o.hybrid = d.Mode == place.Hybrid
+	if cl.Kind == "local" {
+		return p, o.onStandIn(cl, bt), nil
+	}
+	nbt, err := lookupBatchType(cl.Kind)
+	if err != nil || !nbt.remote {
+		o.hybrid = false
+		return p, bt, nil
+	}
 	if cl.Project != "" {
 		o.project = cl.Project
 	}
@@ -151,13 +210,31 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	return p, nbt, nil
 }
 
+// onStandIn returns the batch type that runs rules on local "cluster" c
+// (RIGHTSIZE_CLUSTER=local ...), which stands for a real one: the local
+// batch driver, as wide and as slow to start jobs as it says, takes the
+// rules. Without one, bt.
+func (o *options) onStandIn(c *place.Cluster, bt batchType) batchType {
+	if c == nil {
+		return bt
+	}
+	o.localCluster = c
+	return batchType{name: "local", remote: true, maxRemote: max(c.Slots(), 1)}
+}
+
 // finish learns the rules' times from the run's log and keeps them, and
 // compares the decision's prediction with the run's time: said with
 // --explain, and appended to the run history when the run did the whole
 // workflow.
 func (p *placement) finish(wf *makeflow.Workflow, rep *makeflow.Report, explain bool, msgs io.Writer) {
 	if p.path != "" {
-		if _, err := p.costs.Learn(wf, p.logPath); err == nil {
+		// The log's times of the rules this run ran include a batch
+		// system's queue; the run's own replace them.
+		_, err := p.costs.Learn(wf, p.logPath)
+		if rep != nil {
+			p.costs.Ran(wf, rep.Took)
+		}
+		if err == nil || rep != nil && len(rep.Took) > 0 {
 			if err := p.costs.Save(p.path); err != nil {
 				fmt.Fprintf(msgs, "makeflow: warning: %v\n", err)
 			}

@@ -1,12 +1,18 @@
 package makeflowcmd
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/model/place"
 )
 
 // fanWorkflow writes a workflow of n rules that sleep secs and write a
@@ -88,5 +94,136 @@ func TestPlacementOnSlurm(t *testing.T) {
 func TestLocalFlag(t *testing.T) {
 	if r := mf(t, t.TempDir(), "--local", "-T", "slurm", "x.mf"); r.code != 2 || !strings.Contains(r.err, "--local runs every rule here") {
 		t.Errorf("--local with -T: %v", r)
+	}
+}
+
+// TestPlacementOnALocalCluster learns a wide workflow's times on this
+// machine, then offers it a local "cluster" (this machine's local batch
+// driver standing for one) wider than this machine and quick to start
+// jobs: placement sends the slow rules there, with this machine's cores
+// taking them too (hybrid), and keeps the short gathering rule here; the
+// next run's prediction is corrected by the first's. --local keeps every rule here whatever the models say.
+func TestPlacementOnALocalCluster(t *testing.T) {
+	const width = 16
+	if runtime.NumCPU() > width/2 {
+		t.Skipf("%d CPUs: this machine is about as wide as the workflow, the cluster would not be faster", runtime.NumCPU())
+	}
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	dir := t.TempDir()
+	fanWorkflow(t, dir, width, "0.2")
+	var all strings.Builder
+	for i := range width {
+		fmt.Fprintf(&all, "part.%c\n", 'a'+i)
+	}
+	t.Setenv("RIGHTSIZE_CLUSTER", "none")
+	if r := mf(t, dir, "fan.mf"); r.code != 0 {
+		t.Fatalf("first run, to learn the rules' times: %v", r)
+	}
+	t.Setenv("RIGHTSIZE_CLUSTER", "local hosts=32 dispatch=0.01")
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		want  []string // in standard error
+		not   []string
+		mode  string // recorded; "" for none
+	}{
+		{name: "explained", flags: []string{"--explain"},
+			want: []string{"17 from its earlier runs (1 run each, the last ", "cluster         local (RIGHTSIZE_CLUSTER)",
+				"* hybrid", "rules kept here, shorter than their dispatch: 1", "choice: hybrid, because predicted",
+				fmt.Sprintf("this machine's %d cores take rules too", runtime.NumCPU()), "hybrid: predicted "},
+			mode: "hybrid"},
+		{name: "quiet", want: []string{"makeflow: placement: hybrid: predicted", "on local (RIGHTSIZE_CLUSTER); --explain says more"},
+			not: []string{"inputs:"}, mode: "hybrid"},
+		{name: "corrected", flags: []string{"--explain"},
+			want: []string{"17 from its earlier runs (3 runs each, the last ", "from 2 earlier runs, spread"}, mode: "hybrid"},
+		// -T local runs on the local "cluster" RIGHTSIZE_CLUSTER names.
+		{name: "forced there", flags: []string{"-T", "local", "--explain"},
+			want: []string{"cluster         local (-T, with the settings of RIGHTSIZE_CLUSTER)", "choice: distributed, because -T local asks for it"},
+			not:  []string{"take rules too"}, mode: "distributed"},
+		{name: "forced hybrid", flags: []string{"-T", "local", "--hybrid", "--explain"},
+			want: []string{"choice: hybrid, because -T local asks for it", "take rules too"}, mode: "hybrid"},
+		{name: "forced here", flags: []string{"--local"}, not: []string{"placement"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := mf(t, dir, "-c", "fan.mf"); r.code != 0 {
+				t.Fatalf("clean: %v", r)
+			}
+			before := runHistory(t, cache)
+			r := mf(t, dir, append(tc.flags, "fan.mf")...)
+			if r.code != 0 || readFile(t, filepath.Join(dir, "all")) != all.String() {
+				t.Fatalf("run: %v", r)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.err, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.err)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(r.err, w) {
+					t.Errorf("stderr has %q:\n%s", w, r.err)
+				}
+			}
+			recs := runHistory(t, cache)[len(before):]
+			switch {
+			case tc.mode == "" && len(recs) != 0:
+				t.Errorf("recorded %+v", recs)
+			case tc.mode != "" && (len(recs) != 1 || recs[0].Mode != tc.mode || recs[0].Backend != "local"):
+				t.Errorf("recorded %+v, want one %s run on local", recs, tc.mode)
+			}
+		})
+	}
+}
+
+// runHistory returns the run history's records.
+func runHistory(t *testing.T, cache string) []place.Record {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(cache, "rightsize", "runs.jsonl"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recs []place.Record
+	for line := range strings.Lines(string(b)) {
+		var r place.Record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		recs = append(recs, r)
+	}
+	return recs
+}
+
+// TestHybridOnWorkQueue: placement on a Work Queue cluster with no
+// worker connected yet chooses hybrid, and the master's own worker (this
+// machine's cores) runs the rules.
+func TestHybridOnWorkQueue(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("XDG_CACHE_HOME", cache)
+	dir := t.TempDir()
+	fanWorkflow(t, dir, 8, "0.2")
+	t.Setenv("RIGHTSIZE_CLUSTER", "none")
+	if r := mf(t, dir, "fan.mf"); r.code != 0 {
+		t.Fatalf("first run, to learn the rules' times: %v", r)
+	}
+	if r := mf(t, dir, "-c", "fan.mf"); r.code != 0 {
+		t.Fatalf("clean: %v", r)
+	}
+	t.Setenv("RIGHTSIZE_CLUSTER", "wq port="+freePort(t)+" hosts=8 cores=2")
+	r := mf(t, dir, "fan.mf")
+	if r.code != 0 || readFile(t, filepath.Join(dir, "all")) == "" {
+		t.Fatalf("run: %v", r)
+	}
+	for _, w := range []string{"makeflow: placement: hybrid: predicted", "cores take tasks too, as a worker of this master"} {
+		if !strings.Contains(r.err, w) {
+			t.Errorf("stderr lacks %q:\n%s", w, r.err)
+		}
+	}
+	// The first run, on assumed times, is not recorded.
+	if recs := runHistory(t, cache); len(recs) != 1 || recs[0].Mode != "hybrid" || recs[0].Backend != "wq" {
+		t.Errorf("recorded %+v, want the second run, hybrid on wq", recs)
 	}
 }

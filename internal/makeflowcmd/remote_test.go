@@ -345,6 +345,8 @@ func TestRemoteUsageErrors(t *testing.T) {
 		{[]string{"-T", "wq", "-p", "70000", "w.mf"}, "-p 70000: not a port number"},
 		{[]string{"-T", "wq", "-a", "w.mf"}, "-a advertises the master under a project name: give -N NAME"},
 		{[]string{"-T", "local", "-a", "w.mf"}, "--advertise is for the Work Queue master of -T wq, not -T local"},
+		{[]string{"--hybrid", "w.mf"}, "--hybrid makes this machine's cores take rules beside those of -T TYPE: give -T"},
+		{[]string{"-T", "local", "--hybrid", "w.mf"}, "--hybrid: -T local runs every rule here already"},
 	}
 	for _, tt := range tests {
 		r := mf(t, dir, tt.args...)

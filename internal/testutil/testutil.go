@@ -1,7 +1,8 @@
 // Package testutil holds helpers shared by rightsize's tests: finding the real
 // components a test needs (CCTools, SLURM, gcc), building the project's
 // commands for end-to-end runs (with RIGHTSIZE_CLUSTER=none, so that
-// placement stays here unless a test names a cluster), and starting a
+// placement stays here unless a test names a cluster, and a cache and
+// configuration of their own), and starting a
 // catalog server (StartCatalog).
 //
 // Outside CI a test whose component is missing is skipped with a message that
@@ -149,8 +150,10 @@ func (s *SyncBuffer) String() string {
 // commands: it builds the named commands of cmd/ into a temporary
 // directory, passes that directory to setup, runs the tests with
 // RIGHTSIZE_CLUSTER=none (so that automatic placement stays here unless a
-// test names a cluster), removes the directory and returns the exit code
-// for os.Exit.
+// test names a cluster) and with XDG_CACHE_HOME and XDG_CONFIG_HOME in that
+// directory (so that what the commands learn and keep, and the user's own
+// cluster file, stay out of the tests and the tests out of the user's
+// files), removes the directory and returns the exit code for os.Exit.
 func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int {
 	dir, err := os.MkdirTemp("", "rightsize-bin-")
 	if err != nil {
@@ -166,6 +169,15 @@ func RunWithCommands(m *testing.M, setup func(dir string), names ...string) int 
 	// tests run here, whatever this machine has (a SLURM started for the
 	// batch tests), unless they name one themselves.
 	os.Setenv("RIGHTSIZE_CLUSTER", "none")
+	if os.Getenv("GOCACHE") == "" {
+		// The go command, which some tests run, keeps its build cache
+		// there too: keep it where it was.
+		if c, err := os.UserCacheDir(); err == nil {
+			os.Setenv("GOCACHE", filepath.Join(c, "go-build"))
+		}
+	}
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	setup(dir)
 	return m.Run()
 }

@@ -258,6 +258,10 @@ func (sp *Spec) check() error {
 	return nil
 }
 
+// ByFlag is the Cluster.Named of a cluster that -T names with no settings
+// of the user's (no RIGHTSIZE_CLUSTER or cluster file of that kind).
+const ByFlag = "-T"
+
 // named returns the cluster the user named, and how: by o.Kind, the
 // environment, or the file. A named cluster whose kind is o.Kind lends it
 // its settings. A nil spec with found true means "none".
@@ -297,7 +301,7 @@ func named(o Options) (sp *Spec, how string, found bool, err error) {
 				return s.sp, "-T, with the settings of " + s.how, true, nil
 			}
 		}
-		return &Spec{Kind: o.Kind}, "-T", true, nil
+		return &Spec{Kind: o.Kind}, ByFlag, true, nil
 	case env != nil:
 		return env, envHow, true, nil
 	case file != nil:

@@ -49,9 +49,9 @@ type Decision struct {
 	// keeps here and those too short to be worth their dispatch.
 	KeepHere []bool
 
-	// jobCells and blocks are the job sizes the models found for the
-	// cluster modes, whichever is chosen, for Force.
-	jobCells int
+	// jobCells and blocks are the job sizes the models found for each
+	// cluster mode, whichever is chosen, for Force.
+	jobCells [3]int
 	blocks   [3]int
 }
 
@@ -115,7 +115,7 @@ func (d *Decision) Force(m Mode, why string) {
 func (d *Decision) setSize() {
 	d.JobCells, d.Block, d.JobCores = 0, 0, 0
 	if d.Mode != Multicore {
-		d.JobCells, d.Block, d.JobCores = d.jobCells, d.blocks[d.Mode], d.Cluster.JobCores()
+		d.JobCells, d.Block, d.JobCores = d.jobCells[d.Mode], d.blocks[d.Mode], d.Cluster.JobCores()
 	}
 }
 
@@ -236,6 +236,16 @@ type AllPairsWork struct {
 // lost worker costs.
 const maxJobSeconds = 3600
 
+// A hybrid run's slots, here and on the cluster, run at different speeds
+// and join at different times (and a worker may turn out to share this
+// machine's cores), so its jobs are smaller than the cluster alone would
+// need: hybridJobsPerSlot jobs for each slot while a job's dispatch costs
+// less than hybridDispatchShare of it.
+const (
+	hybridJobsPerSlot   = 3
+	hybridDispatchShare = 0.05
+)
+
 // DecideAllPairs predicts the problem on this machine, on the cluster and
 // on both, and picks the fastest, corrected by cs.
 func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
@@ -294,22 +304,34 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 	// multicore, since every cell then runs in a job.
 	hy := apply(cs, Hybrid, c.Kind, work/float64(local))
 	if ch.JobCells > 0 {
-		job := float64(ch.JobCells) * t / float64(k)
+		hj := hybridJobCells(w.Cells, ch.JobCells, ch.Hosts*k+local, t/float64(k), c.perJob())
+		job := float64(hj) * t / float64(k)
 		serial := c.Submit.V
 		if serial <= 0 {
 			serial = c.Dispatch.V
 		}
 		start := c.perJob() + serial*float64(ch.Hosts)/2
 		eff := job / (job + c.perJob())
-		both := hybridTime(work, local, float64(ch.Hosts*k)*eff, start) + model.AllPairsDataTime(in, ch.JobCells, ch.Hosts)
+		both := hybridTime(work, local, float64(ch.Hosts*k)*eff, start) + model.AllPairsDataTime(in, hj, ch.Hosts)
 		hy = apply(cs, Hybrid, c.Kind, math.Min(both, ch.Cluster))
-		hy.Detail = fmt.Sprintf("%d cores here from the start, %d slots after %s", local, ch.Hosts*k, Seconds(start))
+		hy.Detail = fmt.Sprintf("jobs of %d cells; %d cores here from the start, %d slots after %s", hj, local, ch.Hosts*k, Seconds(start))
+		d.jobCells[Hybrid] = hj
 	}
 	d.Predictions = append(d.Predictions, dist, hy)
-	d.jobCells = ch.JobCells
+	d.jobCells[Distributed] = ch.JobCells
 	d.choose()
 	d.setSize()
 	return d
+}
+
+// hybridJobCells sizes a hybrid run's jobs: the cluster's size (cells),
+// or smaller, down to hybridJobsPerSlot jobs for each of slots, as long as
+// a job of cells taking cellTime each still runs at least 1 /
+// hybridDispatchShare times its dispatch.
+func hybridJobCells(total int64, cells, slots int, cellTime, dispatch float64) int {
+	even := int(total / int64(hybridJobsPerSlot*max(slots, 1)))
+	least := int(math.Ceil(dispatch / hybridDispatchShare / math.Max(cellTime, 1e-12)))
+	return max(min(cells, max(even, least)), 1)
 }
 
 // WavefrontWork is a Wavefront problem as the decision sees it.
@@ -378,13 +400,18 @@ type FlowWork struct {
 	Rules []model.FlowRule
 	// Estimates says where the rules' times came from, in words.
 	Estimates string
+	// SendAll sends every rule not marked Here to the cluster in the
+	// cluster modes, as makeflow -T does without --auto-local: none is
+	// kept here for being shorter than its dispatch.
+	SendAll bool
 }
 
 // DecideFlow predicts a workflow's makespan on this machine, on the
 // cluster — where each rule predicted to run for less than its dispatch
-// and transfer would cost stays here — and, on a batch system sharing this
-// machine's filesystem, hybrid (this machine's cores take the cluster's
-// rules when free), and picks the fastest, corrected by cs.
+// and transfer would cost stays here — and hybrid (this machine's cores
+// take the cluster's rules when free: a batch.Hybrid on a batch system, a
+// worker in the master's process on Work Queue), and picks the fastest,
+// corrected by cs.
 func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
 	local := max(int(m.Cores.V), 1)
 	critical, _ := model.CriticalPath(w.Rules)
@@ -397,27 +424,23 @@ func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now
 	mc := apply(cs, Multicore, "", model.Makespan(w.Rules, model.FlowPlaces{LocalSlots: local}))
 	mc.Detail = fmt.Sprintf("%d cores", local)
 	dist := Prediction{Mode: Distributed, Seconds: math.Inf(1)}
-	hy := Prediction{Mode: Hybrid, Seconds: math.Inf(1), Detail: "only on a batch system with a shared filesystem"}
+	hy := Prediction{Mode: Hybrid, Seconds: math.Inf(1)}
 	if c != nil && c.Slots() > 0 {
 		places := model.FlowPlaces{LocalSlots: local, RemoteSlots: c.Slots(), Dispatch: c.perJob(), Bandwidth: c.Bandwidth.V}
 		rules := append([]model.FlowRule(nil), w.Rules...)
 		d.KeepHere = make([]bool, len(rules))
 		kept := 0
 		for i, r := range rules {
-			if !r.Here && r.Seconds < c.perJob()+r.Bytes/c.Bandwidth.V {
+			if !w.SendAll && !r.Here && r.Seconds < c.perJob()+r.Bytes/c.Bandwidth.V {
 				rules[i].Here, d.KeepHere[i] = true, true
 				kept++
 			}
 		}
 		dist = apply(cs, Distributed, c.Kind, model.Makespan(rules, places))
 		dist.Detail = fmt.Sprintf("%d slots; rules kept here, shorter than their dispatch: %d", c.Slots(), kept)
-		if c.sharedFS() {
-			// batch.Hybrid: this machine's cores take the cluster's
-			// rules too, when free.
-			places.Hybrid = true
-			hy = apply(cs, Hybrid, c.Kind, model.Makespan(rules, places))
-			hy.Detail = fmt.Sprintf("%d slots and %d cores here; rules kept here: %d", c.Slots(), local, kept)
-		}
+		places.Hybrid = true
+		hy = apply(cs, Hybrid, c.Kind, model.Makespan(rules, places))
+		hy.Detail = fmt.Sprintf("%d slots and %d cores here; rules kept here: %d", c.Slots(), local, kept)
 	}
 	d.Predictions = []Prediction{mc, dist, hy}
 	d.choose()

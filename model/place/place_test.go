@@ -207,14 +207,19 @@ func TestDecideFlow(t *testing.T) {
 		cluster *Cluster
 		want    Mode
 		kept    int
+		sendAll bool
 	}{
-		{"no cluster", fan(100, 60), nil, Multicore, 0},
-		{"wide and long", fan(100, 60), slurm(50, 1, 10), Hybrid, 1},
-		{"short rules", fan(100, 0.5), slurm(50, 1, 10), Multicore, 0},
-		{"a chain gains nothing", []model.FlowRule{{Seconds: 60}, {Seconds: 60, Parents: []int{0}}}, slurm(50, 1, 10), Multicore, 0},
+		{"no cluster", fan(100, 60), nil, Multicore, 0, false},
+		{"wide and long", fan(100, 60), slurm(50, 1, 10), Hybrid, 1, false},
+		{"short rules", fan(100, 0.5), slurm(50, 1, 10), Multicore, 0, false},
+		{"work queue", fan(100, 60), &Cluster{Kind: "wq", Hosts: measured(10, "the catalog"), CoresPerHost: measured(4, "the catalog"),
+			Dispatch: measured(0.05, "probed"), JobCost: measured(0.05, "probed"), Bandwidth: measured(1e8, "assumed")}, Hybrid, 1, false},
+		{"a chain gains nothing", []model.FlowRule{{Seconds: 60}, {Seconds: 60, Parents: []int{0}}}, slurm(50, 1, 10), Multicore, 0, false},
+		// -T without --auto-local: the short gathering rule goes too.
+		{"sent all", fan(100, 60), slurm(50, 1, 10), Hybrid, 0, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := DecideFlow(FlowWork{Rules: tc.rules, Estimates: "given"}, two, tc.cluster, nil, now)
+			d := DecideFlow(FlowWork{Rules: tc.rules, Estimates: "given", SendAll: tc.sendAll}, two, tc.cluster, nil, now)
 			kept := 0
 			for _, k := range d.KeepHere {
 				if k {
@@ -227,5 +232,28 @@ func TestDecideFlow(t *testing.T) {
 				t.Fatalf("chose %v keeping %d rules here, want %v keeping %d\n%s", d.Mode, kept, tc.want, tc.kept, b.String())
 			}
 		})
+	}
+}
+
+func TestHybridJobCells(t *testing.T) {
+	for _, tc := range []struct {
+		name               string
+		total              int64
+		cells, slots       int
+		cellTime, dispatch float64
+		want               int
+	}{
+		// 1600 cells on 4 slots: 12 jobs of 133 cells, 1.3 s each,
+		// worth a 50 ms dispatch.
+		{"three jobs a slot", 1600, 400, 4, 0.01, 0.05, 133},
+		// A 2 s dispatch needs jobs of 40 s: 4000 cells, as the cluster's.
+		{"dispatch bounds it", 100000, 4000, 4, 0.01, 2, 4000},
+		{"three jobs a slot of a larger problem", 100000, 20000, 4, 0.01, 2, 8333},
+		{"never larger than the cluster's", 1600, 100, 4, 0.01, 0.05, 100},
+		{"at least a cell", 2, 1, 8, 0.01, 0, 1},
+	} {
+		if got := hybridJobCells(tc.total, tc.cells, tc.slots, tc.cellTime, tc.dispatch); got != tc.want {
+			t.Errorf("%s: %d cells a job, want %d", tc.name, got, tc.want)
+		}
 	}
 }

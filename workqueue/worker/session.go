@@ -94,15 +94,28 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 	}
 }
 
-// watchIdle closes the connection once no task has run for the idle timeout.
+// watchIdle closes the connection once no task has run for the idle
+// timeout, and tells the master the worker has no room once it drains
+// (Config.Drain).
 func (s *session) watchIdle(done <-chan struct{}) {
 	timeout := s.w.cfg.IdleTimeout
 	tick := time.NewTicker(min(time.Second, timeout/4+time.Millisecond))
 	defer tick.Stop()
+	drain := s.w.cfg.Drain
+	if s.w.draining() {
+		drain = nil // hello said so
+	}
 	for {
 		select {
 		case <-done:
 			return
+		case <-drain:
+			drain = nil
+			s.log.Info("draining: no more tasks")
+			if s.reportNoRoom() != nil {
+				return // the connection failed: the session ends
+			}
+			continue
 		case <-tick.C:
 		}
 		s.mu.Lock()
@@ -135,7 +148,10 @@ func (s *session) send(write func(c *wire.Conn) error) error {
 
 func (s *session) hello() error {
 	host, _ := os.Hostname()
-	r := s.w.res
+	r, cores := s.w.res, wholeCores(s.w.res.cores)
+	if s.w.draining() {
+		r, cores = resources{}, 0
+	}
 	return s.send(func(c *wire.Conn) error {
 		msgs := []wire.Message{
 			wire.Hello{Protocol: wire.Protocol, Host: host, OS: "Linux", Arch: arch(), Version: Version},
@@ -150,13 +166,26 @@ func (s *session) hello() error {
 			res("disk", float64(r.diskMB)),
 			res("memory", float64(r.memoryMB)),
 			res("gpus", float64(r.gpus)),
-			res("cores", wholeCores(r.cores)),
+			res("cores", cores),
 			wire.Resource{Name: "tag", Total: 0},
 			wire.Info{Key: "end_of_resource_update", Value: "0"},
 			wire.Info{Key: "tasks_running", Value: "0"},
 			wire.Info{Key: "worker-end-time", Value: "0"},
 		)
 		for _, m := range msgs {
+			if err := c.Send(m); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// reportNoRoom tells the master that the worker has no resources left,
+// so that it sends no more tasks.
+func (s *session) reportNoRoom() error {
+	return s.send(func(c *wire.Conn) error {
+		for _, m := range []wire.Message{res("disk", 0), res("memory", 0), res("gpus", 0), res("cores", 0), wire.Resource{Name: "tag"}} {
 			if err := c.Send(m); err != nil {
 				return err
 			}

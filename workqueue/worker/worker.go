@@ -89,6 +89,11 @@ type Config struct {
 	SingleShot bool
 	// Features are user-defined features announced to the master.
 	Features []string
+	// Drain, once closed, makes the worker take no more tasks: it tells
+	// its master that it has no resources left and finishes the tasks it
+	// holds. It stays connected, for the master to fetch their outputs,
+	// until released, told to exit, idle or cancelled.
+	Drain <-chan struct{}
 	// Logger receives the worker's log (default: discarded).
 	Logger *slog.Logger
 	// Ready, if set, is called once with the workspace path when the worker
@@ -367,3 +372,13 @@ func (w *worker) lookup(ctx context.Context) ([]target, error) {
 // wholeCores is the core count as reported: CCTools masters read whole
 // numbers, and a fraction of a core still offers one.
 func wholeCores(v float64) float64 { return math.Max(1, math.Floor(v)) }
+
+// draining reports whether Config.Drain is closed.
+func (w *worker) draining() bool {
+	select {
+	case <-w.cfg.Drain:
+		return true
+	default:
+		return false
+	}
+}
