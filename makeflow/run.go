@@ -93,6 +93,9 @@ type Options struct {
 	// Progress, if set, is called with the rule counts whenever they
 	// change, at most once per batch of events.
 	Progress func(Counts)
+	// Failed, if set, is called with each rule that fails for good, as it
+	// does (the Report lists them all at the end).
+	Failed func(Failure)
 }
 
 // A Report is what a run did.
@@ -695,6 +698,9 @@ func (d *driver) finish(res *Result) {
 			f.SavedIn = d.saveFailed(r)
 		}
 		d.report.Failures = append(d.report.Failures, f)
+		if d.opts.Failed != nil {
+			d.opts.Failed(f)
+		}
 		fmt.Fprintf(d.out, "rule %d (%s) failed: %s\n", id, r.Pos, res.Status())
 	}
 }

@@ -6,7 +6,8 @@
 # interop tests run against — Debian's CCTools (coop-computing-tools, with
 # openmpi-bin, which its makeflow links), GNU make, and the batch systems the
 # batch tests use (SLURM and Grid Engine; scripts/slurm.sh and
-# scripts/sge.sh configure and start them).
+# scripts/sge.sh configure and start them), and Chromium, in which the
+# status page's tests load it.
 # Outside CI nothing optional is installed; tests that need it skip and say so.
 set -euo pipefail
 
@@ -17,6 +18,7 @@ if [ "${CI:-}" = "true" ] || [ "${RIGHTSIZE_INSTALL:-}" = "1" ]; then
   command -v make >/dev/null 2>&1 || need+=(make)
   command -v slurmd >/dev/null 2>&1 || need+=(slurmctld slurmd slurm-client)
   command -v qsub >/dev/null 2>&1 || need+=(gridengine-master gridengine-exec gridengine-client)
+  command -v chromium >/dev/null 2>&1 || need+=(chromium)
 fi
 [ ${#need[@]} -eq 0 ] && exit 0
 

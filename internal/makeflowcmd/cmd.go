@@ -76,6 +76,8 @@ type options struct {
 	explain       bool
 	autoLocal     bool
 	hybrid        bool // --hybrid, or placement chose hybrid
+	httpAddr      string
+	wqMaster      *workqueue.Master // the master of -T wq, for the status page
 	// localCluster is the local "cluster" placement sent rules to (not
 	// a flag).
 	localCluster *place.Cluster
@@ -158,6 +160,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.BoolVar(&o.explain, "explain", false, "say what placement measured and predicted, where the rules run and why, and how the prediction compared")
 	f.BoolVar(&o.autoLocal, "auto-local", false, "with -T: run here the rules predicted to take less than their dispatch")
 	f.BoolVar(&o.hybrid, "hybrid", false, "with -T: this machine's cores take rules too, from the start (hybrid)")
+	f.StringVar(&o.httpAddr, "http", "", "serve a live status page at `ADDR` (:PORT on this machine only, HOST:PORT where it says), with /status as JSON and /metrics for Prometheus")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
 	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
@@ -434,12 +437,30 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 		runOpts.Remote, runOpts.RemoteLimits = remote, makeflow.Limits{Jobs: jobs}
 	}
+	page, err := o.startStatus(wf, bt, pl, s.Err)
+	if err != nil {
+		if closeRemote != nil {
+			closeRemote()
+		}
+		return err
+	}
+	if page != nil {
+		toBar := runOpts.Progress
+		runOpts.Progress = func(c makeflow.Counts) {
+			if toBar != nil {
+				toBar(c)
+			}
+			page.progress(len(wf.Rules), c)
+		}
+		runOpts.Failed = page.failed
+	}
 	rep, err := makeflow.Run(ctx, wf, runOpts)
 	if remote != nil {
 		if cerr := closeRemote(); cerr != nil && err == nil {
 			err = fmt.Errorf("closing the %s driver: %w", bt.name, cerr)
 		}
 	}
+	page.finish(rep, err)
 	bar.Stop()
 	if err == nil {
 		pl.finish(wf, rep, o.explain, s.Err)
@@ -580,6 +601,7 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 	if err != nil {
 		return nil, nil, fmt.Errorf("-T %s: %w", bt.name, err)
 	}
+	o.wqMaster = wqMasterOf(d)
 	if o.hybrid && wqcfg == nil {
 		// Placement chose hybrid: this machine's cores take rules too.
 		cores := runtime.NumCPU()

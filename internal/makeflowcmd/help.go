@@ -139,6 +139,12 @@ ON A CLUSTER
   standard output is not brought back; a failed rule's report shows the end
   of its standard error (on Work Queue, of its output).
 
+WATCHING A RUN
+  --http :PORT serves a live page on this machine (HOST:PORT where it says):
+  progress, rate and time left, where the rules run and the prediction, the
+  workers, and each failed rule with the end of its standard error. It
+  refreshes itself; /status has the same as JSON, /metrics for Prometheus.
+
 EXIT STATUS
   0 everything ran; 1 a rule failed or the workflow has errors; 2 bad flags;
   130 interrupted (finished rules are kept).
@@ -150,6 +156,7 @@ EXAMPLES
   makeflow -T dryrun blast.mf    print the commands that would run
   makeflow -T wq blast.mf        run on Work Queue workers (port 9123)
   makeflow -T slurm -J 50 blast.mf  run on SLURM, at most 50 jobs at once
+  makeflow --http :8080 blast.mf  watch it at http://127.0.0.1:8080/
   makeflow --dot blast.mf | dot -Tsvg > blast.svg
   makeflow -c blast.mf           remove what the workflow made
   makeflow --clean=intermediates blast.mf   keep only the final results`

@@ -213,13 +213,18 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 // onStandIn returns the batch type that runs rules on local "cluster" c
 // (RIGHTSIZE_CLUSTER=local ...), which stands for a real one: the local
 // batch driver, as wide and as slow to start jobs as it says, takes the
-// rules. Without one, bt.
+// rules, as many at once as it has slots (and this machine's cores, in a
+// hybrid run). Without one, bt.
 func (o *options) onStandIn(c *place.Cluster, bt batchType) batchType {
 	if c == nil {
 		return bt
 	}
 	o.localCluster = c
-	return batchType{name: "local", remote: true, maxRemote: max(c.Slots(), 1)}
+	jobs := max(c.Slots(), 1)
+	if o.hybrid {
+		jobs += runtime.NumCPU()
+	}
+	return batchType{name: "local", remote: true, maxRemote: jobs}
 }
 
 // finish learns the rules' times from the run's log and keeps them, and

@@ -12,6 +12,7 @@ package testutil
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 )
 
 // InCI reports whether the tests run under CI (CI=true), where every real
@@ -261,4 +263,39 @@ func SelfSignedCert(t testing.TB, name string) (cert, key string) {
 		t.Fatal(err)
 	}
 	return cert, key
+}
+
+// LoadPage loads url in headless Chromium (Debian's chromium, which
+// scripts/deps.sh installs under CI), lets its scripts run for up to a few
+// seconds, and returns the page's DOM as it then is. It also saves a
+// screenshot, name.png, in $RIGHTSIZE_ARTIFACTS (or the test's temporary
+// directory), and returns its path. The test is skipped when Chromium is
+// missing outside CI, and fails under CI.
+func LoadPage(t testing.TB, url, name string) (dom, screenshot string) {
+	t.Helper()
+	chromium := NeedCommand(t, "chromium", "apt-get install chromium")
+	dir := os.Getenv("RIGHTSIZE_ARTIFACTS")
+	if dir == "" {
+		dir = t.TempDir()
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	screenshot = filepath.Join(dir, name+".png")
+	run := func(args ...string) string {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		// Root runs it without the sandbox; the profile is the test's.
+		args = append([]string{"--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + t.TempDir(),
+			"--virtual-time-budget=3000", "--window-size=1100,1000"}, append(args, url)...)
+		cmd := exec.CommandContext(ctx, chromium, args...)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("chromium %s: %v\n%s", strings.Join(args, " "), err, errb.String())
+		}
+		return out.String()
+	}
+	dom = run("--dump-dom")
+	run("--screenshot=" + screenshot)
+	return dom, screenshot
 }

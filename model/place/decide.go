@@ -53,6 +53,7 @@ type Decision struct {
 	// cluster mode, whichever is chosen, for Force.
 	jobCells [3]int
 	blocks   [3]int
+	keepHere [3][]bool
 }
 
 // Predicted returns the prediction for m (+Inf if there is none).
@@ -113,9 +114,10 @@ func (d *Decision) Force(m Mode, why string) {
 
 // setSize sets JobCells or Block to the chosen mode's job size.
 func (d *Decision) setSize() {
-	d.JobCells, d.Block, d.JobCores = 0, 0, 0
+	d.JobCells, d.Block, d.JobCores, d.KeepHere = 0, 0, 0, nil
 	if d.Mode != Multicore {
 		d.JobCells, d.Block, d.JobCores = d.jobCells[d.Mode], d.blocks[d.Mode], d.Cluster.JobCores()
+		d.KeepHere = d.keepHere[d.Mode]
 	}
 }
 
@@ -425,28 +427,47 @@ func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now
 	mc.Detail = fmt.Sprintf("%d cores", local)
 	dist := Prediction{Mode: Distributed, Seconds: math.Inf(1)}
 	hy := Prediction{Mode: Hybrid, Seconds: math.Inf(1)}
+	var keep [3][]bool
 	if c != nil && c.Slots() > 0 {
 		places := model.FlowPlaces{LocalSlots: local, RemoteSlots: c.Slots(), Dispatch: c.perJob(), Bandwidth: c.Bandwidth.V}
-		rules := append([]model.FlowRule(nil), w.Rules...)
-		d.KeepHere = make([]bool, len(rules))
+		// Two ways to place the rules: the short ones kept here (unless
+		// SendAll), or every one sent; each mode takes the faster.
+		short := make([]bool, len(w.Rules))
 		kept := 0
-		for i, r := range rules {
+		for i, r := range w.Rules {
 			if !w.SendAll && !r.Here && r.Seconds < c.perJob()+r.Bytes/c.Bandwidth.V {
-				rules[i].Here, d.KeepHere[i] = true, true
+				short[i] = true
 				kept++
 			}
 		}
-		dist = apply(cs, Distributed, c.Kind, model.Makespan(rules, places))
-		dist.Detail = fmt.Sprintf("%d slots; rules kept here, shorter than their dispatch: %d", c.Slots(), kept)
+		best := func(p model.FlowPlaces) (float64, []bool, int) {
+			t := model.Makespan(w.Rules, p)
+			if kept == 0 {
+				return t, make([]bool, len(w.Rules)), 0
+			}
+			rules := append([]model.FlowRule(nil), w.Rules...)
+			for i, k := range short {
+				rules[i].Here = rules[i].Here || k
+			}
+			if tk := model.Makespan(rules, p); tk <= t {
+				return tk, short, kept
+			}
+			return t, make([]bool, len(w.Rules)), 0
+		}
+		t, k, n := best(places)
+		dist = apply(cs, Distributed, c.Kind, t)
+		dist.Detail = fmt.Sprintf("%d slots; rules kept here, shorter than their dispatch: %d", c.Slots(), n)
+		keep[Distributed] = k
 		places.Hybrid = true
-		hy = apply(cs, Hybrid, c.Kind, model.Makespan(rules, places))
-		hy.Detail = fmt.Sprintf("%d slots and %d cores here; rules kept here: %d", c.Slots(), local, kept)
+		t, k, n = best(places)
+		hy = apply(cs, Hybrid, c.Kind, t)
+		hy.Detail = fmt.Sprintf("%d slots and %d cores here; rules kept here, shorter than their dispatch: %d", c.Slots(), local, n)
+		keep[Hybrid] = k
 	}
 	d.Predictions = []Prediction{mc, dist, hy}
+	d.keepHere = keep
 	d.choose()
-	if d.Mode == Multicore {
-		d.KeepHere = nil
-	}
+	d.setSize()
 	return d
 }
 

@@ -211,7 +211,10 @@ func TestDecideFlow(t *testing.T) {
 	}{
 		{"no cluster", fan(100, 60), nil, Multicore, 0, false},
 		{"wide and long", fan(100, 60), slurm(50, 1, 10), Hybrid, 1, false},
-		{"short rules", fan(100, 0.5), slurm(50, 1, 10), Multicore, 0, false},
+		{"short rules", fan(10, 0.5), slurm(50, 1, 10), Multicore, 0, false},
+		// Shorter than their dispatch, but so many that the cluster's
+		// slots, once they start, take the tail: every rule is sent.
+		{"many short rules", fan(100, 0.5), slurm(50, 1, 10), Hybrid, 0, false},
 		{"work queue", fan(100, 60), &Cluster{Kind: "wq", Hosts: measured(10, "the catalog"), CoresPerHost: measured(4, "the catalog"),
 			Dispatch: measured(0.05, "probed"), JobCost: measured(0.05, "probed"), Bandwidth: measured(1e8, "assumed")}, Hybrid, 1, false},
 		{"a chain gains nothing", []model.FlowRule{{Seconds: 60}, {Seconds: 60, Parents: []int{0}}}, slurm(50, 1, 10), Multicore, 0, false},
