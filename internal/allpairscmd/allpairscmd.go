@@ -372,13 +372,26 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 		fmt.Fprintf(errOut, "allpairs: %s (%d items) × %s (%d items) with %s (%v), %s: %v\n",
 			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, where, plan)
 	}
+	page, err := o.dist.StartStatus("allpairs", a.Source+" × "+b.Source, "cells", plan.Cells, errOut)
+	if err != nil {
+		return err
+	}
+	defer func() { page.Finish(err) }()
 	var shown atomic.Int64
 	p.OnFailure = func(ce *allpairs.CellError) {
 		if shown.Add(1) <= maxShownFailures {
 			fmt.Fprintf(errOut, "allpairs: %v\n", ce)
 		}
+		var stderr []byte
+		if call, ok := errors.AsType[*funcs.CallError](ce.Err); ok {
+			stderr = call.Stderr
+		}
+		page.Fail(ce.A.Name+" × "+ce.B.Name, ce.Err.Error(), string(stderr))
 	}
-	p.OnProgress = bar.SetDone
+	p.OnProgress = func(n int64) {
+		bar.SetDone(n)
+		page.SetDone(n)
+	}
 
 	sum, err := allpairs.Run(ctx, p, lines)
 	bar.Stop()

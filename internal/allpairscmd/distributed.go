@@ -64,6 +64,11 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		return err
 	}
 	defer out.abort()
+	page, err := o.dist.StartStatus("allpairs", a.Source+" × "+b.Source, "cells", cells, msgs)
+	if err != nil {
+		return err
+	}
+	defer func() { page.Finish(err) }()
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(ck.Path()), explain)
 	res, err := distmaster.RunAllPairs(ctx, cfg, &distmaster.AllPairs{
 		A: a, B: b,
@@ -74,8 +79,11 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		PlacedJobCells: o.jobCells,
 		Checkpoint:     ck.Checkpoint,
 		JobW:           jobW, JobH: jobH,
-		Out:      out.w,
-		Progress: bar.SetDone,
+		Out: out.w,
+		Progress: func(n int64) {
+			bar.SetDone(n)
+			page.SetDone(n)
+		},
 	})
 	bar.Stop()
 	o.resumed = res.Resumed

@@ -52,12 +52,17 @@ type Flags struct {
 	FastAbort float64
 	// Hybrid makes this machine's cores take jobs too, as one more worker.
 	Hybrid bool
+	// HTTP is where to serve the run's live status page (--http; see
+	// StartStatus), on this machine or distributed.
+	HTTP string
 
-	// Cluster and JobCores are set by placement: the cluster's measured
-	// inputs, for the models that size the jobs, and the cores each job
-	// takes (Decision.JobCores).
-	Cluster  *place.Cluster
-	JobCores int
+	// Cluster, JobCores and Predicted are set by placement: the
+	// cluster's measured inputs, for the models that size the jobs, the
+	// cores each job takes (Decision.JobCores) and the run's predicted
+	// seconds.
+	Cluster   *place.Cluster
+	JobCores  int
+	Predicted float64
 
 	// portSet records that --port was given.
 	portSet bool
@@ -79,6 +84,7 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.IntVar(&f.Retries, "retries", 2, "-T: submit a failing block again up to `N` times before giving it up")
 	fs.Float64Var(&f.FastAbort, "fast-abort", 3, "-T: remove and resubmit a job running longer than `M` times the mean of finished ones (0: never)")
 	fs.BoolVar(&f.Hybrid, "hybrid", false, "-T: this machine's cores take jobs too, from the start, as one more worker")
+	fs.StringVar(&f.HTTP, "http", "", "serve a live status page at `ADDR` (:PORT on this machine only, HOST:PORT where it says), with /status as JSON and /metrics for Prometheus")
 }
 
 // distributedOnly lists the flags that mean nothing without -T; wqOnly

@@ -69,6 +69,8 @@ func WorthProbing(c *place.Cluster, localSeconds float64) bool {
 // cluster's batch type, hybrid or not, and its Work Queue project and
 // port; for multicore nothing changes.
 func (f *Flags) Place(d *place.Decision) {
+	// The prediction of the mode that runs, forced or chosen.
+	defer func() { f.Predicted = d.Predicted(d.Mode) }()
 	if f.Distributed() {
 		m := place.Distributed
 		if f.Hybrid {

@@ -11,9 +11,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"image"
 	"io"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -286,6 +288,14 @@ func run(ctx context.Context, o *options) error {
 			return err
 		}
 	}
+	page, err := o.dist.StartStatus("wavefront", fmt.Sprintf("%s, %d×%d cells", o.rdir, region.W, region.H), "cells", int64(region.Cells()), msgs)
+	if err != nil {
+		bar.Stop()
+		return err
+	}
+	page.SetPicture(func() image.Image { return states.Image() })
+	page.SetDone(int64(done))
+	sink.page, sink.done = page, int64(done)
 	ranFrom := time.Now()
 	var res multicore.WavefrontResult
 	var runErr error
@@ -308,6 +318,7 @@ func run(ctx context.Context, o *options) error {
 		})
 	}
 	bar.Stop()
+	page.Finish(runErr)
 	pictureErr := stopPictures()
 	if err := ck.Sync(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("checkpoint %s: %w", ckPath, err)
@@ -384,6 +395,9 @@ func preview(v []byte) string {
 type countingWriter struct {
 	w            multicore.CellWriter
 	bar          *progress.Bar
+	page         *distcmd.StatusPage // nil without --http
+	done         int64               // cells of the region done before the run
+	count        atomic.Int64        // cells appended
 	lastX, lastY int
 	last         []byte
 }
@@ -393,6 +407,7 @@ func (c *countingWriter) Append(x, y int, v []byte) error {
 		return err
 	}
 	c.bar.Add(1)
+	c.page.SetDone(c.done + c.count.Add(1))
 	if x == c.lastX && y == c.lastY {
 		c.last = v // written once, by the goroutine of the region's last cell
 	}

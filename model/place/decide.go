@@ -192,15 +192,16 @@ type Machine struct {
 }
 
 // hybridTime predicts a run of work core-seconds on local cores that start
-// now and remote slots that join after start seconds, remote counting the
-// slots' useful work (the rest of their time is dispatch): the time at
-// which the two together have done the work.
-func hybridTime(work float64, local int, remote float64, start float64) float64 {
-	alone := work / float64(local)
+// now and remote slots that join after start seconds, each counting the
+// cores' or slots' useful work (the rest of their time is what a job costs
+// beyond its cells, and, remote, its dispatch): the time at which the two
+// together have done the work.
+func hybridTime(work, local, remote, start float64) float64 {
+	alone := work / local
 	if remote <= 0 || alone <= start {
 		return alone
 	}
-	return (work + remote*start) / (float64(local) + remote)
+	return (work + remote*start) / (local + remote)
 }
 
 // perJob is what every job pays beyond its work: its dispatch and its
@@ -314,7 +315,9 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 		}
 		start := c.perJob() + serial*float64(ch.Hosts)/2
 		eff := job / (job + c.perJob())
-		both := hybridTime(work, local, float64(ch.Hosts*k)*eff, start) + model.AllPairsDataTime(in, hj, ch.Hosts)
+		// This machine's cores run the same jobs, without the dispatch.
+		here := float64(local) * job / (job + c.JobCost.V)
+		both := hybridTime(work, here, float64(ch.Hosts*k)*eff, start) + model.AllPairsDataTime(in, hj, ch.Hosts)
 		hy = apply(cs, Hybrid, c.Kind, math.Min(both, ch.Cluster))
 		hy.Detail = fmt.Sprintf("jobs of %d cells; %d cores here from the start, %d slots after %s", hj, local, ch.Hosts*k, Seconds(start))
 		d.jobCells[Hybrid] = hj

@@ -70,9 +70,8 @@ func TestDecideAllPairs(t *testing.T) {
 
 func TestHybridTime(t *testing.T) {
 	for _, tc := range []struct {
-		work, remote, start float64
-		local               int
-		want                float64
+		work, local, remote, start float64
+		want                       float64
 	}{
 		{work: 100, local: 2, remote: 0, start: 1, want: 50}, // no cluster
 		{work: 10, local: 2, remote: 8, start: 10, want: 5},  // done before the cluster starts
