@@ -357,7 +357,7 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	case w.CellTime != nil:
 		tau = *w.CellTime
 	case w.Cell != nil:
-		if s, err := SampleWavefront(ctx, time.Second, int64(rg.Cells()), w.Cell, rg.X, rg.Y, w.Value); err == nil {
+		if s, _, err := SampleWavefront(ctx, time.Second, int64(rg.Cells()), w.Cell, rg.X, rg.Y, w.Value); err == nil {
 			tau = s.Value(s.MeanBytes)
 		}
 	}
@@ -381,21 +381,28 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 }
 
 // SampleWavefront times cell on the cell (x, y), whose three neighbours
-// value returns, for about budget (place.SampleCalls).
-func SampleWavefront(ctx context.Context, budget time.Duration, cells int64, cell funcs.Cell, x, y int, value func(x, y int) (funcs.Input, error)) (place.Sample, error) {
+// value returns, for about budget (place.SampleCalls). It also returns
+// the cell's value from the last call that succeeded (nil if none did),
+// so that the run need not compute it again.
+func SampleWavefront(ctx context.Context, budget time.Duration, cells int64, cell funcs.Cell, x, y int, value func(x, y int) (funcs.Input, error)) (place.Sample, []byte, error) {
 	var in [3]funcs.Input
 	var bytes float64
 	for i, c := range [][2]int{{x - 1, y}, {x, y - 1}, {x - 1, y - 1}} {
 		var err error
 		if in[i], err = value(c[0], c[1]); err != nil {
-			return place.Sample{}, err
+			return place.Sample{}, nil, err
 		}
 		bytes += float64(len(in[i].Data))
 	}
 	var label funcs.Label // for a .so that crashes
 	label.SetCell(x, y)
-	return place.SampleCalls(ctx, budget, cells, func(ctx context.Context, _ int) (float64, error) {
-		_, err := cell.Call(funcs.WithLabel(ctx, &label), in[0], in[1], in[2])
+	var last []byte
+	s := place.SampleCalls(ctx, budget, cells, func(ctx context.Context, _ int) (float64, error) {
+		out, err := cell.Call(funcs.WithLabel(ctx, &label), in[0], in[1], in[2])
+		if err == nil {
+			last = out
+		}
 		return bytes, err
-	}), nil
+	})
+	return s, last, nil
 }

@@ -90,6 +90,17 @@ func (c *Checkpoint) Torn() int64 { return c.w.Torn() }
 // Append writes cell (x, y) to the checkpoint at once (a multicore.CellWriter).
 func (c *Checkpoint) Append(x, y int, value []byte) error { return c.w.Append(x, y, value) }
 
+// Put appends cell (x, y) and holds it as done, as if the checkpoint had
+// been opened with it: for a cell computed before the run (the sample that
+// placement times), which Done then reports and Value returns.
+func (c *Checkpoint) Put(x, y int, value []byte) error {
+	if err := c.w.Append(x, y, value); err != nil {
+		return err
+	}
+	c.cells[sparsematrix.Key{X: x, Y: y}] = slices.Clone(value)
+	return nil
+}
+
 // Sync flushes the file to stable storage.
 func (c *Checkpoint) Sync() error { return c.w.Sync() }
 

@@ -15,8 +15,8 @@ import (
 // A StatusPage is a run's live status page (--http): package status's
 // tracker and its server. A nil StatusPage (no --http) does nothing.
 type StatusPage struct {
-	t      *status.Tracker
-	srv    *status.Server
+	t            *status.Tracker
+	srv          *status.Server
 	total        int64
 	done, failed atomic.Int64
 }

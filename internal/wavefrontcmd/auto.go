@@ -26,11 +26,12 @@ func (o *options) placed() bool {
 // place decides where the region's cells (todo of them still to compute)
 // run — this machine, the cluster the user has, or both; or, with -T,
 // measures that cluster — explains it on msgs, and sets the flags for it.
-// It returns nil when there was nothing to decide.
-func (o *options) place(ctx context.Context, cell funcs.Cell, region wavefront.Rect, value func(x, y int) (funcs.Input, error), todo int, msgs io.Writer) (*place.Decision, error) {
+// It returns nil when there was nothing to decide, and the value of the
+// region's first cell if timing the function computed it.
+func (o *options) place(ctx context.Context, cell funcs.Cell, region wavefront.Rect, value func(x, y int) (funcs.Input, error), todo int, msgs io.Writer) (*place.Decision, []byte, error) {
 	cl, err := o.dist.FindCluster(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// A decision, and the sample of the function it takes, serves to
 	// choose where to run (with a cluster to weigh against this
@@ -39,22 +40,23 @@ func (o *options) place(ctx context.Context, cell funcs.Cell, region wavefront.R
 	switch {
 	case o.explain, o.verbose && !o.dist.Distributed():
 	case !o.dist.Distributed() && cl == nil, o.dist.Distributed() && (o.jobSize > 0 || todo < region.Cells()):
-		return nil, nil
+		return nil, nil, nil
 	}
 	var tau place.Value
+	var first []byte
 	if todo > 0 {
-		s, err := distmaster.SampleWavefront(ctx, distcmd.SampleBudget(cl), int64(todo), cell, region.X, region.Y, value)
+		s, v, err := distmaster.SampleWavefront(ctx, distcmd.SampleBudget(cl), int64(todo), cell, region.X, region.Y, value)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
-		tau = s.Value(s.MeanBytes)
+		tau, first = s.Value(s.MeanBytes), v
 	}
 	cores := o.cores
 	if cores <= 0 {
 		cores = runtime.NumCPU()
 	}
 	if cl, err = o.dist.Probe(ctx, cl, float64(todo)*tau.V/float64(cores)); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	cs, err := place.DefaultHistory().Corrections("wavefront", o.historyKey(cell))
 	if err != nil {
@@ -67,7 +69,7 @@ func (o *options) place(ctx context.Context, cell funcs.Cell, region wavefront.R
 	if d.Mode != place.Multicore {
 		o.cellTime, o.placedBlock = &tau, d.Block
 	}
-	return &d, nil
+	return &d, first, nil
 }
 
 // historyKey names this run's function in the run history.
