@@ -3,7 +3,8 @@
 // and removing a default one once the result is whole), decides where the
 // problem runs (auto.go: this machine, the cluster the user has, or both,
 // by package model/place), and runs package allpairs or the distributed
-// master, with a progress bar and error reports suited to a terminal.
+// master, with a progress bar and error reports suited to a terminal (and
+// with --http a live status page).
 package allpairscmd
 
 import (

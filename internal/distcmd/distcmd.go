@@ -1,9 +1,10 @@
 // Package distcmd holds what the allpairs and wavefront commands share for
 // their distributed mode (-T) and their placement: the batch-system and
 // Work Queue flags, their checks, opening the driver (with this machine as
-// one more worker for a hybrid run), the report of failed blocks, and
-// finding the cluster, saying a placement decision and recording the run
-// against it (place.go; makeflow uses these too).
+// one more worker for a hybrid run: OwnWorker on Work Queue), the report of
+// failed blocks, the live status page of --http (StatusPage), and finding
+// the cluster, saying a placement decision, recording the run against it
+// and keeping what it measured (place.go; makeflow uses these too).
 //
 // It does not run anything itself; package distmaster does, and package
 // model/place decides.

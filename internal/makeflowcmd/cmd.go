@@ -2,7 +2,8 @@
 // checks, draws, cleans or runs it with the makeflow package, on this
 // machine or on the cluster that placement chooses (place.go: the rules'
 // times from their earlier runs, the makespan models of package model,
-// the decision of package model/place).
+// the decision of package model/place), and serves its live status page
+// with --http (statuspage.go, package status).
 //
 // It holds only flag handling and what the command prints; everything a
 // program embedding Makeflow would need is in package makeflow.

@@ -2,8 +2,8 @@
 // resumes from its sparse-matrix checkpoint (checking what its cells were
 // computed from), decides where the cells run (auto.go: this machine, the
 // cluster the user has, or both, by package model/place), runs the
-// multicore engine or the distributed master, and reports progress,
-// failures and the result. `wavefront export` turns the
+// multicore engine or the distributed master, and reports progress (on
+// the terminal, and with --http on a live page), failures and the result. `wavefront export` turns the
 // result into TSV, CSV or a grid.
 package wavefrontcmd
 

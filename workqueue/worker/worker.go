@@ -19,7 +19,9 @@
 //
 // It does not contain the commands it runs: they run as the worker's user
 // and can do whatever that user can, outside the workspace too. It does
-// not schedule, retry or decide anything: the master does.
+// not schedule, retry or decide anything: the master does. It can be told
+// to drain (Config.Drain): it then tells the master it has no room left
+// and takes no more tasks.
 package worker
 
 import (
