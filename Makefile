@@ -19,8 +19,8 @@ all: build
 # h_vmem=1000M, which limits address space. Without cgo it needs about
 # 0.7 GB of it (internal/workqueuecmd's TestWorkerUnderAddressSpaceLimit).
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
-	CGO_ENABLED=0 $(GO) build -o $(BIN)/ ./cmd/workqueue
+	$(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/...
+	CGO_ENABLED=0 $(GO) build -buildvcs=auto -o $(BIN)/ ./cmd/workqueue
 
 # deps checks for the toolchain pieces the build needs (gcc for cgo) and,
 # under CI=true, installs the real components the interop tests run against.

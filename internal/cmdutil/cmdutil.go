@@ -15,6 +15,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -118,6 +119,11 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // errors by a pointer to --help. Commands should set RunE and return errors
 // rather than print them.
 func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) int {
+	if cmd.Version == "" && cmd.Flags().Lookup("version") == nil {
+		// --version, as every tool has it (-v too where -v is free).
+		cmd.Version = Version()
+		cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	}
 	cmd.SetArgs(args)
 	cmd.SetIn(s.In)
 	cmd.SetOut(s.Out)
@@ -143,6 +149,35 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 		fmt.Fprintf(s.Err, "Run '%s --help' for usage.\n", name)
 	}
 	return code
+}
+
+// Version says which build of rightsize this is, from the binary's build
+// information: "rightsize VERSION (commit REV)", the module's version (a
+// pseudo-version for a build from a clone) and the commit it was built
+// from, "modified" if the tree had uncommitted changes.
+func Version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "rightsize (no build information)"
+	}
+	var rev, modified string
+	for _, kv := range bi.Settings {
+		switch kv.Key {
+		case "vcs.revision":
+			rev = kv.Value
+		case "vcs.modified":
+			modified = kv.Value
+		}
+	}
+	v := "rightsize " + bi.Main.Version
+	if rev != "" {
+		v += " (commit " + rev[:min(len(rev), 12)]
+		if modified == "true" {
+			v += ", modified"
+		}
+		v += ")"
+	}
+	return v
 }
 
 // MainFunc is the importable entry point of a tool.

@@ -77,3 +77,36 @@ func TestIsTerminal(t *testing.T) {
 		t.Error("a bytes.Buffer is a terminal")
 	}
 }
+
+// TestVersionFlag: every tool answers --version with its name and the
+// build; -v stays the tool's own where it has one.
+func TestVersionFlag(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		verbose bool // the command has its own -v
+		want    string
+	}{
+		{"long", []string{"--version"}, true, "tool rightsize "},
+		{"short where free", []string{"-v"}, false, "tool rightsize "},
+		{"short taken", []string{"-v"}, true, "ran verbose"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var verbose bool
+			cmd := &cobra.Command{Use: "tool", RunE: func(cmd *cobra.Command, _ []string) error {
+				if verbose {
+					fmt.Fprint(cmd.OutOrStdout(), "ran verbose")
+				}
+				return nil
+			}}
+			if tc.verbose {
+				cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "")
+			}
+			var out strings.Builder
+			code := Execute(context.Background(), cmd, tc.args, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+			if code != ExitOK || !strings.HasPrefix(out.String(), tc.want) {
+				t.Errorf("%v: exit %d, %q; want %q", tc.args, code, out.String(), tc.want)
+			}
+		})
+	}
+}

@@ -215,7 +215,7 @@ const workQueuePort = 9123
 // given.
 func run(ctx context.Context, o *options, file string, changed func(string) bool, s cmdutil.Streams) error {
 	if o.version {
-		fmt.Fprintln(s.Out, "makeflow version rightsize (Makeflow language and log of CCTools 9.9)")
+		fmt.Fprintf(s.Out, "makeflow version %s (Makeflow language and log of CCTools 9.9)\n", cmdutil.Version())
 		return nil
 	}
 	bt, err := lookupBatchType(o.batchType)
