@@ -1,10 +1,7 @@
 package makeflowcmd
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,37 +28,13 @@ func TestStatusPage(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "--http", ":0", "w.mf")
 	cmd.Dir = dir
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var url string
-	sc := bufio.NewScanner(stderr)
-	for sc.Scan() {
-		if _, u, ok := strings.Cut(sc.Text(), "makeflow: status page at "); ok {
-			url = u
-			break
-		}
-	}
-	if !strings.HasPrefix(url, "http://127.0.0.1:") {
-		t.Fatalf("no status page on the loopback interface (%q)", url)
-	}
-	go func() {
-		for sc.Scan() {
-		}
-	}()
+	url := testutil.StartWithStatusPage(t, cmd, "makeflow")
 	// Wait until a is done and c has failed, as /status says.
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for deadline := time.Now().Add(time.Minute); ; <-tick.C {
 		var s status.Snapshot
-		if res, err := http.Get(url + "status"); err == nil {
-			json.NewDecoder(res.Body).Decode(&s)
-			res.Body.Close()
-		}
+		testutil.GetJSON(t, url+"status", &s)
 		if s.Done == 1 && s.Failed == 1 && len(s.Failures) == 1 {
 			break
 		}

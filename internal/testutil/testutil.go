@@ -1,9 +1,11 @@
 // Package testutil holds helpers shared by rightsize's tests: finding the real
-// components a test needs (CCTools, SLURM, gcc), building the project's
-// commands for end-to-end runs (with RIGHTSIZE_CLUSTER=none, so that
-// placement stays here unless a test names a cluster, and a cache and
-// configuration of their own), and starting a
-// catalog server (StartCatalog).
+// components a test needs (CCTools, SLURM, gcc, Chromium), building the
+// project's commands for end-to-end runs (with RIGHTSIZE_CLUSTER=none, so
+// that placement stays here unless a test names a cluster, and a cache and
+// configuration of their own), starting a catalog server (StartCatalog),
+// and watching a run's status page (statuspage.go: a function whose calls
+// wait until released, the page's address, loading it in headless
+// Chromium with LoadPage).
 //
 // Outside CI a test whose component is missing is skipped with a message that
 // says how to install it; under CI=true it fails, because CI installs every
