@@ -33,7 +33,9 @@
 // jobs while it has free slots, a batch system the rest, and a job still
 // waiting in the batch system's queue moves here when a slot frees. The
 // local driver's DispatchDelay makes it stand for a cluster with a queue,
-// for benchmarks and tests of placement.
+// for benchmarks and tests of placement; with InProcess it does a job that
+// carries its work as a Go function (Job.Do) in this process, so that the
+// local share of a hybrid run pays no process start.
 //
 // The HTCondor driver has been tested only against fakes of the condor_*
 // commands (HTCondor is not packaged for Debian bookworm); the SLURM and Grid
@@ -130,6 +132,17 @@ type Job struct {
 	// Category groups jobs of one kind, for a driver that keeps statistics
 	// per kind (the Work Queue driver's fast abort); others ignore it.
 	Category string
+
+	// Do, if set, does what Command does, in this process: a local driver
+	// opened with Options.InProcess calls it instead of starting a
+	// process, which saves the start of a program and its loading of
+	// what the caller already holds (the function of an All-Pairs or
+	// Wavefront master). It runs in Dir's place (it must use Dir's path
+	// itself) and returns nil for an exit status of 0, or an error, which
+	// becomes exit status 1 with the error's text as standard error; its
+	// context ends when the job is removed or reaches its wall time. The
+	// other drivers run Command.
+	Do func(ctx context.Context) error
 }
 
 // A File is one file a job reads or writes.

@@ -2,9 +2,11 @@ package batch
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strconv"
 	"sync"
 	"time"
@@ -27,10 +29,15 @@ import (
 // keeper process (internal/proc) that kills it if the process that started
 // it dies first, kill -9 included, so that a killed caller does not leave
 // jobs racing its re-run.
+//
+// With Options.InProcess, a job that has Job.Do is done by calling it in a
+// goroutine instead: its slots, wall time, removal and events are a
+// process's.
 type Local struct {
 	slots     int
 	killDelay time.Duration
 	delay     time.Duration // Options.DispatchDelay
+	inProcess bool          // Options.InProcess
 	t         *Jobs
 	running   sync.WaitGroup
 
@@ -51,6 +58,7 @@ type localJob struct {
 
 	// Set under Local.mu.
 	proc    *proc.Process
+	cancel  context.CancelFunc // ends Job.Do's context, in process
 	removed bool
 	ended   bool
 }
@@ -58,12 +66,13 @@ type localJob struct {
 var _ Driver = (*Local)(nil)
 
 // NewLocal returns a Local driver. It uses Options.Slots,
-// Options.KillDelay and Options.DispatchDelay.
+// Options.KillDelay, Options.DispatchDelay and Options.InProcess.
 func NewLocal(opts Options) *Local {
 	d := &Local{
 		slots:     opts.Slots,
 		killDelay: opts.KillDelay,
 		delay:     opts.DispatchDelay,
+		inProcess: opts.InProcess,
 		t:         NewJobs(),
 		jobs:      make(map[string]*localJob),
 	}
@@ -133,9 +142,13 @@ func (d *Local) startWaiting() {
 	}
 }
 
-// start starts lj's process and a goroutine that waits for it. Called with
-// d.mu held.
+// start starts lj's process and a goroutine that waits for it, or the
+// goroutine that does it in process. Called with d.mu held.
 func (d *Local) start(lj *localJob) {
+	if d.inProcess && lj.job.Do != nil {
+		d.startDo(lj)
+		return
+	}
 	cmd := &proc.Cmd{
 		Path: "/bin/sh", Args: []string{"sh", "-c", lj.job.Command},
 		Dir:        lj.job.dir,
@@ -168,14 +181,7 @@ func (d *Local) startFailed(lj *localJob, err error) {
 func (d *Local) wait(lj *localJob) {
 	defer d.running.Done()
 	res := lj.proc.Wait()
-
-	d.mu.Lock()
-	lj.ended = true
-	removed := lj.removed
-	delete(d.jobs, lj.id)
-	d.free += lj.cores
-	d.startWaiting()
-	d.mu.Unlock()
+	removed := d.finished(lj)
 
 	var st Status
 	switch {
@@ -193,6 +199,72 @@ func (d *Local) wait(lj *localJob) {
 	}
 	st.Ended = res.Ended
 	d.t.Set(Event{ID: lj.id, Status: st, Stdout: res.StdoutTail, Stderr: res.StderrTail})
+}
+
+// finished frees the cores of lj, which has ended, for the jobs waiting,
+// and reports whether it was removed.
+func (d *Local) finished(lj *localJob) (removed bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	lj.ended = true
+	delete(d.jobs, lj.id)
+	d.free += lj.cores
+	d.startWaiting()
+	return lj.removed
+}
+
+// startDo starts the goroutine that does lj in this process. Called with
+// d.mu held.
+func (d *Local) startDo(lj *localJob) {
+	ctx, cancel := context.WithCancel(context.Background())
+	if wt := lj.job.Resources.WallTime; wt > 0 {
+		ctx, cancel = context.WithTimeout(context.Background(), wt)
+	}
+	lj.cancel = cancel
+	d.t.Set(Event{ID: lj.id, Status: Status{State: Running, Started: time.Now()}})
+	d.running.Add(1)
+	go d.do(ctx, lj)
+}
+
+// do calls lj's Do and reports the final event, as wait does for a
+// process: an error is the command's exit status 1, with the error as its
+// standard error.
+func (d *Local) do(ctx context.Context, lj *localJob) {
+	defer d.running.Done()
+	err := callDo(ctx, lj.job.Do)
+	timedOut := errors.Is(ctx.Err(), context.DeadlineExceeded)
+	lj.cancel()
+	removed := d.finished(lj)
+
+	var st Status
+	var stderr []byte
+	switch {
+	case removed:
+		st = Status{State: Failed, Err: ErrRemoved}
+	case timedOut:
+		st = Status{State: Failed, Err: fmt.Errorf("%w (%v)", ErrTimeLimit, lj.job.Resources.WallTime)}
+	case err != nil:
+		st = lj.job.finish(1)
+		stderr = []byte(err.Error() + "\n")
+		if len(stderr) > tailSize {
+			stderr = stderr[len(stderr)-tailSize:]
+		}
+	default:
+		st = lj.job.finish(0)
+	}
+	st.Ended = time.Now()
+	d.t.Set(Event{ID: lj.id, Status: st, Stderr: stderr})
+}
+
+// callDo calls do, turning a panic into an error: a job that panics fails,
+// as a process that crashes would, and leaves the caller running.
+func callDo(ctx context.Context, do func(context.Context) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("panic: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return do(ctx)
 }
 
 // Status returns what the driver last saw of job id.
@@ -219,8 +291,12 @@ func (d *Local) remove(lj *localJob) {
 		return
 	}
 	lj.removed = true
-	if lj.proc != nil {
+	switch {
+	case lj.proc != nil:
 		lj.proc.Terminate()
+		return
+	case lj.cancel != nil:
+		lj.cancel()
 		return
 	}
 	for i, w := range d.waiting {

@@ -187,3 +187,83 @@ func TestLocalDispatchDelay(t *testing.T) {
 		t.Errorf("job after a %v dispatch delay: %+v, want done, started at least that late", delay, ev.Status)
 	}
 }
+
+func TestLocalInProcess(t *testing.T) {
+	d := batch.NewLocal(batch.Options{Slots: 2, InProcess: true})
+	defer batchtest.Close(t, d)
+	rec := batchtest.Record(t, d)
+	dir := t.TempDir()
+	pid := strconv.Itoa(os.Getpid())
+	write := func(name, text string) func(context.Context) error {
+		return func(context.Context) error { return os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644) }
+	}
+	// untilDone blocks until its context ends, which only removal or the
+	// wall time does.
+	untilDone := func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	tests := []struct {
+		name     string
+		job      batch.Job
+		state    batch.State
+		exit     int
+		err      error
+		stderr   string
+		file     string // the file the job leaves
+		contents string
+	}{
+		{name: "done here", job: batch.Job{Command: "echo $$ > out", Do: write("out", pid), Outputs: []batch.File{{Path: "out"}}},
+			state: batch.Done, file: "out", contents: pid},
+		{name: "missing output", job: batch.Job{Command: "true", Do: func(context.Context) error { return nil }, Outputs: []batch.File{{Path: "never"}}},
+			state: batch.Failed, err: batch.ErrMissingOutput},
+		{name: "error is exit 1", job: batch.Job{Command: "exit 1", Do: func(context.Context) error { return errors.New("cell (3,4): bad input") }},
+			state: batch.Done, exit: 1, stderr: "cell (3,4): bad input\n"},
+		{name: "panic is exit 1", job: batch.Job{Command: "exit 1", Do: func(context.Context) error { panic("boom") }},
+			state: batch.Done, exit: 1, stderr: "panic: boom"},
+		{name: "wall time", job: batch.Job{Command: "sleep 300", Do: untilDone, Resources: batch.Resources{WallTime: 50 * time.Millisecond}},
+			state: batch.Failed, err: batch.ErrTimeLimit},
+		{name: "no Do: a process", job: batch.Job{Command: "echo $$ > shell", Outputs: []batch.File{{Path: "shell"}}},
+			state: batch.Done, file: "shell"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.job.Dir = dir
+			ev := rec.Final(t, batchtest.Submit(t, d, &tt.job))
+			if ev.State != tt.state || ev.ExitCode != tt.exit || (tt.err != nil) != (ev.Err != nil) || !errors.Is(ev.Err, tt.err) {
+				t.Fatalf("%v exit %d err %v, want %v exit %d err %v", ev.State, ev.ExitCode, ev.Err, tt.state, tt.exit, tt.err)
+			}
+			if !strings.HasPrefix(string(ev.Stderr), tt.stderr) {
+				t.Errorf("stderr %q, want it to start with %q", ev.Stderr, tt.stderr)
+			}
+			if ev.Started.IsZero() || ev.Ended.Before(ev.Started) {
+				t.Errorf("started %v, ended %v", ev.Started, ev.Ended)
+			}
+			if tt.file == "" {
+				return
+			}
+			b, err := os.ReadFile(filepath.Join(dir, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := strings.TrimSpace(string(b))
+			switch {
+			case tt.contents != "" && got != tt.contents:
+				t.Errorf("%s holds %q, want %q", tt.file, got, tt.contents)
+			case tt.contents == "" && got == pid:
+				t.Errorf("a job without Do ran in this process")
+			}
+		})
+	}
+
+	// Removing a job in process ends its context; it holds its slot until
+	// Do returns.
+	id := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300", Dir: dir, Do: untilDone})
+	rec.Wait(t, id, batch.Running)
+	if err := d.Remove(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if ev := rec.Final(t, id); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRemoved) {
+		t.Errorf("removed: %v %v, want failed, ErrRemoved", ev.State, ev.Err)
+	}
+}

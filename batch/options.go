@@ -20,6 +20,10 @@ type Options struct {
 	// as a batch system's scheduler would: the local driver then stands
 	// for a cluster, in benchmarks and tests of placement. (local)
 	DispatchDelay time.Duration
+	// InProcess makes the local driver do a job that has Job.Do by
+	// calling it in a goroutine of this process, not by starting its
+	// command: for this machine's share of a hybrid run. (local)
+	InProcess bool
 
 	// Spool is a directory on a filesystem the execution hosts share, in
 	// which the driver makes a directory of its own for each job's script,

@@ -114,7 +114,13 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 		return AllPairsResult{}, err
 	}
 	ck := p.Checkpoint
-	r := &apRun{p: p, cfg: &cfg, files: files, n: len(p.A.Items), m: len(p.B.Items), ck: ck}
+	r := &apRun{p: p, cfg: &cfg, files: files, n: len(p.A.Items), m: len(p.B.Items), ck: ck, gate: newCoreGate()}
+	for _, it := range p.A.Items {
+		r.aPaths = append(r.aPaths, it.Path)
+	}
+	for _, it := range p.B.Items {
+		r.bPaths = append(r.bPaths, it.Path)
+	}
 	res := AllPairsResult{Cells: r.cells(), Resumed: ck.Cells()}
 	if ck.Torn() > 0 {
 		fmt.Fprintf(cfg.Explain, "ignored a torn last record of %d bytes in %s (cut short by a crash)\n", ck.Torn(), ck.Path())
@@ -202,6 +208,9 @@ type apRun struct {
 	bw, bh int
 	blocks []apBlock
 	ck     *allpairs.Checkpoint
+	// The items' paths, and the cores' gate, for blocks done in process.
+	aPaths, bPaths []string
+	gate           coreGate
 }
 
 func (r *apRun) cells() int64 {
@@ -302,6 +311,7 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 		Outputs:   []batch.File{{Path: "cells.matrix"}},
 		Resources: batch.Resources{Cores: r.cfg.JobCores},
 		Category:  "allpairs",
+		Do:        r.here(bl, dir),
 	}, nil
 }
 
@@ -338,9 +348,9 @@ func (r *apRun) done(int) []int { return nil }
 func (r *apRun) failed(int, *BlockError) {}
 
 // SampleAllPairs times fn on pairs of items spread over the matrix, for
-// about budget (place.SampleCalls), reading the items' contents for
-// functions that take them in memory.
-func SampleAllPairs(ctx context.Context, budget time.Duration, cells int64, a, b *allpairs.Set, fn funcs.Pair) place.Sample {
+// about budget, parallel calls at a time (place.SampleCalls), reading the
+// items' contents for functions that take them in memory.
+func SampleAllPairs(ctx context.Context, budget time.Duration, cells int64, parallel int, a, b *allpairs.Set, fn funcs.Pair) place.Sample {
 	inMemory := fn.Info().Kind.InMemory()
 	input := func(it allpairs.Item) (funcs.Input, float64) {
 		in := funcs.Input{Path: it.Path}
@@ -356,7 +366,7 @@ func SampleAllPairs(ctx context.Context, budget time.Duration, cells int64, a, b
 		}
 		return in, float64(len(in.Data))
 	}
-	return place.SampleCalls(ctx, budget, cells, func(ctx context.Context, i int) (float64, error) {
+	return place.SampleCalls(ctx, budget, cells, parallel, func(ctx context.Context, i int) (float64, error) {
 		// Pairs spread over the matrix, not one pair again and again.
 		x, nx := input(a.Items[(i*7919)%len(a.Items)])
 		y, ny := input(b.Items[(i*7907+1)%len(b.Items)])
@@ -376,7 +386,7 @@ func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 	case p.CellTime != nil:
 		cellTime = *p.CellTime
 	case p.Pair != nil && r.n > 0 && r.m > 0:
-		cellTime = SampleAllPairs(ctx, time.Second, r.cells(), p.A, p.B, p.Pair).Value(2 * itemBytes)
+		cellTime = SampleAllPairs(ctx, time.Second, r.cells(), runtime.NumCPU(), p.A, p.B, p.Pair).Value(2 * itemBytes)
 	}
 	fmt.Fprintf(cfg.Explain, "the function takes %s per cell (%s)\n", place.Seconds(cellTime.V), cellTime.Describe(time.Now()))
 	d := dispatchLatency(cfg)

@@ -30,12 +30,21 @@ type backend struct {
 
 var backends = []backend{
 	{"local", func(t *testing.T, _ string, _ FastAbort) batch.Driver { return localDriver(t) }},
+	// Blocks done in the master's process (batch.Job.Do), as this
+	// machine's share of a hybrid run.
+	{inProcess, func(t *testing.T, _ string, _ FastAbort) batch.Driver {
+		d := batch.NewLocal(batch.Options{InProcess: true})
+		t.Cleanup(func() { d.Close(context.Background()) })
+		return d
+	}},
 	{"wq", func(t *testing.T, category string, fa FastAbort) batch.Driver {
 		d := wqDriver(t, category, fa)
 		startWorkers(t, d.Master().Port(), 2)
 		return d
 	}},
 }
+
+const inProcess = "in process"
 
 // runAllPairs runs p on cfg, with a new checkpoint, and returns the lines
 // it wrote.
@@ -86,11 +95,15 @@ func TestAllPairsEqualsMulticore(t *testing.T) {
 				t.Run(tt.name, func(t *testing.T) {
 					want := multicoreLines(t, set, tt.b, tt.fn, tt.symmetric)
 					got, res, err := runAllPairs(context.Background(), t, testConfig(t, d, "allpairs"), AllPairs{
-						A: set, B: tt.b, Func: FunctionOf(tt.fn.Info(), "", 0),
+						A: set, B: tt.b, Func: FunctionOf(tt.fn.Info(), "", 0), Pair: tt.fn,
 						Symmetric: tt.symmetric, JobW: tt.jobW, JobH: tt.jobH,
 					})
 					if err != nil {
 						t.Fatal(err)
+					}
+					// Jobs done in process say nothing of what a job costs.
+					if (be.name == inProcess) != (res.MeanJob == 0) {
+						t.Errorf("on %s, the mean job time of the processes is %v", be.name, res.MeanJob)
 					}
 					if !slices.Equal(got, want) {
 						t.Errorf("%d lines, want %d; first differing:\n%s", len(got), len(want), firstDiff(got, want))
@@ -142,6 +155,9 @@ func TestWavefrontEqualsMulticore(t *testing.T) {
 					res, err := p.run(context.Background(), t, testConfig(t, d, "wavefront"), fn, tt.size)
 					if err != nil {
 						t.Fatal(err)
+					}
+					if (be.name == inProcess) != (res.MeanJob == 0) {
+						t.Errorf("on %s, the mean job time of the processes is %v", be.name, res.MeanJob)
 					}
 					if got := p.result(t); !equalCells(got, want) {
 						t.Errorf("%d cells, want %d, or values differ", len(got), len(want))

@@ -16,7 +16,11 @@
 // (allpairs -M -X -Y -W -H, wavefront -M -X -Y -W -H), with the program,
 // the function and the block's inputs shipped to Work Queue workers (cached
 // there when many blocks share them) or named by path on a shared
-// filesystem. Each block's cells come back as a sparse-matrix file and are
+// filesystem. Each job also carries the same work to do in this process
+// (batch.Job.Do, with the function the caller opened), which a local
+// driver opened with batch.Options.InProcess does instead of starting the
+// program: this machine's share of a hybrid run then costs no more than
+// multicore. Each block's cells come back as a sparse-matrix file and are
 // appended to the run's checkpoint (package sparsematrix), so that a master
 // killed at any moment resumes without recomputing a finished block. A
 // Wavefront block is submitted the moment the blocks it reads from are

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
@@ -255,6 +256,9 @@ func (e *FailedError) Unwrap() error {
 // loopStats is what the run loop reports.
 type loopStats struct {
 	TrackerCounts
+	// MeanJob is the mean running time of the jobs that ran as processes
+	// and finished their blocks: what the cluster's jobs cost, which the
+	// blocks done in the master's process (batch.Job.Do) do not say.
 	MeanJob time.Duration
 }
 
@@ -283,10 +287,21 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	tr := jobs.New(jobs.Config{Retries: cfg.Retries, MaxJobs: cfg.MaxJobs, FastAbort: fa})
 	tr.Add(ready...)
 	type jobInfo struct {
-		block int
-		dir   string
+		block   int
+		dir     string
+		started time.Time   // when it was seen running
+		here    atomic.Bool // done in this process
 	}
-	submitted := map[string]jobInfo{}
+	submitted := map[string]*jobInfo{}
+	var ran time.Duration // by the jobs that ran as processes and finished
+	var ranJobs int
+	stats := func() loopStats {
+		st := loopStats{TrackerCounts: tr.Counts()}
+		if ranJobs > 0 {
+			st.MeanJob = ran / time.Duration(ranJobs)
+		}
+		return st
+	}
 	var failures []*BlockError
 	d := cfg.Driver
 	defer func() {
@@ -328,6 +343,13 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				// would not mend.
 				return fmt.Errorf("block %s: %w", src.name(b), err)
 			}
+			info := &jobInfo{block: b, dir: dir}
+			if do := job.Do; do != nil {
+				job.Do = func(ctx context.Context) error {
+					info.here.Store(true)
+					return do(ctx)
+				}
+			}
 			id, err := d.Submit(ctx, job)
 			if err != nil {
 				os.RemoveAll(dir)
@@ -343,7 +365,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 			}
 			tr.Submitted(b, id, time.Now())
 			tr.Spent(id, time.Since(began))
-			submitted[id] = jobInfo{b, dir}
+			submitted[id] = info
 		}
 	}
 	finish := func(ev batch.Event) {
@@ -374,17 +396,23 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		// The driver's times where it has them: Work Queue reports no
 		// start but for the final event, and the job's time on its worker
 		// should not include its wait in the queue.
+		ended := cmp.Or(ev.Ended, time.Now())
 		if !ev.Started.IsZero() {
 			tr.Started(ev.ID, ev.Started)
+			info.started = ev.Started
 		}
-		handle(tr.Ended(ev.ID, cmp.Or(ev.Ended, time.Now()), jobErr), ev.Stderr)
+		if jobErr == nil && !info.here.Load() && !info.started.IsZero() {
+			ran += ended.Sub(info.started)
+			ranJobs++
+		}
+		handle(tr.Ended(ev.ID, ended, jobErr), ev.Stderr)
 	}
 
 	tick := time.NewTicker(cfg.TickInterval)
 	defer tick.Stop()
 	for {
 		if err := submit(); err != nil {
-			return loopStats{tr.Counts(), tr.MeanJobTime()}, err
+			return stats(), err
 		}
 		if tr.Idle() {
 			break
@@ -392,11 +420,15 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		select {
 		case ev, ok := <-d.Events():
 			if !ok {
-				return loopStats{tr.Counts(), tr.MeanJobTime()}, errors.New("the batch driver closed while jobs were running")
+				return stats(), errors.New("the batch driver closed while jobs were running")
 			}
 			switch {
 			case ev.State == batch.Running:
-				tr.Started(ev.ID, cmp.Or(ev.Started, time.Now()))
+				started := cmp.Or(ev.Started, time.Now())
+				tr.Started(ev.ID, started)
+				if info, ok := submitted[ev.ID]; ok {
+					info.started = started
+				}
 			case ev.State.Final():
 				finish(ev)
 			}
@@ -421,10 +453,10 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				os.RemoveAll(info.dir)
 			}
 		case <-ctx.Done():
-			return loopStats{tr.Counts(), tr.MeanJobTime()}, ctx.Err()
+			return stats(), ctx.Err()
 		}
 	}
-	st := loopStats{tr.Counts(), tr.MeanJobTime()}
+	st := stats()
 	if len(failures) > 0 {
 		return st, &FailedError{Blocks: failures, Total: total}
 	}

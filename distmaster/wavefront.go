@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
@@ -103,7 +104,7 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		return WavefrontResult{}, err
 	}
 	rg := w.Region
-	r := &wfRun{w: w, cfg: &cfg, files: files, have: newBitset(rg.Cells()), edges: map[sparsematrix.Key][]byte{}}
+	r := &wfRun{w: w, cfg: &cfg, files: files, have: newBitset(rg.Cells()), edges: map[sparsematrix.Key][]byte{}, gate: newCoreGate()}
 	var res WavefrontResult
 	if w.Done != nil {
 		for y := rg.Y; y < rg.Y+rg.H; y++ {
@@ -175,6 +176,7 @@ type wfRun struct {
 	edges       map[sparsematrix.Key][]byte
 	computed    int
 	failedCells int
+	gate        coreGate // for blocks done in process
 }
 
 func (r *wfRun) index(x, y int) int {
@@ -271,6 +273,7 @@ func (r *wfRun) job(b int, dir string) (*batch.Job, error) {
 		Outputs:   []batch.File{{Path: "cells.matrix"}},
 		Resources: batch.Resources{Cores: r.cfg.JobCores},
 		Category:  "wavefront",
+		Do:        r.here(rect, dir),
 	}, nil
 }
 
@@ -357,7 +360,7 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	case w.CellTime != nil:
 		tau = *w.CellTime
 	case w.Cell != nil:
-		if s, _, err := SampleWavefront(ctx, time.Second, int64(rg.Cells()), w.Cell, rg.X, rg.Y, w.Value); err == nil {
+		if s, _, err := SampleWavefront(ctx, time.Second, int64(rg.Cells()), runtime.NumCPU(), w.Cell, rg.X, rg.Y, w.Value); err == nil {
 			tau = s.Value(s.MeanBytes)
 		}
 	}
@@ -381,10 +384,11 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 }
 
 // SampleWavefront times cell on the cell (x, y), whose three neighbours
-// value returns, for about budget (place.SampleCalls). It also returns
+// value returns, for about budget, parallel calls at a time
+// (place.SampleCalls). It also returns
 // the cell's value from the last call that succeeded (nil if none did),
 // so that the run need not compute it again.
-func SampleWavefront(ctx context.Context, budget time.Duration, cells int64, cell funcs.Cell, x, y int, value func(x, y int) (funcs.Input, error)) (place.Sample, []byte, error) {
+func SampleWavefront(ctx context.Context, budget time.Duration, cells int64, parallel int, cell funcs.Cell, x, y int, value func(x, y int) (funcs.Input, error)) (place.Sample, []byte, error) {
 	var in [3]funcs.Input
 	var bytes float64
 	for i, c := range [][2]int{{x - 1, y}, {x, y - 1}, {x - 1, y - 1}} {
@@ -396,11 +400,14 @@ func SampleWavefront(ctx context.Context, budget time.Duration, cells int64, cel
 	}
 	var label funcs.Label // for a .so that crashes
 	label.SetCell(x, y)
+	var mu sync.Mutex
 	var last []byte
-	s := place.SampleCalls(ctx, budget, cells, func(ctx context.Context, _ int) (float64, error) {
+	s := place.SampleCalls(ctx, budget, cells, parallel, func(ctx context.Context, _ int) (float64, error) {
 		out, err := cell.Call(funcs.WithLabel(ctx, &label), in[0], in[1], in[2])
 		if err == nil {
+			mu.Lock()
 			last = out
+			mu.Unlock()
 		}
 		return bytes, err
 	})

@@ -63,6 +63,12 @@ type Result struct {
 	Stderr []byte
 
 	Started, Ended time.Time
+
+	// CPU is the user and system time the command and the children it
+	// waited for used, and MaxRSS the largest resident set among them, in
+	// bytes; zero where the executor cannot tell (a batch system).
+	CPU    time.Duration
+	MaxRSS int64
 }
 
 // OK reports whether the command ran and exited with status 0.

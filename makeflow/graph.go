@@ -236,3 +236,16 @@ func (g *graph) check(exists func(string) bool) ErrorList {
 	sortErrors(errs)
 	return errs
 }
+
+// Parents returns, for each rule by ID, the IDs of the rules that make the
+// files it reads, each once.
+func (w *Workflow) Parents() [][]int {
+	g := newGraph(w)
+	parents := make([][]int, len(w.Rules))
+	for p, cs := range g.children {
+		for _, c := range cs {
+			parents[c] = append(parents[c], p)
+		}
+	}
+	return parents
+}

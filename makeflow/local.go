@@ -236,7 +236,10 @@ func (l *Local) wait(lp *localProc) {
 	l.mu.Lock()
 	delete(l.procs, lp.job)
 	l.mu.Unlock()
-	res := &Result{Job: lp.job, ExitCode: pr.ExitCode, Started: pr.Started, Ended: pr.Ended, Stderr: pr.StderrTail, Err: pr.Err}
+	res := &Result{Job: lp.job, ExitCode: pr.ExitCode, Started: pr.Started, Ended: pr.Ended, Stderr: pr.StderrTail, Err: pr.Err,
+		CPU:    time.Duration(pr.Usage.Utime.Nano() + pr.Usage.Stime.Nano()),
+		MaxRSS: pr.Usage.Maxrss * 1024, // kilobytes on Linux
+	}
 	if pr.Signal != 0 {
 		res.Signal = signalName(pr.Signal)
 	}

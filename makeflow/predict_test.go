@@ -176,6 +176,9 @@ func TestFlow(t *testing.T) {
 	if cp, _ := model.CriticalPath(rules); cp != 7 {
 		t.Errorf("critical path %v, want 7", cp)
 	}
+	if got, want := w.Parents(), [][]int{nil, nil, nil, {0, 1, 2}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Parents = %v, want %v", got, want)
+	}
 }
 
 // TestRan: a run's own times replace those its log gives, which include

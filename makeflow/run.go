@@ -96,6 +96,9 @@ type Options struct {
 	// Failed, if set, is called with each rule that fails for good, as it
 	// does (the Report lists them all at the end).
 	Failed func(Failure)
+	// Ended, if set, is called as each attempt at a rule ends, however it
+	// ended, with whether it ran on Remote (for a report of the run).
+	Ended func(r *Rule, res *Result, remote bool)
 }
 
 // A Report is what a run did.
@@ -656,6 +659,9 @@ func (d *driver) finish(res *Result) {
 		ok = res.Err == nil
 	}
 	d.logger.Debug("finished", "rule", id, "status", res.Status(), "ok", ok, "seconds", res.Ended.Sub(res.Started).Seconds())
+	if d.opts.Ended != nil {
+		d.opts.Ended(r, res, d.onRemote[id])
+	}
 	switch {
 	case ok:
 		if d.log != nil {

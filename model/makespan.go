@@ -30,7 +30,9 @@ type FlowPlaces struct {
 	Dispatch    float64
 	Bandwidth   float64 // bytes/s; zero means 125e6
 	// Hybrid lets a rule bound for the cluster start on a free local slot
-	// instead, without dispatch or transfer (batch.Hybrid).
+	// instead, without dispatch or transfer, as batch.Hybrid does: a rule
+	// not yet sent, or one sent but still in its dispatch (the earliest
+	// sent first).
 	Hybrid bool
 }
 
@@ -116,6 +118,20 @@ func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 		}
 	}
 	var running flowEvents
+	moved := make([]bool, len(rules)) // taken here from the cluster's queue
+	// dispatching returns the running event of the rule sent to the
+	// cluster earliest that is still in its dispatch and fits in free
+	// local slots, or -1.
+	dispatching := func(now float64, free int) int {
+		best := -1
+		for i, ev := range running {
+			if ev.side == 1 && !moved[ev.id] && ev.sent+p.Dispatch > now && need(ev.id, 0) <= free &&
+				(best < 0 || ev.sent < running[best].sent) {
+				best = i
+			}
+		}
+		return best
+	}
 	now := 0.0
 	for done := 0; done < len(rules); {
 		for s, pl := range pools {
@@ -125,23 +141,37 @@ func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 				if id < 0 && s == 0 && p.Hybrid {
 					from, id = pools[1], pools[1].bestFitting(pl.free, func(id int) int { return need(id, 0) })
 				}
+				if id < 0 && s == 0 && p.Hybrid {
+					if i := dispatching(now, pl.free); i >= 0 {
+						// Taken from the cluster's queue: its event
+						// there is dropped when it comes up.
+						id, from = running[i].id, nil
+						moved[id] = true
+						pools[1].free += running[i].slots
+					}
+				}
 				if id < 0 {
 					break
 				}
-				from.remove(id)
+				if from != nil {
+					from.remove(id)
+				}
 				n := need(id, s)
 				pl.free -= n
 				d := rules[id].Seconds
 				if s == 1 {
 					d = p.remoteTime(rules[id])
 				}
-				heap.Push(&running, flowEvent{at: now + d, id: id, side: s, slots: n})
+				heap.Push(&running, flowEvent{at: now + d, sent: now, id: id, side: s, slots: n})
 			}
 		}
 		if running.Len() == 0 {
 			return math.Inf(1) // a cycle, or rules not parents first
 		}
 		ev := heap.Pop(&running).(flowEvent)
+		if ev.side == 1 && moved[ev.id] {
+			continue
+		}
 		now = ev.at
 		pools[ev.side].free += ev.slots
 		done++
@@ -242,6 +272,7 @@ func (q *flowQueue) Pop() any {
 
 type flowEvent struct {
 	at    float64
+	sent  float64 // when it started, or was sent to the cluster
 	id    int
 	side  int
 	slots int // held until it ends

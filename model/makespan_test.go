@@ -39,7 +39,19 @@ func TestMakespan(t *testing.T) {
 		// Hybrid: the two local cores take fan rules at once, the eight
 		// remote slots the other six after their dispatch.
 		{"fan, hybrid", fan, FlowPlaces{LocalSlots: 2, RemoteSlots: 8, Dispatch: 2, Hybrid: true}, 12 + 1},
-		{"short rules, hybrid", short, FlowPlaces{LocalSlots: 2, RemoteSlots: 10, Dispatch: 1, Hybrid: true}, 1.1},
+		// The two cores take the rules still in the cluster's dispatch, two
+		// every 0.1 s, and are done before the cluster starts any.
+		{"short rules, hybrid", short, FlowPlaces{LocalSlots: 2, RemoteSlots: 10, Dispatch: 1, Hybrid: true}, 0.5},
+		// Twenty rules of 0.2 s on 2 cores and 16 slots with a dispatch of
+		// 1 s: the cores take 2 at once and then 8 in dispatch (two every
+		// 0.2 s until 1 s); the cluster runs the last 10 from 1 s.
+		{"longer rules, hybrid", func() []FlowRule {
+			r := make([]FlowRule, 20)
+			for i := range r {
+				r[i] = FlowRule{Seconds: 0.2}
+			}
+			return r
+		}(), FlowPlaces{LocalSlots: 2, RemoteSlots: 16, Dispatch: 1, Hybrid: true}, 1.2},
 		// Cores: the 2-core rule, longest, holds both slots, then the two
 		// 1-core rules run beside each other (5 + 2); one asking for more
 		// than there are runs alone rather than never.

@@ -61,6 +61,12 @@ type Wavefront struct {
 	// or, should the process die (kill -9 included), by a keeper process;
 	// a run also removes those that dead runs left behind.
 	TempDir string
+	// SpillDir, if set, is a directory of the caller's, which the caller
+	// removes, in which a program's input files are written instead: the
+	// run then makes no directory of its own and starts no keeper, which
+	// for a small region (a distributed master's block, done in its own
+	// process) can cost more than the cells.
+	SpillDir string
 	// States, if not nil, follows every cell of Region (running, complete,
 	// failed) for progress bars and pictures.
 	States *wavefront.StateGrid
@@ -242,6 +248,9 @@ func (e *engine) release(i int) {
 // removes it should this process die before cleanup; and the directories
 // that dead runs left in the same place are removed first.
 func (e *engine) spill() (string, error) {
+	if e.w.SpillDir != "" {
+		return e.w.SpillDir, nil
+	}
 	e.spillMu.Lock()
 	defer e.spillMu.Unlock()
 	if e.spillDir == "" {

@@ -7,9 +7,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -117,6 +119,7 @@ func TestWavefrontAgainstSequential(t *testing.T) {
 		block  int
 		cores  int
 		done   func(x, y int) bool
+		spill  bool // the caller's SpillDir, not a directory in TempDir
 	}{
 		{kind: "go", region: wavefront.Rect{X: 1, Y: 1, W: 30, H: 20}, cores: 3},
 		{kind: "go", region: wavefront.Rect{X: 1, Y: 1, W: 30, H: 20}, block: 7, cores: 2},
@@ -126,10 +129,11 @@ func TestWavefrontAgainstSequential(t *testing.T) {
 		{kind: "go", region: wavefront.Rect{X: 1, Y: 1, W: 25, H: 25}, block: 4, cores: 2, done: func(x, y int) bool { return x < 10 || y < 3 }},
 		{kind: "program", region: wavefront.Rect{X: 1, Y: 1, W: 7, H: 6}, cores: 2},
 		{kind: "program", region: wavefront.Rect{X: 3, Y: 2, W: 4, H: 4}, block: 2, cores: 2, done: func(x, y int) bool { return x == 3 }},
+		{kind: "program", region: wavefront.Rect{X: 1, Y: 1, W: 5, H: 4}, cores: 2, spill: true},
 		{kind: "so", region: wavefront.Rect{X: 1, Y: 1, W: 20, H: 20}, cores: 2},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s %v block %d", tt.kind, tt.region, tt.block), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %v block %d spill %v", tt.kind, tt.region, tt.block, tt.spill), func(t *testing.T) {
 			cell := cells[tt.kind]
 			lx, ly := tt.region.Last()
 			want := reference(t, cell, lx, ly)
@@ -140,11 +144,22 @@ func TestWavefrontAgainstSequential(t *testing.T) {
 				}
 			}
 			out := newMemOut()
-			tmp := t.TempDir()
+			tmp, spill := t.TempDir(), ""
+			if tt.spill {
+				spill = t.TempDir()
+			}
+			var outside atomic.Int32 // inputs given as files elsewhere than spill
+			if tt.spill {
+				cell = spyCell{cell, func(in funcs.Input) {
+					if filepath.Dir(in.Path) != spill {
+						outside.Add(1)
+					}
+				}}
+			}
 			states := wavefront.NewStateGrid(tt.region)
 			res, err := multicore.RunWavefront(context.Background(), multicore.Wavefront{
 				Cell: cell, Region: tt.region, Value: from(known), Done: tt.done, Out: out,
-				Cores: tt.cores, Block: tt.block, TempDir: tmp, States: states,
+				Cores: tt.cores, Block: tt.block, TempDir: tmp, SpillDir: spill, States: states,
 			})
 			if err != nil {
 				t.Fatal(err)
@@ -166,11 +181,29 @@ func TestWavefrontAgainstSequential(t *testing.T) {
 					}
 				}
 			}
-			if entries, _ := os.ReadDir(tmp); len(entries) != 0 {
-				t.Errorf("temporary files left behind: %v", entries)
+			if n := outside.Load(); n > 0 {
+				t.Errorf("%d inputs were not files in the spill directory", n)
+			}
+			for _, dir := range []string{tmp, spill} {
+				if entries, _ := os.ReadDir(dir); dir != "" && len(entries) != 0 {
+					t.Errorf("temporary files left behind in %s: %v", dir, entries)
+				}
 			}
 		})
 	}
+}
+
+// spyCell shows each input of every call to see.
+type spyCell struct {
+	funcs.Cell
+	see func(funcs.Input)
+}
+
+func (c spyCell) Call(ctx context.Context, x, y, d funcs.Input) ([]byte, error) {
+	for _, in := range []funcs.Input{x, y, d} {
+		c.see(in)
+	}
+	return c.Cell.Call(ctx, x, y, d)
 }
 
 func TestWavefrontFiles(t *testing.T) {

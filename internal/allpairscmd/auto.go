@@ -62,15 +62,15 @@ func runPlaced(ctx context.Context, o *options, reg *funcs.Registry, args []stri
 		cells = int64(len(a.Items)) * int64(len(a.Items)+1) / 2
 	}
 	itemBytes := float64(a.Bytes()+b.Bytes()) / float64(max(len(a.Items)+len(b.Items), 1))
-	var cellTime place.Value
-	if cells > 0 {
-		cellTime = distmaster.SampleAllPairs(ctx, distcmd.SampleBudget(cl), cells, a, b, fn).Value(2 * itemBytes)
-	}
-	fn.Close()
 	cores := o.cores
 	if cores <= 0 {
 		cores = runtime.NumCPU()
 	}
+	var cellTime place.Value
+	if cells > 0 {
+		cellTime = distmaster.SampleAllPairs(ctx, distcmd.SampleBudget(cl), cells, cores, a, b, fn).Value(2 * itemBytes)
+	}
+	fn.Close()
 	if cl, err = o.dist.Probe(ctx, cl, float64(cells)*cellTime.V/float64(cores)); err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func TestPlacement(t *testing.T) {
 			want: []string{"* multicore", "choice: multicore, because", "dispatch        0.02 s (assumed: nothing measured yet)", "job cost        0.05 s (assumed"}},
 		{name: "slow cells, a wide cluster", cluster: "local hosts=8 delay=0.05", napMS: 200, items: 6, flags: []string{"--explain"},
 			want: []string{"hosts           8 (RIGHTSIZE_CLUSTER)", "(probe job", "* hybrid", "choice: hybrid, because predicted",
-				"this machine's ", "cores take jobs too", "as placement chose", "hybrid: predicted"},
+				"this machine's ", "cores take jobs too", "as placement chose", "done here (", "hybrid: predicted"},
 			mode: "hybrid", probed: true},
 		{name: "forced", cluster: "local hosts=8", napMS: 100, items: 3, flags: []string{"--explain", "-T", "local"},
 			want: []string{"* distributed", "-T local asks for it (the models chose "}, mode: "distributed", probed: true},

@@ -96,7 +96,7 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 			err = cerr
 		}
 	}
-	if o.verbose {
+	if o.verbose || o.explain {
 		rate := float64(res.Computed) / max(res.Elapsed.Seconds(), 1e-9)
 		fmt.Fprintf(explain, "%d cells computed in %v (%.0f cells/s), %d were already in the checkpoint; %s\n",
 			res.Computed, res.Elapsed.Round(time.Millisecond), rate, res.Resumed, distcmd.Summary(d, res.TrackerCounts, res.MeanJob))

@@ -187,7 +187,7 @@ func TestDistributedEqualsMulticore(t *testing.T) {
 					t.Errorf("%s left in the directory", e.Name())
 				}
 			}
-			if !strings.Contains(errs, "jobs (mean") {
+			if !strings.Contains(errs, "jobs, mean ") || !strings.Contains(errs, " as a process") {
 				t.Errorf("-v said:\n%s", errs)
 			}
 		})

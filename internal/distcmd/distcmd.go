@@ -234,13 +234,14 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 // for Work Queue, own, a worker in this process connected to the master
 // (it takes tasks as soon as they are queued, and the master balances them
 // with the others'); for batch systems, a batch.Hybrid that runs jobs here
-// while cores are free and moves jobs still waiting in the queue here as
-// cores free up. The returned function stops what it started.
+// while cores are free — in this process, with the function already open
+// (batch.Options.InProcess) — and moves jobs still waiting in the queue
+// here as cores free up. The returned function stops what it started.
 func (f *Flags) addThisMachine(d batch.Driver, wqcfg workqueue.Config, own *OwnWorker, msgs io.Writer, tool string) (batch.Driver, func(), error) {
 	l, ok := d.(batch.Listener)
 	if !ok || own == nil {
 		cores := runtime.NumCPU()
-		local, err := batch.New("local", batch.Options{Slots: cores})
+		local, err := batch.New("local", batch.Options{Slots: cores, InProcess: true})
 		if err != nil {
 			return nil, nil, err
 		}
@@ -299,7 +300,14 @@ func FastAborts(d batch.Driver, counts distmaster.TrackerCounts) int {
 
 // Summary describes the jobs of a run in one line.
 func Summary(d batch.Driver, counts distmaster.TrackerCounts, meanJob time.Duration) string {
-	s := fmt.Sprintf("%d jobs (mean %v)", counts.Jobs, meanJob.Round(time.Millisecond))
+	s := fmt.Sprintf("%d jobs", counts.Jobs)
+	if h, ok := d.(*batch.Hybrid); ok {
+		c := h.Counts()
+		s += fmt.Sprintf(", %d done here (%d of them taken from the queue), %d on the cluster", c.Local, c.Moved, c.Remote)
+	}
+	if meanJob > 0 {
+		s += fmt.Sprintf(", mean %v as a process", meanJob.Round(time.Millisecond))
+	}
 	if counts.Retries > 0 {
 		s += fmt.Sprintf(", %d retried after a failure", counts.Retries)
 	}

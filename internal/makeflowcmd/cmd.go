@@ -2,8 +2,9 @@
 // checks, draws, cleans or runs it with the makeflow package, on this
 // machine or on the cluster that placement chooses (place.go: the rules'
 // times from their earlier runs, the makespan models of package model,
-// the decision of package model/place), and serves its live status page
-// with --http (statuspage.go, package status).
+// the decision of package model/place), serves its live status page with
+// --http (statuspage.go, package status) and writes its HTML report with
+// --report (report.go, package report).
 //
 // It holds only flag handling and what the command prints; everything a
 // program embedding Makeflow would need is in package makeflow.
@@ -78,6 +79,7 @@ type options struct {
 	autoLocal     bool
 	hybrid        bool // --hybrid, or placement chose hybrid
 	httpAddr      string
+	reportPath    string
 	wqMaster      *workqueue.Master // the master of -T wq, for the status page
 	// localCluster is the local "cluster" placement sent rules to (not
 	// a flag).
@@ -162,6 +164,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.BoolVar(&o.autoLocal, "auto-local", false, "with -T: run here the rules predicted to take less than their dispatch")
 	f.BoolVar(&o.hybrid, "hybrid", false, "with -T: this machine's cores take rules too, from the start (hybrid)")
 	f.StringVar(&o.httpAddr, "http", "", "serve a live status page at `ADDR` (:PORT on this machine only, HOST:PORT where it says), with /status as JSON and /metrics for Prometheus")
+	f.StringVar(&o.reportPath, "report", "", "write an HTML report of the run to `FILE` at its end: a timeline of the rules, their CPU and memory, the critical path, placement's prediction, the failures")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
 	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
@@ -273,6 +276,11 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if o.summaryLog != "" {
 		if _, err := os.Stat(filepath.Dir(inDir(dir, o.summaryLog))); err != nil {
 			return cmdutil.Usagef("-f %s: %v", o.summaryLog, err)
+		}
+	}
+	if o.reportPath != "" {
+		if _, err := os.Stat(filepath.Dir(inDir(dir, o.reportPath))); err != nil {
+			return cmdutil.Usagef("--report %s: %v", o.reportPath, err)
 		}
 	}
 	path := file
@@ -455,6 +463,10 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 		runOpts.Failed = page.failed
 	}
+	rr := o.startReport(inDir(dir, o.reportPath), wf, bt, pl)
+	if rr != nil {
+		runOpts.Ended = rr.ended
+	}
 	rep, err := makeflow.Run(ctx, wf, runOpts)
 	if remote != nil {
 		if cerr := closeRemote(); cerr != nil && err == nil {
@@ -470,6 +482,11 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if o.summaryLog != "" && rep != nil && !errors.As(err, &listErr) {
 		if serr := writeSummary(inDir(dir, o.summaryLog), wf, dir, rep, err, time.Now()); serr != nil && err == nil {
 			err = serr
+		}
+	}
+	if rr != nil && !errors.As(err, &listErr) {
+		if rerr := rr.write(err, errOut); rerr != nil && err == nil {
+			err = rerr
 		}
 	}
 	switch {

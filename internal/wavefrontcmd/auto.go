@@ -42,18 +42,18 @@ func (o *options) place(ctx context.Context, cell funcs.Cell, region wavefront.R
 	case !o.dist.Distributed() && cl == nil, o.dist.Distributed() && (o.jobSize > 0 || todo < region.Cells()):
 		return nil, nil, nil
 	}
+	cores := o.cores
+	if cores <= 0 {
+		cores = runtime.NumCPU()
+	}
 	var tau place.Value
 	var first []byte
 	if todo > 0 {
-		s, v, err := distmaster.SampleWavefront(ctx, distcmd.SampleBudget(cl), int64(todo), cell, region.X, region.Y, value)
+		s, v, err := distmaster.SampleWavefront(ctx, distcmd.SampleBudget(cl), int64(todo), cores, cell, region.X, region.Y, value)
 		if err != nil {
 			return nil, nil, err
 		}
 		tau, first = s.Value(s.MeanBytes), v
-	}
-	cores := o.cores
-	if cores <= 0 {
-		cores = runtime.NumCPU()
 	}
 	if cl, err = o.dist.Probe(ctx, cl, float64(todo)*tau.V/float64(cores)); err != nil {
 		return nil, nil, err

@@ -208,6 +208,18 @@ func hybridTime(work, local, remote, start float64) float64 {
 // cost on the host.
 func (c *Cluster) perJob() float64 { return c.Dispatch.V + c.JobCost.V }
 
+// hereJobCost is what a job of a hybrid All-Pairs or Wavefront run costs
+// on this machine's cores beyond its cells: nothing on a batch system,
+// where the master does the job in its own process with the function it
+// has open (batch.Job.Do), and the cluster's job cost on Work Queue, where
+// this machine is a worker that runs the job's command.
+func (c *Cluster) hereJobCost() float64 {
+	if c.Kind == "wq" {
+		return c.JobCost.V
+	}
+	return 0
+}
+
 func (c *Cluster) inputs(now time.Time) []Input {
 	if c == nil {
 		return []Input{{"cluster", "none", "nothing named in RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster, none detected"}}
@@ -316,7 +328,7 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 		start := c.perJob() + serial*float64(ch.Hosts)/2
 		eff := job / (job + c.perJob())
 		// This machine's cores run the same jobs, without the dispatch.
-		here := float64(local) * job / (job + c.JobCost.V)
+		here := float64(local) * job / (job + c.hereJobCost())
 		both := hybridTime(work, here, float64(ch.Hosts*k)*eff, start) + model.AllPairsDataTime(in, hj, ch.Hosts)
 		hy = apply(cs, Hybrid, c.Kind, math.Min(both, ch.Cluster))
 		hy.Detail = fmt.Sprintf("jobs of %d cells; %d cores here from the start, %d slots after %s", hj, local, ch.Hosts*k, Seconds(start))
@@ -386,7 +398,7 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	// machine (every block charged a dispatch: on the safe side) and this
 	// machine's cores alone running the blocks at their own cost.
 	ht, hb := best(slots+max(local/k, 1), k, c.perJob())
-	if lt, lb := best(local, 1, c.JobCost.V); lt < ht {
+	if lt, lb := best(local, 1, c.hereJobCost()); lt < ht {
 		ht, hb = lt, lb
 	}
 	hy := apply(cs, Hybrid, c.Kind, ht)

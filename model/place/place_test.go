@@ -1,10 +1,14 @@
 package place
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,6 +114,49 @@ func TestDecideWavefront(t *testing.T) {
 			// More slots never hurt in the model.
 			if h := d.Predicted(Hybrid); h > d.Predicted(Distributed)*1.0001 {
 				t.Errorf("hybrid predicted %v, slower than distributed %v", h, d.Predicted(Distributed))
+			}
+		})
+	}
+}
+
+// On a batch system a hybrid run's share here is done in the master's
+// process, so a costly job (a slow program start) costs this machine's
+// cores nothing: hybrid is then never predicted much slower than
+// multicore. On Work Queue this machine is a worker that pays it.
+func TestHybridJobCostHere(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	costly := func(kind string) *Cluster {
+		c := slurm(16, 1, 1)
+		c.Kind, c.JobCost = kind, measured(0.5, "measured in a run")
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		kind    string
+		decide  func(c *Cluster) Decision
+		atMost  float64 // hybrid / multicore
+		atLeast float64
+	}{
+		{"allpairs, batch", "slurm", func(c *Cluster) Decision {
+			return DecideAllPairs(AllPairsWork{N: 6, M: 6, Cells: 36, CellTime: measured(0.05, "s")}, two, c, nil, now)
+		}, 1.0001, 0},
+		{"wavefront, batch", "local", func(c *Cluster) Decision {
+			return DecideWavefront(WavefrontWork{N: 20, CellTime: measured(0.05, "s")}, two, c, nil, now)
+		}, 1.1, 0},
+		{"allpairs, work queue", "wq", func(c *Cluster) Decision {
+			return DecideAllPairs(AllPairsWork{N: 6, M: 6, Cells: 36, CellTime: measured(0.05, "s")}, two, c, nil, now)
+		}, math.Inf(1), 1.15},
+		{"wavefront, work queue", "wq", func(c *Cluster) Decision {
+			return DecideWavefront(WavefrontWork{N: 20, CellTime: measured(0.05, "s")}, two, c, nil, now)
+		}, math.Inf(1), 1.5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := tc.decide(costly(tc.kind))
+			r := d.Predicted(Hybrid) / d.Predicted(Multicore)
+			if r > tc.atMost || r < tc.atLeast {
+				var b strings.Builder
+				d.Explain(&b)
+				t.Errorf("hybrid/multicore predicted %.2f, want within [%v, %v]\n%s", r, tc.atLeast, tc.atMost, b.String())
 			}
 		})
 	}
@@ -257,5 +304,55 @@ func TestHybridJobCells(t *testing.T) {
 		if got := hybridJobCells(tc.total, tc.cells, tc.slots, tc.cellTime, tc.dispatch); got != tc.want {
 			t.Errorf("%s: %d cells a job, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestSampleCallsRunsInParallel(t *testing.T) {
+	const parallel, maxCalls = 3, 50
+	// Each call waits for the others of its round: the sample finishes
+	// only if a round's calls run at once.
+	var mu sync.Mutex
+	rounds := map[int]chan struct{}{}
+	arrived := map[int]int{}
+	meet := func(i int) error {
+		r := i / parallel
+		size := min(parallel, maxCalls-r*parallel)
+		mu.Lock()
+		if rounds[r] == nil {
+			rounds[r] = make(chan struct{})
+		}
+		all := rounds[r]
+		if arrived[r]++; arrived[r] == size {
+			close(all)
+		}
+		mu.Unlock()
+		select {
+		case <-all:
+			return nil
+		case <-time.After(time.Minute):
+			return fmt.Errorf("call %d: the other calls of its round did not come", i)
+		}
+	}
+	var failed atomic.Value
+	call := func(_ context.Context, i int) (float64, error) {
+		if err := meet(i); err != nil {
+			failed.Store(err)
+		}
+		return 10, nil
+	}
+	// A huge problem: only the limit of calls stops the sample.
+	s := SampleCalls(context.Background(), time.Hour, 1<<50, parallel, call)
+	if err := failed.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Calls != maxCalls-parallel || s.MeanBytes != 10 {
+		t.Errorf("sample of %d calls on %v bytes, want %d (the first round not counted) on 10", s.Calls, s.MeanBytes, maxCalls-parallel)
+	}
+	// A problem of one call: one round is more than its share, and it
+	// counts.
+	clear(rounds)
+	clear(arrived)
+	if s := SampleCalls(context.Background(), time.Hour, 1, parallel, call); s.Calls != parallel {
+		t.Errorf("sample of %d calls for a problem of one, want %d", s.Calls, parallel)
 	}
 }

@@ -3,6 +3,7 @@ package place
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"gonum.org/v1/gonum/stat"
@@ -48,38 +49,65 @@ const sampleShare = 0.02
 
 // SampleCalls times call on the caller's choice of real inputs for about
 // budget: at most 50 calls, each cut off at 10 s (a function that slow
-// needs no finer figure), and, after three, no more than 2% of what the
-// problem's calls calls are predicted to take in all (nor ever more than
-// 10%). call(ctx, i) runs the i-th sample and returns the bytes of input
-// it read; failing calls are timed like the others. The first of three or
-// more calls warms up (caches, the program's pages) and is not counted.
-func SampleCalls(ctx context.Context, budget time.Duration, calls int64, call func(ctx context.Context, i int) (bytes float64, err error)) Sample {
+// needs no finer figure), and no more than 2% of what the problem's calls
+// calls are predicted to take in all once two have run after the first
+// round, nor ever more than 5% (a function so slow that a round reaches
+// that needs no more). The calls run parallel at a time, as a multicore
+// run would run them (pass this machine's cores): a sample then costs a
+// fraction of the time, and a Wavefront's first cell, which has nothing to
+// run beside it, costs nothing more to time on every core. call(ctx, i)
+// runs the i-th sample and returns the bytes of input it read; it must be
+// safe to call from parallel goroutines; failing calls are timed like the
+// others. The first round warms up (caches, the program's pages) and is
+// not counted when two calls or more came after it.
+func SampleCalls(ctx context.Context, budget time.Duration, calls int64, parallel int, call func(ctx context.Context, i int) (bytes float64, err error)) Sample {
 	const callLimit, maxCalls = 10 * time.Second, 50
+	parallel = max(parallel, 1)
 	var secs, sizes []float64
-	var total time.Duration
+	var total time.Duration // of the calls, summed: the work thrown away
+	var wall time.Duration  // of the rounds
 	enough := func() bool {
 		n := len(secs)
 		if n == 0 {
 			return false
 		}
 		share := float64(calls) * total.Seconds() / float64(n) * sampleShare
-		return total >= budget || n >= 3 && total.Seconds() >= share || total.Seconds() >= 5*share
+		return wall >= budget || n >= parallel+2 && total.Seconds() >= share || total.Seconds() >= 2.5*share
+	}
+	type timed struct {
+		d     time.Duration
+		bytes float64
 	}
 	for len(secs) < maxCalls && !enough() && ctx.Err() == nil {
-		cctx, cancel := context.WithTimeout(ctx, callLimit)
+		round := make([]timed, min(parallel, maxCalls-len(secs)))
+		var wg sync.WaitGroup
 		start := time.Now()
-		n, _ := call(cctx, len(secs))
-		d := min(time.Since(start), callLimit)
-		cancel()
-		total += d
-		secs = append(secs, max(d.Seconds(), 1e-6))
-		sizes = append(sizes, n)
-		if d >= callLimit {
+		for k := range round {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				cctx, cancel := context.WithTimeout(ctx, callLimit)
+				defer cancel()
+				began := time.Now()
+				n, _ := call(cctx, len(secs)+k)
+				round[k] = timed{min(time.Since(began), callLimit), n}
+			}()
+		}
+		wg.Wait()
+		wall += time.Since(start)
+		slow := false
+		for _, c := range round {
+			total += c.d
+			secs = append(secs, max(c.d.Seconds(), 1e-6))
+			sizes = append(sizes, c.bytes)
+			slow = slow || c.d >= callLimit
+		}
+		if slow {
 			break
 		}
 	}
-	if len(secs) >= 3 {
-		secs, sizes = secs[1:], sizes[1:]
+	if warm := min(parallel, len(secs)); len(secs) >= warm+2 {
+		secs, sizes = secs[warm:], sizes[warm:]
 	}
 	return NewSample(secs, sizes)
 }
