@@ -73,6 +73,9 @@ type Problem struct {
 	// OnProgress, if set, is called as cells finish with the number of cells
 	// done so far (including failures). Calls are serialised.
 	OnProgress func(done int64)
+	// Timed, if set, hears of each unit of work as it ends (see
+	// multicore.AllPairs.Timed).
+	Timed func(u multicore.Unit, started, ended time.Time)
 }
 
 // CellError is a cell whose function failed.
@@ -202,6 +205,7 @@ func Run(ctx context.Context, p *Problem, out io.Writer) (Summary, error) {
 		Cores: plan.Cores, BlockSize: plan.BlockSize, Region: plan.Region, Symmetric: p.Symmetric,
 		BSizes: p.B.Sizes(),
 		Done:   done,
+		Timed:  p.Timed,
 		Results: func(rs []multicore.CellResult) {
 			if writeErr != nil {
 				return

@@ -347,6 +347,8 @@ func (r *apRun) done(int) []int { return nil }
 
 func (r *apRun) failed(int, *BlockError) {}
 
+func (r *apRun) parents(int) []int { return nil }
+
 // SampleAllPairs times fn on pairs of items spread over the matrix, for
 // about budget, parallel calls at a time (place.SampleCalls), reading the
 // items' contents for functions that take them in memory.

@@ -152,9 +152,23 @@ func TestWavefrontEqualsMulticore(t *testing.T) {
 					fn := openCell(t, tt.fn)
 					p := newWavefront(t, tt.n)
 					want := p.multicore(t, fn)
-					res, err := p.run(context.Background(), t, testConfig(t, d, "wavefront"), fn, tt.size)
+					cfg := testConfig(t, d, "wavefront")
+					var ends []JobEnd
+					cfg.JobEnded = func(e JobEnd) { ends = append(ends, e) }
+					res, err := p.run(context.Background(), t, cfg, fn, tt.size)
 					if err != nil {
 						t.Fatal(err)
+					}
+					if len(ends) != res.Jobs {
+						t.Errorf("%d jobs ended, %d ran", len(ends), res.Jobs)
+					}
+					for _, e := range ends {
+						// Blocks of the first row read only the one left of them.
+						nx := (tt.n + tt.size - 1) / tt.size
+						wantParents := min(e.Block%nx, 1) + min(e.Block/nx, 1)
+						if e.Err != nil || e.Here != (be.name == inProcess) || e.Ended.Before(e.Started) || len(e.Parents) != wantParents {
+							t.Errorf("job ended: %+v", e)
+						}
 					}
 					if (be.name == inProcess) != (res.MeanJob == 0) {
 						t.Errorf("on %s, the mean job time of the processes is %v", be.name, res.MeanJob)

@@ -78,6 +78,22 @@ type Config struct {
 	// Logger receives the same events as structured records (default:
 	// discarded).
 	Logger *slog.Logger
+	// JobEnded, if set, is called as each block job ends, however it
+	// ended, for a report of the run (package report).
+	JobEnded func(JobEnd)
+}
+
+// A JobEnd is a block job that ended.
+type JobEnd struct {
+	Block   int    // the block's number in the run
+	Name    string // the block, in words: "x0-y5"
+	Parents []int  // the blocks whose cells it read
+	// Here says the job was done in this process (batch.Job.Do), not by
+	// a process on the batch system or here.
+	Here           bool
+	Started, Ended time.Time // Started is Ended when the job was not seen running
+	Err            error     // why it failed; nil when it completed its block
+	Stderr         []byte    // the end of its standard error
 }
 
 func (c *Config) fill() error {
@@ -187,6 +203,8 @@ type blockSource interface {
 	done(b int) []int
 	// failed reports that block b was given up.
 	failed(b int, err *BlockError)
+	// parents returns the blocks whose cells block b reads.
+	parents(b int) []int
 }
 
 // BlockError is a block given up after its last attempt, with the end of
@@ -404,6 +422,12 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		if jobErr == nil && !info.here.Load() && !info.started.IsZero() {
 			ran += ended.Sub(info.started)
 			ranJobs++
+		}
+		if cfg.JobEnded != nil {
+			cfg.JobEnded(JobEnd{
+				Block: info.block, Name: src.name(info.block), Parents: src.parents(info.block), Here: info.here.Load(),
+				Started: cmp.Or(info.started, ended), Ended: ended, Err: jobErr, Stderr: ev.Stderr,
+			})
 		}
 		handle(tr.Ended(ev.ID, ended, jobErr), ev.Stderr)
 	}

@@ -335,6 +335,19 @@ func (r *wfRun) failed(b int, _ *BlockError) {
 	r.failedCells += r.missing(rect)
 }
 
+// parents returns the blocks left of and below block b: the diagonal one
+// comes before both.
+func (r *wfRun) parents(b int) []int {
+	var ps []int
+	if b%r.nx > 0 {
+		ps = append(ps, b-1)
+	}
+	if b >= r.nx {
+		ps = append(ps, b-r.nx)
+	}
+	return ps
+}
+
 // missing counts the cells of rect that are not done.
 func (r *wfRun) missing(rect wavefront.Rect) int {
 	n := 0

@@ -81,6 +81,10 @@ type AllPairs struct {
 	// they come in batches of at most BatchTime of work, which saves a write
 	// per cell when cells take microseconds.
 	Results func([]CellResult)
+	// Timed, if set, is called as each unit of work ends (a tile of cells
+	// one core computed in a row), with when it started and ended, for a
+	// report of the run. It is called from many goroutines at once.
+	Timed func(u Unit, started, ended time.Time)
 }
 
 // BatchTime bounds how long a Go function's finished cells are held before
@@ -138,8 +142,12 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 		go func() {
 			out := &batcher{emit: emit, every: batch}
 			for u := range units {
+				started := time.Now()
 				ap.runUnit(ctx, u.Unit, u.block, inMemory, out)
 				out.flush()
+				if ap.Timed != nil && ctx.Err() == nil {
+					ap.Timed(u.Unit, started, time.Now())
+				}
 				wg.Done()
 			}
 		}()

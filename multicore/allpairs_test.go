@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -269,5 +270,26 @@ func TestAllPairsBadRegion(t *testing.T) {
 	ap := &multicore.AllPairs{A: []string{"a"}, B: []string{"b"}, Func: f, Region: multicore.Region{X: 0, Y: 0, W: 2, H: 1}, Results: func([]multicore.CellResult) {}}
 	if err := ap.Run(context.Background()); err == nil {
 		t.Error("Run with a region outside the matrix succeeded")
+	}
+}
+
+// TestAllPairsTimed: the units Timed reports cover the region's cells once.
+func TestAllPairsTimed(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	a := randomFiles(t, rng, t.TempDir(), 9)
+	f, _ := funcs.NewRegistry().OpenPair("builtin:bytediff", funcs.Options{})
+	defer f.Close()
+	var mu sync.Mutex
+	cells := 0
+	run(t, &multicore.AllPairs{A: a, B: a, Func: f, Cores: 2, BlockSize: 4, Timed: func(u multicore.Unit, started, ended time.Time) {
+		mu.Lock()
+		defer mu.Unlock()
+		cells += (u.I1 - u.I0) * (u.J1 - u.J0)
+		if ended.Before(started) {
+			t.Errorf("unit %+v ended before it started", u)
+		}
+	}})
+	if cells != 81 {
+		t.Errorf("timed units of %d cells, want 81", cells)
 	}
 }

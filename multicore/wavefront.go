@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -70,6 +71,11 @@ type Wavefront struct {
 	// States, if not nil, follows every cell of Region (running, complete,
 	// failed) for progress bars and pictures.
 	States *wavefront.StateGrid
+	// Timed, if set, is called as each block ends (a cell, unless Block
+	// is larger), with when it started and ended and whether a cell of it
+	// failed, for a report of the run. It is called from many goroutines
+	// at once.
+	Timed func(b wavefront.Rect, started, ended time.Time, failed bool)
 }
 
 // WavefrontResult counts what a run did.
@@ -321,7 +327,11 @@ func (e *engine) run(ctx context.Context) (WavefrontResult, error) {
 					continue
 				}
 				mu.Unlock()
+				started := time.Now()
 				cellErr, err := e.runBlock(ctx, b)
+				if e.w.Timed != nil && err == nil {
+					e.w.Timed(b, started, time.Now(), cellErr != nil)
+				}
 				mu.Lock()
 				switch {
 				case err != nil:

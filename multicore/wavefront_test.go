@@ -343,3 +343,35 @@ func ExampleRunWavefront() {
 	fmt.Println(string(out.cells[xy{9, 9}]), err)
 	// Output: 1854882 <nil>
 }
+
+// TestWavefrontTimed: Timed hears of every block once.
+func TestWavefrontTimed(t *testing.T) {
+	cell := openCells(t)["go"]
+	region := wavefront.Rect{X: 1, Y: 1, W: 5, H: 4}
+	known := reference(t, cell, 5, 4)
+	var mu sync.Mutex
+	blocks, failed := map[wavefront.Rect]int{}, 0
+	_, err := multicore.RunWavefront(context.Background(), multicore.Wavefront{
+		Cell: cell, Region: region, Value: from(known), Out: newMemOut(), Cores: 2, Block: 2,
+		Timed: func(b wavefront.Rect, started, ended time.Time, bad bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			blocks[b]++
+			if bad || ended.Before(started) {
+				failed++
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Blocks of 2×2 over 5×4: three across, two up.
+	if len(blocks) != 6 || failed != 0 {
+		t.Errorf("timed %v, %d failed or ended before they started; want 6 blocks, none", blocks, failed)
+	}
+	for b, n := range blocks {
+		if n != 1 {
+			t.Errorf("block %v timed %d times", b, n)
+		}
+	}
+}

@@ -45,6 +45,10 @@ type Run struct {
 	Explain       string
 
 	Tasks []Task
+	// Omitted counts the tasks the tool did not keep for the report (a
+	// run of millions of cells keeps the first ones): they are counted
+	// but not drawn.
+	Omitted int
 	// MemoryFloor, if set, is the least peak memory the runner can tell
 	// apart: Linux counts, in the peak of a process that a program starts,
 	// the program's own size at the start (the two share memory until the
@@ -195,8 +199,10 @@ func seconds(d time.Duration) string {
 		return fmt.Sprintf("%.0f s", s)
 	case s >= 1:
 		return fmt.Sprintf("%.1f s", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.0f ms", s*1e3)
 	default:
-		return fmt.Sprintf("%.3f s", s)
+		return fmt.Sprintf("%.0f µs", s*1e6)
 	}
 }
 
@@ -232,6 +238,7 @@ type view struct {
 	Critical               []row
 	CriticalTook           string
 	Rows                   []row
+	RowsNote               string // what Rows leaves out
 	Failures               []row
 }
 
@@ -264,9 +271,12 @@ func newView(r *Run) *view {
 			failed++
 		}
 	}
-	v.Count = plural(len(r.Tasks), unit)
+	v.Count = plural(len(r.Tasks)+r.Omitted, unit)
 	if failed > 0 {
 		v.Count += fmt.Sprintf(", %d failed", failed)
+	}
+	if r.Omitted > 0 {
+		v.Count += fmt.Sprintf(" (the first %d are shown)", len(r.Tasks))
 	}
 	critical := CriticalPath(r.Tasks)
 	onPath := map[int]bool{}
@@ -303,9 +313,32 @@ func newView(r *Run) *view {
 	for _, i := range critical {
 		v.Critical = append(v.Critical, v.Rows[i])
 	}
+	if len(v.Rows) > maxRows {
+		// The longest, in the order they started.
+		order := make([]int, len(v.Rows))
+		for i := range order {
+			order[i] = i
+		}
+		slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(r.Tasks[b].Wall(), r.Tasks[a].Wall()) })
+		order = order[:maxRows]
+		slices.Sort(order)
+		rows := make([]row, len(order))
+		for k, i := range order {
+			rows[k] = v.Rows[i]
+		}
+		v.RowsNote = fmt.Sprintf("The %d longest of %d, in the order they started.", maxRows, len(v.Rows))
+		v.Rows = rows
+	}
 	v.Timeline = timeline(r, onPath)
 	return v
 }
+
+// maxRows bounds the table of every task; maxBars the timeline's bars
+// before those that touch on a lane are drawn as one.
+const (
+	maxRows = 1000
+	maxBars = 2000
+)
 
 // Geometry of the timeline, in SVG units (pixels at 100%).
 const (
@@ -372,19 +405,47 @@ func timeline(r *Run, critical map[int]bool) template.HTML {
 		fmt.Fprintf(&b, `<text x="4" y="%.1f" class="where">%s (%d)</text>`, y+math.Min(h, laneHeight)-4, template.HTMLEscapeString(label), count[w])
 		fmt.Fprintf(&b, `<line x1="0" y1="%.1f" x2="%d" y2="%.1f" class="sep"/>`, y, chartWidth, y)
 	}
-	for i, t := range r.Tasks {
-		y := axisHeight + float64(first[t.Where]+lane[i])*h
-		x0, x1 := x(t.Started), x(t.Ended)
-		class := "ok"
-		if !t.OK {
-			class = "failed"
+	// Bars in lane order, each lane's by start; with many, those of a
+	// kind that touch within a pixel are drawn as one.
+	order := make([]int, len(r.Tasks))
+	for i := range order {
+		order[i] = i
+	}
+	row := func(i int) int { return first[r.Tasks[i].Where] + lane[i] }
+	slices.SortStableFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(row(a), row(b)), r.Tasks[a].Started.Compare(r.Tasks[b].Started))
+	})
+	class := func(i int) string {
+		c := "ok"
+		if !r.Tasks[i].OK {
+			c = "failed"
 		}
 		if critical[i] {
-			class += " critical"
+			c += " critical"
 		}
-		fmt.Fprintf(&b, `<rect class="task %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s: %s, %s</title></rect>`,
-			class, x0, y+0.5, math.Max(x1-x0, 1), math.Max(h-laneGap, 1),
-			template.HTMLEscapeString(t.Name), seconds(t.Wall()), template.HTMLEscapeString(cmp.Or(t.Status, "ok")))
+		return c
+	}
+	merge := len(r.Tasks) > maxBars
+	for k := 0; k < len(order); {
+		i := order[k]
+		t := r.Tasks[i]
+		end, n := t.Ended, 1
+		for merge && k+n < len(order) {
+			j := order[k+n]
+			if row(j) != row(i) || class(j) != class(i) || x(r.Tasks[j].Started)-x(end) > 1 {
+				break
+			}
+			end, n = r.Tasks[j].Ended, n+1
+		}
+		title := fmt.Sprintf("%s: %s, %s", t.Name, seconds(t.Wall()), cmp.Or(t.Status, "ok"))
+		if n > 1 {
+			title = fmt.Sprintf("%s from %s: %s", plural(n, cmp.Or(r.Unit, "task")), t.Name, seconds(end.Sub(t.Started)))
+		}
+		y := axisHeight + float64(row(i))*h
+		x0, x1 := x(t.Started), x(end)
+		fmt.Fprintf(&b, `<rect class="task %s" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s</title></rect>`,
+			class(i), x0, y+0.5, math.Max(x1-x0, 1), math.Max(h-laneGap, 1), template.HTMLEscapeString(title))
+		k += n
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())

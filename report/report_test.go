@@ -122,3 +122,38 @@ func TestWriteFileReplacesWhole(t *testing.T) {
 		t.Error("a report in a missing directory: no error")
 	}
 }
+
+// TestManyTasks: a run of thousands of cells draws the cells that touch
+// on a lane as one bar, lists the longest, and says what it left out.
+func TestManyTasks(t *testing.T) {
+	r := &Run{Tool: "wavefront", Title: "R", Unit: "cell", Started: t0, Ended: t0.Add(50 * time.Second), Omitted: 100}
+	for i := range 5000 {
+		// Two cores, one cell after the other on each; cell 77 is longer.
+		a := float64(i/2) * 0.02
+		b := a + 0.02
+		if i == 77 {
+			b = a + 0.5
+		}
+		r.Tasks = append(r.Tasks, at(i, "here", a, b))
+	}
+	var b bytes.Buffer
+	if err := Write(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	html := b.String()
+	if n := strings.Count(html, `<rect class="task`); n < 2 || n > 100 {
+		t.Errorf("%d bars for 5000 cells back to back on 2 cores, want a few", n)
+	}
+	for _, want := range []string{
+		"5100 cells (the first 5000 are shown)",
+		"The 1000 longest of 5000, in the order they started.",
+		"rule " + string(rune('0'+77)), // the longest is listed
+	} {
+		if !strings.Contains(html, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+	if n := strings.Count(html, "<tr class="); n != 1000 {
+		t.Errorf("%d rows, want 1000", n)
+	}
+}

@@ -4,7 +4,7 @@
 // problem runs (auto.go: this machine, the cluster the user has, or both,
 // by package model/place), and runs package allpairs or the distributed
 // master, with a progress bar and error reports suited to a terminal (and
-// with --http a live status page).
+// with --http a live status page, with --report an HTML report).
 package allpairscmd
 
 import (
@@ -378,6 +378,13 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 		return err
 	}
 	defer func() { page.Finish(err) }()
+	rep := o.dist.StartReport("allpairs", a.Source+" × "+b.Source, "unit")
+	defer func() {
+		if rerr := rep.Write("allpairs", err, errOut); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
+	p.Timed = rep.AllPairsUnits()
 	var shown atomic.Int64
 	p.OnFailure = func(ce *allpairs.CellError) {
 		if shown.Add(1) <= maxShownFailures {
@@ -388,6 +395,7 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 			stderr = call.Stderr
 		}
 		page.Fail(ce.A.Name+" × "+ce.B.Name, ce.Err.Error(), string(stderr))
+		rep.Failed("cell "+ce.A.Name+" × "+ce.B.Name, ce.Err.Error(), string(stderr))
 	}
 	p.OnProgress = func(n int64) {
 		bar.SetDone(n)

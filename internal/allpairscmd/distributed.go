@@ -69,6 +69,12 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		return err
 	}
 	defer func() { page.Finish(err) }()
+	rep := o.dist.StartReport("allpairs", a.Source+" × "+b.Source, "job")
+	defer func() {
+		if rerr := rep.Write("allpairs", err, msgs); rerr != nil && err == nil {
+			err = rerr
+		}
+	}()
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(ck.Path()), explain)
 	res, err := distmaster.RunAllPairs(ctx, cfg, &distmaster.AllPairs{
 		A: a, B: b,

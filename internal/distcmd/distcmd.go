@@ -2,7 +2,8 @@
 // their distributed mode (-T) and their placement: the batch-system and
 // Work Queue flags, their checks, opening the driver (with this machine as
 // one more worker for a hybrid run: OwnWorker on Work Queue), the report of
-// failed blocks, the live status page of --http (StatusPage), and finding
+// failed blocks, the live status page of --http (StatusPage), the HTML
+// report of --report (RunReport), and finding
 // the cluster, saying a placement decision, recording the run against it
 // and keeping what it measured (place.go; makeflow uses these too).
 //
@@ -18,6 +19,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -56,6 +58,9 @@ type Flags struct {
 	// HTTP is where to serve the run's live status page (--http; see
 	// StartStatus), on this machine or distributed.
 	HTTP string
+	// Report is where to write the run's HTML report (--report; see
+	// StartReport).
+	Report string
 
 	// Cluster, JobCores and Predicted are set by placement: the
 	// cluster's measured inputs, for the models that size the jobs, the
@@ -70,6 +75,10 @@ type Flags struct {
 
 	// log receives the warnings of the run (see Open).
 	log *slog.Logger
+	// report hears of a distributed run's jobs (see StartReport);
+	// decision is placement's, for it.
+	report   *RunReport
+	decision *place.Decision
 }
 
 // Add registers the flags on fs.
@@ -86,6 +95,7 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.Float64Var(&f.FastAbort, "fast-abort", 3, "-T: remove and resubmit a job running longer than `M` times the mean of finished ones (0: never)")
 	fs.BoolVar(&f.Hybrid, "hybrid", false, "-T: this machine's cores take jobs too, from the start, as one more worker")
 	fs.StringVar(&f.HTTP, "http", "", "serve a live status page at `ADDR` (:PORT on this machine only, HOST:PORT where it says), with /status as JSON and /metrics for Prometheus")
+	fs.StringVar(&f.Report, "report", "", "write an HTML report of the run to `FILE` at its end: a timeline of the jobs or cells, the critical path, placement's prediction, the failures")
 }
 
 // distributedOnly lists the flags that mean nothing without -T; wqOnly
@@ -99,6 +109,11 @@ var (
 // lists the command's own flags that need -T.
 func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
 	f.portSet = fs.Changed("port")
+	if f.Report != "" {
+		if _, err := os.Stat(filepath.Dir(f.Report)); err != nil {
+			return cmdutil.Usagef("--report %s: %v", f.Report, err)
+		}
+	}
 	if f.BatchType == "" {
 		for _, name := range slices.Concat(distributedOnly, wqOnly, extra) {
 			if fs.Changed(name) {
@@ -269,7 +284,16 @@ func (f *Flags) Config(d batch.Driver, workDir string, explain io.Writer) distma
 		Cluster:    f.Cluster,
 		JobCores:   f.JobCores,
 		LocalCores: f.localCores(),
+		JobEnded:   f.reportJob(),
 	}
+}
+
+// reportJob returns what hears of the block jobs for --report, or nil.
+func (f *Flags) reportJob() func(distmaster.JobEnd) {
+	if f.report == nil {
+		return nil
+	}
+	return f.report.job
 }
 
 // localCores are the cores this machine adds to a hybrid run.

@@ -70,7 +70,7 @@ func WorthProbing(c *place.Cluster, localSeconds float64) bool {
 // port; for multicore nothing changes.
 func (f *Flags) Place(d *place.Decision) {
 	// The prediction of the mode that runs, forced or chosen.
-	defer func() { f.Predicted = d.Predicted(d.Mode) }()
+	defer func() { f.Predicted, f.decision = d.Predicted(d.Mode), d }()
 	if f.Distributed() {
 		m := place.Distributed
 		if f.Hybrid {

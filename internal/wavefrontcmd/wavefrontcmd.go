@@ -3,7 +3,8 @@
 // computed from), decides where the cells run (auto.go: this machine, the
 // cluster the user has, or both, by package model/place), runs the
 // multicore engine or the distributed master, and reports progress (on
-// the terminal, and with --http on a live page), failures and the result. `wavefront export` turns the
+// the terminal, and with --http on a live page), failures and the result
+// (and with --report in an HTML report). `wavefront export` turns the
 // result into TSV, CSV or a grid.
 package wavefrontcmd
 
@@ -309,6 +310,7 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	page.SetPicture(func() image.Image { return states.Image() })
+	rep := o.dist.StartReport("wavefront", fmt.Sprintf("%s, %d×%d cells", o.rdir, region.W, region.H), o.reportUnit())
 	before := int64(done)
 	if seeded {
 		before++
@@ -334,6 +336,7 @@ func run(ctx context.Context, o *options) error {
 			Block:  o.block,
 			Files:  files,
 			States: states,
+			Timed:  rep.WavefrontBlocks(region),
 		})
 	}
 	bar.Stop()
@@ -348,6 +351,9 @@ func run(ctx context.Context, o *options) error {
 	if decision != nil && runErr == nil {
 		distcmd.RecordRun(o.streams.Err, "wavefront", o.verbose || o.explain, place.DefaultHistory(),
 			o.historyKey(cell), decision, time.Since(ranFrom), done > 0)
+	}
+	if err := rep.Write("wavefront", runErr, o.streams.Err); err != nil && runErr == nil {
+		runErr = err
 	}
 	return report(o, runErr, pictureErr, res, sink, region, ckPath, time.Since(started))
 }
@@ -469,4 +475,16 @@ func keepPicture(path string, interval time.Duration, states *wavefront.StateGri
 		<-finished
 		return wavefront.WritePNG(path, states.Image())
 	}
+}
+
+// reportUnit names what a report of this run draws: the distributed
+// master's jobs, or the multicore engine's cells or blocks.
+func (o *options) reportUnit() string {
+	switch {
+	case o.dist.Distributed():
+		return "job"
+	case o.block > 1:
+		return "block"
+	}
+	return "cell"
 }
