@@ -6,6 +6,7 @@
 # Everything the project needs is installed by scripts/deps.sh; nothing by hand.
 
 GO          ?= go
+SHELL       := /bin/bash
 BIN         := $(CURDIR)/bin
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
@@ -32,8 +33,10 @@ demo: deps build
 
 # The fuzz run is short: it guards the Work Queue message parser against
 # regressions on every change; longer runs are for `go test -fuzz` by hand.
+# The tests' results go through scripts/testsummary, which prints them as
+# go test does and then lists the tests that were skipped, and why.
 test: deps build
-	$(GO) test -count=1 -timeout 20m ./...
+	set -o pipefail; $(GO) test -count=1 -timeout 20m -json ./... | $(GO) run ./scripts/testsummary
 	$(GO) test -run='^$$' -fuzz=FuzzConn -fuzztime=20s ./workqueue/wire
 
 test-short: build

@@ -113,8 +113,12 @@ type Plan struct {
 }
 
 func (p Plan) String() string {
-	s := fmt.Sprintf("%d×%d region at (%d,%d), %d cells, on %d cores, blocks of %d items of A",
-		p.Region.W, p.Region.H, p.Region.X, p.Region.Y, p.Cells, p.Cores, p.BlockSize)
+	cores := "cores"
+	if p.Cores == 1 {
+		cores = "core"
+	}
+	s := fmt.Sprintf("%d×%d region at (%d,%d), %d cells, on %d %s, blocks of %d items of A",
+		p.Region.W, p.Region.H, p.Region.X, p.Region.Y, p.Cells, p.Cores, cores, p.BlockSize)
 	if p.Memory > 0 {
 		s += fmt.Sprintf(" (fit in half of %.1f GiB available)", float64(p.Memory)/(1<<30))
 	}

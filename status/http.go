@@ -9,6 +9,7 @@ import (
 	"html/template"
 	"net"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,15 +89,11 @@ type Server struct {
 // interface only, since the page shows what runs and where; "HOST:PORT"
 // listens where it says (":0" picks a free port).
 func Serve(addr string, t *Tracker) (*Server, error) {
-	host, port, err := net.SplitHostPort(addr)
+	hostPort, err := ListenAddr(addr)
 	if err != nil {
-		// A bare port.
-		host, port = "", addr
+		return nil, err
 	}
-	if host == "" {
-		host = "127.0.0.1"
-	}
-	ln, err := net.Listen("tcp", net.JoinHostPort(host, port))
+	ln, err := net.Listen("tcp", hostPort)
 	if err != nil {
 		return nil, fmt.Errorf("status page: %w", err)
 	}
@@ -110,6 +107,25 @@ func Serve(addr string, t *Tracker) (*Server, error) {
 		s.srv.Serve(ln)
 	}()
 	return s, nil
+}
+
+// ListenAddr returns the address Serve listens on for addr — ":PORT" or
+// "PORT" on the loopback interface, "HOST:PORT" as it says — or an error
+// saying what is wrong with it, so that a command can refuse a bad
+// --http before it starts its run.
+func ListenAddr(addr string) (string, error) {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		// A bare port.
+		host, port = "", addr
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("%q: not an address: give :PORT, or HOST:PORT", addr)
+	}
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // URL is the page's address.

@@ -122,3 +122,25 @@ func TestServeBindsLoopback(t *testing.T) {
 		t.Error("a bad address was served")
 	}
 }
+
+func TestListenAddr(t *testing.T) {
+	for _, tc := range []struct {
+		addr, want string
+		bad        bool
+	}{
+		{addr: ":8080", want: "127.0.0.1:8080"},
+		{addr: "8080", want: "127.0.0.1:8080"},
+		{addr: ":0", want: "127.0.0.1:0"},
+		{addr: "0.0.0.0:80", want: "0.0.0.0:80"},
+		{addr: "[::1]:9000", want: "[::1]:9000"},
+		{addr: "localhost", bad: true},
+		{addr: ":http", bad: true},
+		{addr: ":70000", bad: true},
+		{addr: "host:", bad: true},
+	} {
+		got, err := ListenAddr(tc.addr)
+		if (err != nil) != tc.bad || got != tc.want {
+			t.Errorf("ListenAddr(%q) = %q, %v; want %q, error %v", tc.addr, got, err, tc.want, tc.bad)
+		}
+	}
+}

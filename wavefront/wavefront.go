@@ -58,7 +58,10 @@ func (e *FailedError) Error() string {
 	if len(e.Failed) != 1 {
 		s = fmt.Sprintf("%d cells failed", len(e.Failed))
 	}
-	if e.NotRun > 0 {
+	switch {
+	case e.NotRun == 1:
+		s += " and 1 cell that depends on them was not run"
+	case e.NotRun > 1:
 		s += fmt.Sprintf(" and %d cells that depend on them were not run", e.NotRun)
 	}
 	if len(e.Failed) > 0 {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -124,6 +125,15 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 		cmd.Version = Version()
 		cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
 	}
+	// Shell completion is a flag, not a subcommand, so that it never
+	// shadows an argument (a workflow file named "completion").
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	if cmd.Flags().Lookup("completion") == nil {
+		cmd.Flags().String("completion", "", "print the shell completion script for `SHELL` (bash, zsh, fish or powershell) and exit")
+	}
+	if shell, ok := completionArg(args); ok {
+		return writeCompletion(cmd, shell, s)
+	}
 	cmd.SetArgs(args)
 	cmd.SetIn(s.In)
 	cmd.SetOut(s.Out)
@@ -142,7 +152,12 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 		name = c.CommandPath()
 	}
 	if !errors.Is(err, ErrSilent) {
-		fmt.Fprintf(s.Err, "%s: %v\n", name, err)
+		msg := err.Error()
+		if errors.Is(err, context.Canceled) {
+			// The interruption says so in words; Go's name for it is noise.
+			msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error())
+		}
+		fmt.Fprintf(s.Err, "%s: %s\n", name, msg)
 	}
 	code := ExitCode(err)
 	if code == ExitUsage {
@@ -191,4 +206,51 @@ func RunMain(main MainFunc) {
 	code := main(ctx, os.Args[1:], StdStreams())
 	stop()
 	os.Exit(code)
+}
+
+// completionArg reports whether args ask for the completion script
+// (--completion SHELL or --completion=SHELL first), and for which shell.
+func completionArg(args []string) (string, bool) {
+	switch {
+	case len(args) == 0:
+		return "", false
+	case strings.HasPrefix(args[0], "--completion="):
+		return strings.TrimPrefix(args[0], "--completion="), true
+	case args[0] == "--completion" && len(args) > 1:
+		return args[1], true
+	case args[0] == "--completion":
+		return "", true
+	}
+	return "", false
+}
+
+// writeCompletion writes cmd's completion script for shell to s.Out.
+func writeCompletion(cmd *cobra.Command, shell string, s Streams) int {
+	var err error
+	switch shell {
+	case "bash":
+		err = cmd.GenBashCompletionV2(s.Out, true)
+	case "zsh":
+		err = cmd.GenZshCompletion(s.Out)
+	case "fish":
+		err = cmd.GenFishCompletion(s.Out, true)
+	case "powershell":
+		err = cmd.GenPowerShellCompletionWithDesc(s.Out)
+	default:
+		fmt.Fprintf(s.Err, "%s: --completion %q: give bash, zsh, fish or powershell\n", cmd.Name(), shell)
+		return ExitUsage
+	}
+	if err != nil {
+		fmt.Fprintf(s.Err, "%s: --completion: %v\n", cmd.Name(), err)
+		return ExitFailure
+	}
+	return ExitOK
+}
+
+// Plural says n of noun, in the number n needs: "1 cell", "2 cells".
+func Plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

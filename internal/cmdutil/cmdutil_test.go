@@ -47,6 +47,8 @@ func TestExecute(t *testing.T) {
 		{name: "ok", args: []string{"x"}, code: 0},
 		{name: "failure", runErr: errors.New("input.txt:3: bad line"), args: []string{"x"}, code: 1, stderr: []string{"tool: input.txt:3: bad line"}, noWords: []string{"--help"}},
 		{name: "silent", runErr: ErrSilent, args: []string{"x"}, code: 1, noWords: []string{"failed"}},
+		{name: "interrupted", runErr: fmt.Errorf("interrupted with 3 of 9 rules done: %w", context.Canceled), args: []string{"x"}, code: 130,
+			stderr: []string{"tool: interrupted with 3 of 9 rules done\n"}, noWords: []string{"context canceled"}},
 		{name: "bad flag", args: []string{"--n", "zz", "x"}, code: 2, stderr: []string{"invalid argument", "Run 'tool --help' for usage."}},
 		{name: "unknown flag", args: []string{"--zz", "x"}, code: 2, stderr: []string{"unknown flag: --zz"}},
 		{name: "missing arg", args: nil, code: 2, stderr: []string{"accepts 1 arg(s), received 0"}},
@@ -108,5 +110,33 @@ func TestVersionFlag(t *testing.T) {
 				t.Errorf("%v: exit %d, %q; want %q", tc.args, code, out.String(), tc.want)
 			}
 		})
+	}
+}
+
+// TestCompletion: the completion script is a flag, so that an argument
+// named "completion" (a workflow file) is the command's, not cobra's.
+func TestCompletion(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--completion", "bash"}, ExitOK, "# bash completion V2 for tool"},
+		{[]string{"--completion=zsh"}, ExitOK, "#compdef tool"},
+		{[]string{"--completion", "fish"}, ExitOK, "# fish completion for tool"},
+		{[]string{"--completion", "tcsh"}, ExitUsage, `tool: --completion "tcsh": give bash, zsh, fish or powershell`},
+		{[]string{"completion"}, ExitOK, "ran with [completion]"},
+		{[]string{"completion", "bash"}, ExitOK, "ran with [completion bash]"},
+	} {
+		cmd := &cobra.Command{Use: "tool", Args: cobra.ArbitraryArgs, RunE: func(cmd *cobra.Command, args []string) error {
+			fmt.Fprintf(cmd.OutOrStdout(), "ran with %v", args)
+			return nil
+		}}
+		cmd.AddCommand(&cobra.Command{Use: "sub", Run: func(*cobra.Command, []string) {}})
+		var out strings.Builder
+		code := Execute(context.Background(), cmd, tc.args, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
+		if code != tc.code || !strings.Contains(out.String(), tc.want) {
+			t.Errorf("%v: exit %d, %.200q; want %d, %q", tc.args, code, out.String(), tc.code, tc.want)
+		}
 	}
 }

@@ -34,6 +34,7 @@ import (
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/model/place"
+	"github.com/rightsize/rightsize/status"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -112,6 +113,11 @@ func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
 	if f.Report != "" {
 		if _, err := os.Stat(filepath.Dir(f.Report)); err != nil {
 			return cmdutil.Usagef("--report %s: %v", f.Report, err)
+		}
+	}
+	if f.HTTP != "" {
+		if _, err := status.ListenAddr(f.HTTP); err != nil {
+			return cmdutil.Usagef("--http %v", err)
 		}
 	}
 	if f.BatchType == "" {

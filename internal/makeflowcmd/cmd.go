@@ -34,6 +34,7 @@ import (
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/makeflow"
 	"github.com/rightsize/rightsize/model/place"
+	"github.com/rightsize/rightsize/status"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -283,6 +284,11 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 			return cmdutil.Usagef("--report %s: %v", o.reportPath, err)
 		}
 	}
+	if o.httpAddr != "" {
+		if _, err := status.ListenAddr(o.httpAddr); err != nil {
+			return cmdutil.Usagef("--http %v", err)
+		}
+	}
 	path := file
 	if path == "" {
 		path = "Makeflow"
@@ -497,7 +503,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	}
 	if bt.name != "dryrun" {
 		fmt.Fprintf(s.Out, "workflow complete: %s ran, %s already done, in %s\n",
-			plural(rep.Ran, "rule"), plural(rep.Skipped, "rule"), rep.Elapsed.Round(time.Millisecond))
+			cmdutil.Plural(rep.Ran, "rule"), cmdutil.Plural(rep.Skipped, "rule"), rep.Elapsed.Round(time.Millisecond))
 	}
 	return nil
 }
@@ -667,13 +673,6 @@ func inputErrors(err error, path string, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "%d %s in %s; nothing was run\n", len(list), noun, path)
 	return cmdutil.ErrSilent
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // cleanModeFirst reports whether args are a clean mode and a workflow

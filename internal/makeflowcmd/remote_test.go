@@ -348,6 +348,7 @@ func TestRemoteUsageErrors(t *testing.T) {
 		{[]string{"--hybrid", "w.mf"}, "--hybrid makes this machine's cores take rules beside those of -T TYPE: give -T"},
 		{[]string{"-T", "local", "--hybrid", "w.mf"}, "--hybrid: -T local runs every rule here already"},
 		{[]string{"--report", "no/such/dir/r.html", "w.mf"}, "--report no/such/dir/r.html: stat no/such/dir: no such file or directory"},
+		{[]string{"--http", "localhost", "w.mf"}, `--http "localhost": not an address: give :PORT, or HOST:PORT`},
 	}
 	for _, tt := range tests {
 		r := mf(t, dir, tt.args...)

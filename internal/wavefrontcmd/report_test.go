@@ -2,6 +2,7 @@ package wavefrontcmd_test
 
 import (
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -52,7 +53,16 @@ func TestReport(t *testing.T) {
 			}
 		})
 	}
-	if code, _, errs := runWF(t, "--report", "/no/such/dir/r.html", "builtin:sum", makeRdir(t, 2, 2)); code != 2 || !strings.Contains(errs, "--report /no/such/dir/r.html") {
-		t.Errorf("--report in a missing directory: exit %d\n%s", code, errs)
+	for _, tc := range []struct{ flag, value, want string }{
+		{"--report", "/no/such/dir/r.html", "--report /no/such/dir/r.html"},
+		{"--http", "localhost", `--http "localhost": not an address`},
+	} {
+		rdir := makeRdir(t, 2, 2)
+		if code, _, errs := runWF(t, tc.flag, tc.value, "builtin:sum", rdir); code != 2 || !strings.Contains(errs, tc.want) || strings.Contains(errs, "resuming") {
+			t.Errorf("%s %s: exit %d\n%s", tc.flag, tc.value, code, errs)
+		}
+		if _, err := os.Stat(filepath.Join(rdir, "R.matrix")); err == nil {
+			t.Errorf("%s %s: a usage error started the run", tc.flag, tc.value)
+		}
 	}
 }

@@ -165,8 +165,8 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
 	f.IntVar(&o.jobSize, "job-size", 0, "-T: cells per side of each job's block (default: chosen by the model)")
 	o.dist.Add(f)
 	cmd.AddCommand(newExportCommand(s))
-	// A subcommand's name shadows a FUNC of that name: keep to "export".
-	cmd.CompletionOptions.DisableDefaultCmd = true
+	// A subcommand's name shadows a FUNC of that name: keep to "export"
+	// (cmdutil.Execute makes completion a flag).
 	return cmd
 }
 
@@ -391,15 +391,29 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 	switch {
 	case errors.As(runErr, &be):
 		return distcmd.ReportFailures(w, "wavefront", be.FailedError,
-			fmt.Sprintf("%d cells that depend on them were not run; %s", be.notRun, kept))
+			fmt.Sprintf("%s; %s", notRun(be.notRun), kept))
 	case fe != nil:
-		return fmt.Errorf("%d cells failed and %d cells that depend on them were not run; %s", len(fe.Failed), fe.NotRun, kept)
+		return fmt.Errorf("%s failed and %s; %s", cmdutil.Plural(len(fe.Failed), "cell"), notRun(fe.NotRun), kept)
 	case runErr != nil:
 		return distcmd.Stopped(runErr, kept)
 	}
+	// The answer is the run's result: standard output, unless that
+	// carries the cells (-o -).
+	answer := o.streams.Out
+	if o.output == "-" {
+		answer = w
+	}
 	lx, ly := region.Last()
-	fmt.Fprintf(w, "R[%d,%d] = %s\n", lx, ly, preview(sink.lastValue()))
+	fmt.Fprintf(answer, "R[%d,%d] = %s\n", lx, ly, preview(sink.lastValue()))
 	return nil
+}
+
+// notRun says that n cells were not run for depending on failed ones.
+func notRun(n int) string {
+	if n == 1 {
+		return "1 cell that depends on them was not run"
+	}
+	return fmt.Sprintf("%d cells that depend on them were not run", n)
 }
 
 // preview shortens a value to its first line for the summary.

@@ -79,9 +79,9 @@ func TestOracleWithEveryFunctionKind(t *testing.T) {
 	for _, fn := range []string{"builtin:sum", script, lib} {
 		t.Run(filepath.Base(fn), func(t *testing.T) {
 			dir := makeRdir(t, 9, 9)
-			code, _, stderr := runWF(t, "-c", "2", fn, dir)
-			if code != 0 || !strings.Contains(stderr, "R[9,9] = 1854882") || !strings.Contains(stderr, "computed 81 cells") {
-				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			code, stdout, stderr := runWF(t, "-c", "2", fn, dir)
+			if code != 0 || stdout != "R[9,9] = 1854882\n" || !strings.Contains(stderr, "computed 81 cells") {
+				t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, stdout, stderr)
 			}
 			m := load(t, filepath.Join(dir, "R.matrix"))
 			if len(m) != 81 || cell(m, 9, 9) != "1854882" || cell(m, 1, 1) != "2" {
@@ -222,7 +222,7 @@ func TestFailingFunction(t *testing.T) {
 if grep -q poison "$2"; then echo "cannot digest $(cat "$2")" >&2; exit 3; fi
 cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	code, _, stderr := runWF(t, failing, dir)
-	for _, want := range []string{"cell (4,1):", "exited with status 3", "cannot digest poison", "1 cells failed and 17 cells that depend on them were not run; the 18 finished cells are kept in"} {
+	for _, want := range []string{"cell (4,1):", "exited with status 3", "cannot digest poison", "1 cell failed and 17 cells that depend on them were not run; the 18 finished cells are kept in"} {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, stderr, want)
 		}
@@ -364,9 +364,9 @@ func TestTornCheckpoint(t *testing.T) {
 		cut++
 	}
 	os.WriteFile(path, data[:cut], 0o644)
-	code, _, stderr := runWF(t, "builtin:sum", dir)
-	if code != 0 || !strings.Contains(stderr, "ignored a torn last record") || !strings.Contains(stderr, "R[8,8] = "+string(want[sparsematrix.Key{X: 8, Y: 8}])) {
-		t.Fatalf("exit %d\n%s", code, stderr)
+	code, stdout, stderr := runWF(t, "builtin:sum", dir)
+	if code != 0 || !strings.Contains(stderr, "ignored a torn last record") || !strings.Contains(stdout, "R[8,8] = "+string(want[sparsematrix.Key{X: 8, Y: 8}])) {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	if got := load(t, path); !maps.EqualFunc(got, want, bytes.Equal) {
 		t.Errorf("after the torn checkpoint: %d cells, want %d, or values differ", len(got), len(want))
@@ -457,10 +457,10 @@ func TestAlignmentBuiltin(t *testing.T) {
 	for j := 0; j*40 < len(b); j++ {
 		writeCell(t, dir, 0, j+1, b[j*40:min(len(b), j*40+40)]+"\n")
 	}
-	code, _, stderr := runWF(t, "builtin:swcell", dir)
+	code, stdout, stderr := runWF(t, "builtin:swcell", dir)
 	want, _ := funcs.SWAlign([]byte(a), []byte(b))
-	if code != 0 || !strings.Contains(stderr, "= swcell best "+string(want)+" …") {
-		t.Fatalf("exit %d, want best %s:\n%s", code, want, stderr)
+	if code != 0 || !strings.Contains(stdout, "= swcell best "+string(want)+" …") {
+		t.Fatalf("exit %d, want best %s:\n%s%s", code, want, stdout, stderr)
 	}
 }
 
