@@ -10,7 +10,7 @@ SHELL       := /bin/bash
 BIN         := $(CURDIR)/bin
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build demo test test-short bench lint deps clean
+.PHONY: all build demo test test-short bench lint man deps clean
 
 all: build
 
@@ -45,10 +45,15 @@ test-short: build
 bench: deps build
 	./bench/run.sh
 
+# The manual pages, from the tools' own help (scripts/genman): man/*.1;
+# read one with `man -l man/makeflow.1`.
+man:
+	$(GO) run ./scripts/genman -dir man
+
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 
 clean:
-	rm -rf $(BIN)
+	rm -rf $(BIN) man

@@ -62,8 +62,11 @@ type options struct {
 
 // Main runs the allpairs command with args (without the program name).
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
-	return cmdutil.Execute(ctx, newCommand(s, funcs.NewRegistry()), args, s)
+	return cmdutil.Execute(ctx, Command(s), args, s)
 }
+
+// Command returns the allpairs command, for Main and for its manual page.
+func Command(s cmdutil.Streams) *cobra.Command { return newCommand(s, funcs.NewRegistry()) }
 
 func newCommand(s cmdutil.Streams, reg *funcs.Registry) *cobra.Command {
 	var o options

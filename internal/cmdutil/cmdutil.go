@@ -120,17 +120,7 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // errors by a pointer to --help. Commands should set RunE and return errors
 // rather than print them.
 func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) int {
-	if cmd.Version == "" && cmd.Flags().Lookup("version") == nil {
-		// --version, as every tool has it (-v too where -v is free).
-		cmd.Version = Version()
-		cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
-	}
-	// Shell completion is a flag, not a subcommand, so that it never
-	// shadows an argument (a workflow file named "completion").
-	cmd.CompletionOptions.DisableDefaultCmd = true
-	if cmd.Flags().Lookup("completion") == nil {
-		cmd.Flags().String("completion", "", "print the shell completion script for `SHELL` (bash, zsh, fish or powershell) and exit")
-	}
+	Prepare(cmd)
 	if shell, ok := completionArg(args); ok {
 		return writeCompletion(cmd, shell, s)
 	}
@@ -206,6 +196,22 @@ func RunMain(main MainFunc) {
 	code := main(ctx, os.Args[1:], StdStreams())
 	stop()
 	os.Exit(code)
+}
+
+// Prepare gives a tool's root command what every tool has: --version
+// (-v too where -v is free) and --completion SHELL, a flag rather than
+// cobra's subcommand, so that it never shadows an argument (a workflow
+// file named "completion"). Execute calls it; so does the generator of
+// the manual pages.
+func Prepare(cmd *cobra.Command) {
+	if cmd.Version == "" && cmd.Flags().Lookup("version") == nil {
+		cmd.Version = Version()
+		cmd.SetVersionTemplate("{{.Name}} {{.Version}}\n")
+	}
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	if cmd.Flags().Lookup("completion") == nil {
+		cmd.Flags().String("completion", "", "print the shell completion script for `SHELL` (bash, zsh, fish or powershell) and exit")
+	}
 }
 
 // completionArg reports whether args ask for the completion script

@@ -41,8 +41,11 @@ import (
 
 // Main runs the makeflow command with args and returns its exit code.
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
-	return cmdutil.Execute(ctx, newCommand(s), args, s)
+	return cmdutil.Execute(ctx, Command(s), args, s)
 }
+
+// Command returns the makeflow command, for Main and for its manual page.
+func Command(s cmdutil.Streams) *cobra.Command { return newCommand(s) }
 
 type options struct {
 	batchType     string
@@ -80,6 +83,7 @@ type options struct {
 	autoLocal     bool
 	hybrid        bool // --hybrid, or placement chose hybrid
 	httpAddr      string
+	quiet         bool
 	reportPath    string
 	wqMaster      *workqueue.Master // the master of -T wq, for the status page
 	// localCluster is the local "cluster" placement sent rules to (not
@@ -165,6 +169,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.BoolVar(&o.autoLocal, "auto-local", false, "with -T: run here the rules predicted to take less than their dispatch")
 	f.BoolVar(&o.hybrid, "hybrid", false, "with -T: this machine's cores take rules too, from the start (hybrid)")
 	f.StringVar(&o.httpAddr, "http", "", "serve a live status page at `ADDR` (:PORT on this machine only, HOST:PORT where it says), with /status as JSON and /metrics for Prometheus")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "say nothing but errors: no progress bar, no commands as they start, no summary")
 	f.StringVar(&o.reportPath, "report", "", "write an HTML report of the run to `FILE` at its end: a timeline of the rules, their CPU and memory, the critical path, placement's prediction, the failures")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
@@ -350,9 +355,18 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		retries = 5
 	}
 
-	bar := progress.New(s.Err, "rules", int64(len(wf.Rules)))
+	barOut := s.Err
+	if o.quiet {
+		barOut = io.Discard
+	}
+	bar := progress.New(barOut, "rules", int64(len(wf.Rules)))
 	defer bar.Stop()
 	out, errOut := bar.Writer(s.Out), bar.Writer(s.Err)
+	if o.quiet {
+		// The commands' own output still goes out; what makeflow says
+		// of them does not.
+		out = io.Discard
+	}
 	gc, err := makeflow.ParseGC(o.gc)
 	if err != nil {
 		return cmdutil.Usagef("-g: %v", err)
@@ -501,7 +515,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	case err != nil:
 		return err
 	}
-	if bt.name != "dryrun" {
+	if bt.name != "dryrun" && !o.quiet {
 		fmt.Fprintf(s.Out, "workflow complete: %s ran, %s already done, in %s\n",
 			cmdutil.Plural(rep.Ran, "rule"), cmdutil.Plural(rep.Skipped, "rule"), rep.Elapsed.Round(time.Millisecond))
 	}

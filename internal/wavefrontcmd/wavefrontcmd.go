@@ -32,8 +32,11 @@ import (
 
 // Main runs the wavefront command with args (without the program name).
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
-	return cmdutil.Execute(ctx, newCommand(s), args, s)
+	return cmdutil.Execute(ctx, Command(s), args, s)
 }
+
+// Command returns the wavefront command, for Main and for its manual page.
+func Command(s cmdutil.Streams) *cobra.Command { return newCommand(s) }
 
 type options struct {
 	streams cmdutil.Streams
@@ -56,6 +59,7 @@ type options struct {
 
 	jobSize int
 	verbose bool
+	quiet   bool
 	local   bool
 	explain bool
 	dist    distcmd.Flags
@@ -74,7 +78,14 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 Rdir, each cell the moment its three neighbours exist, on all of this
 machine's cores. FUNC is a program run as 'FUNC [-e args] LEFT BELOW DIAG'
 (paths of the three cells; the result is its standard output), a .so
-exporting wavefront_function, or builtin:NAME (sum, swcell, rdgame). A .so
+exporting
+
+    void *wavefront_function(const void *x, int xlength,
+                             const void *y, int ylength,
+                             const void *d, int dlength);
+
+(left, below, diagonal; it returns a malloc'd NUL-terminated string, which
+wavefront frees), or builtin:NAME (sum, swcell, rdgame). A .so
 that crashes (SIGSEGV, SIGABRT, ...) stops the run at once with status 1,
 naming the cell; the cells finished before are kept.
 
@@ -161,6 +172,7 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
 	f.BoolVar(&o.trust, "trust-checkpoint", false, "keep the checkpoint's cells although the function (or its -e arguments) changed since they were computed: you vouch that the change does not alter them")
 	f.StringVarP(&o.bitmap, "bitmap", "B", "", "keep a PNG picture of the progress in `FILE`")
 	f.DurationVar(&o.interval, "bitmap-interval", 5*time.Second, "how often the --bitmap picture is rewritten")
+	f.BoolVarP(&o.quiet, "quiet", "q", false, "no progress bar")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say where the run goes and why in a line; with -T, how it is set up (the function's measured time, the model, the block size) and every retry and fast abort")
 	f.IntVar(&o.jobSize, "job-size", 0, "-T: cells per side of each job's block (default: chosen by the model)")
 	o.dist.Add(f)
@@ -266,7 +278,11 @@ func run(ctx context.Context, o *options) error {
 	ckPath := ck.Path()
 	done := ck.Count(region)
 	states := wavefront.NewStateGrid(region)
-	bar := progress.New(o.streams.Err, "cells", int64(region.Cells()-done))
+	barOut := o.streams.Err
+	if o.quiet {
+		barOut = io.Discard
+	}
+	bar := progress.New(barOut, "cells", int64(region.Cells()-done))
 	msgs := bar.Writer(o.streams.Err)
 	if torn := ck.Torn(); torn > 0 {
 		fmt.Fprintf(msgs, "wavefront: ignored a torn last record of %d bytes in %s (cut short by a crash)\n", torn, ckPath)

@@ -19,6 +19,12 @@ import (
 
 // Main runs the workqueue command with args and returns its exit code.
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
+	return cmdutil.Execute(ctx, Command(s), args, s)
+}
+
+// Command returns the workqueue command and its subcommands, for Main and
+// for its manual pages.
+func Command(s cmdutil.Streams) *cobra.Command {
 	root := &cobra.Command{
 		Use:   "workqueue",
 		Short: "Work Queue workers, worker factory, catalog and status, compatible with CCTools; and a simulator",
@@ -31,7 +37,7 @@ func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
 		},
 	}
 	root.AddCommand(newWorkerCmd(s), newFactoryCmd(s), newCatalogCmd(s), newStatusCmd(s), newSimCmd(s))
-	return cmdutil.Execute(ctx, root, args, s)
+	return root
 }
 
 // logFlags are the logging options every subcommand shares.

@@ -65,6 +65,8 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 			}
 		case e.Test == "" && e.Action == "fail":
 			failed = true
+		case e.Test == "":
+			// A package's pass, or its skip for having no tests.
 		case e.Action == "output":
 			output[key] = append(output[key], e.Output)
 		case e.Action == "fail":
@@ -82,7 +84,11 @@ func summarize(r io.Reader, w io.Writer) (failed bool, err error) {
 		return true, err
 	}
 	if len(skips) > 0 {
-		fmt.Fprintf(w, "\nskipped: %d tests\n", len(skips))
+		noun := "tests"
+		if len(skips) == 1 {
+			noun = "test"
+		}
+		fmt.Fprintf(w, "\nskipped: %d %s\n", len(skips), noun)
 		for _, s := range skips {
 			fmt.Fprintf(w, "  %s %s: %s\n", strings.TrimPrefix(s.pkg, "github.com/rightsize/rightsize/"), s.test, s.reason)
 		}

@@ -24,8 +24,11 @@ func TestSummarize(t *testing.T) {
 				`{"Action":"skip",` + pkg + `,"Test":"TestSlurm"}`,
 				`{"Action":"output",` + pkg + `,"Output":"ok  \tgithub.com/rightsize/rightsize/batch\t0.1s\n"}`,
 				`{"Action":"pass",` + pkg + `}`,
+				// A package without tests is no skipped test.
+				`{"Action":"output","Package":"github.com/rightsize/rightsize/cmd/makeflow","Output":"?   \tgithub.com/rightsize/rightsize/cmd/makeflow\t[no test files]\n"}`,
+				`{"Action":"skip","Package":"github.com/rightsize/rightsize/cmd/makeflow"}`,
 			},
-			want: []string{"ok  \tgithub.com/rightsize/rightsize/batch\t0.1s\n", "skipped: 1 tests\n  batch TestSlurm: SLURM is not running here: start it with scripts/slurm.sh start\n"},
+			want: []string{"ok  \tgithub.com/rightsize/rightsize/batch\t0.1s\n", "[no test files]", "skipped: 1 test\n  batch TestSlurm: SLURM is not running here: start it with scripts/slurm.sh start\n"},
 			not:  []string{"=== RUN"},
 		},
 		{

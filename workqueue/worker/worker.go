@@ -108,18 +108,18 @@ const Version = "rightsize"
 
 func (c *Config) validate() error {
 	if len(c.Masters) == 0 && c.Project == "" {
-		return errors.New("worker: need a master address or a project name")
+		return errors.New("need a master address or a project name")
 	}
 	if c.Project != "" {
 		if _, err := regexp.Compile("^(" + c.Project + ")$"); err != nil {
-			return fmt.Errorf("worker: project pattern: %w", err)
+			return fmt.Errorf("project pattern: %w", err)
 		}
 		if len(c.Catalogs) == 0 {
 			c.Catalogs = catalog.DefaultAddrs()
 		}
 	}
 	if c.Cores < 0 || c.MemoryMB < 0 || c.DiskMB < 0 || c.GPUs < 0 {
-		return errors.New("worker: resources must not be negative")
+		return errors.New("resources must not be negative")
 	}
 	if c.Workdir == "" {
 		c.Workdir = os.TempDir()
@@ -161,7 +161,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	ws, err := os.MkdirTemp(cfg.Workdir, fmt.Sprintf("worker-%d-%d-", os.Getuid(), os.Getpid()))
 	if err != nil {
-		return fmt.Errorf("worker: creating workspace: %w", err)
+		return fmt.Errorf("creating workspace: %w", err)
 	}
 	// Should the worker die, kill -9 included, its keeper kills what the
 	// tasks run and removes the workspace. (Deferred first, so that it
@@ -170,14 +170,14 @@ func Run(ctx context.Context, cfg Config) error {
 	defer keeper.Close()
 	if err := keeper.AddDir(ws); err != nil {
 		os.Remove(ws)
-		return fmt.Errorf("worker: %w", err)
+		return fmt.Errorf("workspace %s: %w", ws, err)
 	}
 	// Held open: whatever happens to its path, the worker works below the
 	// directory it made.
 	wsDir, err := os.Open(ws)
 	if err != nil {
 		os.Remove(ws)
-		return fmt.Errorf("worker: opening workspace: %w", err)
+		return fmt.Errorf("opening workspace: %w", err)
 	}
 	defer func() {
 		cleanWorkspace(wsDir)
@@ -205,7 +205,7 @@ func measure(cfg Config) (resources, error) {
 	r := resources{cores: cfg.Cores, memoryMB: cfg.MemoryMB, diskMB: cfg.DiskMB, gpus: cfg.GPUs}
 	m, err := model.Probe(cfg.Workdir)
 	if err != nil && r.diskMB == 0 {
-		return r, fmt.Errorf("worker: %w", err)
+		return r, fmt.Errorf("measuring this machine: %w", err)
 	}
 	if r.cores == 0 {
 		r.cores = float64(m.Cores)
@@ -249,7 +249,7 @@ func (w *worker) loop(ctx context.Context) error {
 				return ctx.Err()
 			}
 			if time.Since(lastSession) > w.cfg.ConnectTimeout {
-				return fmt.Errorf("worker: no master reachable for %v: %w", w.cfg.ConnectTimeout, err)
+				return fmt.Errorf("no master reachable for %v: %w", w.cfg.ConnectTimeout, err)
 			}
 			w.log.Debug("no master", "err", err, "retry_in", backoff)
 			select {
@@ -286,7 +286,7 @@ func (w *worker) loop(ctx context.Context) error {
 			if errors.Is(err, errRelease) {
 				return nil
 			}
-			return fmt.Errorf("worker: session with %s: %w", addr, err)
+			return fmt.Errorf("session with %s: %w", addr, err)
 		}
 		if backoff == 0 {
 			backoff = w.cfg.MinBackoff

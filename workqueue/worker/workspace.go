@@ -127,7 +127,7 @@ func (b *sandboxes) close() {
 func cleanWorkspace(ws *os.File) error {
 	dir, err := openAt(ws, ".", dirFlags, 0)
 	if err != nil {
-		return fmt.Errorf("worker: cleaning workspace: %w", err)
+		return fmt.Errorf("cleaning workspace: %w", err)
 	}
 	defer dir.Close()
 	list, err := names(dir)
@@ -137,7 +137,7 @@ func cleanWorkspace(ws *os.File) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("worker: cleaning workspace: %w", err)
+		return fmt.Errorf("cleaning workspace: %w", err)
 	}
 	return nil
 }
