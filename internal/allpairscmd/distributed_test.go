@@ -163,10 +163,14 @@ func TestDistributedEqualsMulticore(t *testing.T) {
 			args := append([]string{"-o", "out.txt", "-v"}, tt.args...)
 			wq := tt.args[1] == "wq"
 			if wq {
-				args = append([]string{"-p", "0", "-Z", "port"}, args...)
+				// -Z alone: any free port, as makeflow -Z.
+				args = append([]string{"-Z", "port"}, args...)
 			}
 			wait := startBinary(t, dir, args...)
 			if wq {
+				if port := waitFile(t, filepath.Join(dir, "port")); port == "9123" {
+					t.Errorf("-Z without -p listened on the default port %s", port)
+				}
 				startWorkers(t, filepath.Join(dir, "port"), 2)
 			}
 			code, out, errs := wait()

@@ -90,7 +90,7 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.StringVar(&f.Password, "password", "", "-T wq: workers must prove they know the password in `FILE`")
 	fs.StringVar(&f.SSLCert, "ssl-cert", "", "-T wq: workers connect over TLS; the master's certificate is in `FILE` (PEM; needs --ssl-key)")
 	fs.StringVar(&f.SSLKey, "ssl-key", "", "-T wq: the private key of --ssl-cert, in `FILE` (PEM)")
-	fs.StringVarP(&f.PortFile, "port-file", "Z", "", "-T wq: write the port the master listens on to `FILE`")
+	fs.StringVarP(&f.PortFile, "port-file", "Z", "", "-T wq: listen on any free port (unless -p, or the named cluster's, says which) and write it to `FILE`, as makeflow -Z does")
 	fs.IntVarP(&f.MaxJobs, "max-jobs", "J", 0, "-T: at most `N` jobs submitted at once (default 1000; local: the cores)")
 	fs.IntVar(&f.Retries, "retries", 2, "-T: submit a failing block again up to `N` times before giving it up")
 	fs.Float64Var(&f.FastAbort, "fast-abort", 3, "-T: remove and resubmit a job running longer than `M` times the mean of finished ones (0: never)")
@@ -110,6 +110,9 @@ var (
 // lists the command's own flags that need -T.
 func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
 	f.portSet = fs.Changed("port")
+	if f.PortFile != "" && !f.portSet {
+		f.Port = 0 // any free one, as makeflow -Z (and CCTools) takes it
+	}
 	if f.Report != "" {
 		if _, err := os.Stat(filepath.Dir(f.Report)); err != nil {
 			return cmdutil.Usagef("--report %s: %v", f.Report, err)
