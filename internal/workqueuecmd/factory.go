@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -76,7 +76,7 @@ cluster, the submit host's name, not 127.0.0.1.`,
 				return err
 			}
 			cfg.Logger = o.log.logger(s.Err)
-			cfg.Report = statusPrinter(s.Out)
+			cfg.Report = statusLogger(cfg.Logger)
 			if o.batchType == "sge" && o.workerBinary == "" && o.worker.MemoryMB > 0 && o.worker.MemoryMB < sgeWorkerMemory {
 				cfg.Logger.Warn(fmt.Sprintf("Grid Engine enforces --memory as h_vmem, a limit on address space; the worker needs about %d MB of it to start", sgeWorkerMemory))
 			}
@@ -218,20 +218,20 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 	return cfg, nil
 }
 
-// statusPrinter returns a factory.Config.Report that prints a line when the
-// workers or the masters' needs change.
-func statusPrinter(w io.Writer) func(factory.Counts) {
+// statusLogger returns a factory.Config.Report that logs a record, in the
+// factory's one log format, when the workers or the masters' needs change.
+func statusLogger(log *slog.Logger) func(factory.Counts) {
 	last := ""
 	return func(c factory.Counts) {
-		line := fmt.Sprintf("workers: %d queued, %d running, target %d", c.Queued, c.Running, c.Target)
+		args := []any{"queued", c.Queued, "running", c.Running, "target", c.Target}
 		if c.Known {
-			line += fmt.Sprintf(" | masters: %d, tasks: %d, workers connected: %d", c.Demand.Masters, c.Demand.Tasks, c.Demand.Workers)
+			args = append(args, "masters", c.Demand.Masters, "tasks", c.Demand.Tasks, "workers_connected", c.Demand.Workers)
 		} else {
-			line += " | masters: unknown"
+			args = append(args, "masters", "unknown")
 		}
-		if line != last {
-			fmt.Fprintf(w, "%s %s\n", time.Now().Format("2006/01/02 15:04:05"), line)
-			last = line
+		if s := fmt.Sprint(args...); s != last {
+			last = s
+			log.Info("workers", args...)
 		}
 	}
 }

@@ -111,10 +111,14 @@ func TestFactoryCommand(t *testing.T) {
 	if pids := workerProcesses(t, bin, marker); len(pids) != 0 {
 		t.Errorf("worker processes left after SIGTERM: %v", pids)
 	}
-	for _, want := range []string{"running, target 2 | masters: 1, tasks: 6"} {
-		if !strings.Contains(stdout.String(), want) {
-			t.Errorf("status lines lack %q:\n%s", want, &stdout)
+	// The factory's state, in its one log format, on standard error.
+	for _, want := range []string{"msg=workers", "target=2 masters=1 tasks=6"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the log lacks %q:\n%s", want, &stderr)
 		}
+	}
+	if stdout.Len() != 0 {
+		t.Errorf("standard output: %q", &stdout)
 	}
 	if !strings.Contains(stderr.String(), "removing workers") {
 		t.Errorf("stderr does not say the workers were removed:\n%s", &stderr)
