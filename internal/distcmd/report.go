@@ -92,7 +92,7 @@ func (r *RunReport) job(e distmaster.JobEnd) {
 	r.Add(t)
 }
 
-// WavefrontBlocks returns what tells r of each block (a cell, unless -B is
+// WavefrontBlocks returns what tells r of each block (a cell, unless -b is
 // larger) a multicore Wavefront run of region computes
 // (multicore.Wavefront.Timed), or nil for a nil r. A block's parents are
 // those left of and below it.
