@@ -2,8 +2,6 @@ package report_test
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -26,14 +24,12 @@ func Example() {
 	for _, i := range report.CriticalPath(run.Tasks) {
 		fmt.Println(run.Tasks[i].Name)
 	}
-	path := filepath.Join(os.TempDir(), "rightsize-example-report.html")
-	defer os.Remove(path)
-	if err := report.WriteFile(path, run); err != nil {
+	var page strings.Builder
+	if err := report.Write(&page, run); err != nil {
 		fmt.Println(err)
 		return
 	}
-	b, _ := os.ReadFile(path)
-	fmt.Println(strings.Contains(string(b), `<svg xmlns="http://www.w3.org/2000/svg" id="timeline"`))
+	fmt.Println(strings.Contains(page.String(), `<svg xmlns="http://www.w3.org/2000/svg" id="timeline"`))
 	// Output:
 	// rule 0 (wf.mf:1)
 	// rule 1 (wf.mf:4)

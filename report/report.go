@@ -8,8 +8,8 @@
 // (wall time, CPU time, peak memory, where the runner measured them); and
 // the failures, with the end of their standard error.
 //
-// A tool fills in a Run as its run goes and calls WriteFile at the end,
-// also when the run failed or was interrupted: the report then says so.
+// A tool fills in a Run as its run goes and calls Write at the end, also
+// when the run failed or was interrupted: the report then says so.
 package report
 
 import (
@@ -19,8 +19,6 @@ import (
 	"html/template"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -82,32 +80,6 @@ type Task struct {
 
 // Wall returns how long the task ran.
 func (t Task) Wall() time.Duration { return t.Ended.Sub(t.Started) }
-
-// WriteFile writes r's report to path: to a temporary file beside it,
-// then renamed over it, so that a report already there is replaced only
-// by a whole new one.
-func WriteFile(path string, r *Run) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	defer os.Remove(f.Name()) // after the rename, a no-op
-	if err := Write(f, r); err != nil {
-		f.Close()
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("report %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("report: %w", err)
-	}
-	return nil
-}
 
 //go:embed page.html
 var pageHTML string

@@ -3,8 +3,6 @@ package report
 import (
 	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -98,28 +96,6 @@ func TestWrite(t *testing.T) {
 	}
 	if n := strings.Count(html, `<rect class="task`); n != 3 {
 		t.Errorf("%d bars in the timeline, want 3", n)
-	}
-}
-
-func TestWriteFileReplacesWhole(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "r.html")
-	if err := os.WriteFile(path, []byte("old"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	r := &Run{Tool: "wavefront", Title: "R", Started: t0, Ended: t0.Add(time.Second)}
-	if err := WriteFile(path, r); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil || !bytes.HasPrefix(b, []byte("<!DOCTYPE html>")) {
-		t.Fatalf("report %q, %v", b, err)
-	}
-	entries, _ := os.ReadDir(filepath.Dir(path))
-	if len(entries) != 1 {
-		t.Errorf("left beside it: %v", entries)
-	}
-	if err := WriteFile(filepath.Join(t.TempDir(), "no", "such", "dir", "r.html"), r); err == nil {
-		t.Error("a report in a missing directory: no error")
 	}
 }
 

@@ -7,19 +7,21 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rightsize/rightsize/distmaster"
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/multicore"
 	"github.com/rightsize/rightsize/report"
 	"github.com/rightsize/rightsize/wavefront"
 )
 
-// A RunReport collects what --report shows of an All-Pairs or Wavefront
-// run (package report): a distributed run's block jobs, which Config
-// passes it, or the pieces a multicore run reports with Add. A nil
-// RunReport (no --report) does nothing. Its methods are safe for
-// concurrent use.
+// A RunReport collects what --report shows of a run (package report): an
+// All-Pairs or Wavefront run's block jobs, which Config passes it, or the
+// pieces a multicore run or a workflow reports with Add. A nil RunReport
+// (no --report) does nothing. Its methods are safe for concurrent use.
 type RunReport struct {
 	path string
 	mu   sync.Mutex
@@ -39,21 +41,37 @@ func (f *Flags) StartReport(tool, title, unit string) *RunReport {
 	if f.Report == "" {
 		return nil
 	}
-	r := &RunReport{path: f.Report, elsewhere: "here"}
-	r.run = report.Run{Tool: tool, Title: title, Unit: unit, Command: os.Args, Started: time.Now(), Mode: "multicore", Predicted: f.Predicted}
+	mode, backend := f.where()
+	r := NewRunReport(f.Report, tool, title, unit, mode, backend, f.decision)
 	if f.Distributed() {
-		r.run.Mode, r.run.Backend, r.elsewhere = "distributed", f.BatchType, f.BatchType
-		if f.Hybrid {
-			r.run.Mode = "hybrid"
-		}
-	}
-	if f.decision != nil {
-		var b strings.Builder
-		f.decision.Explain(&b)
-		r.run.Explain = b.String()
+		r.elsewhere = f.BatchType
 	}
 	f.report = r
 	return r
+}
+
+// NewRunReport begins the report, to be written to path, of tool's run of
+// title, whose pieces are units, in mode (multicore, distributed, hybrid)
+// on backend, as placement decided (d, if any).
+func NewRunReport(path, tool, title, unit, mode, backend string, d *place.Decision) *RunReport {
+	r := &RunReport{path: path, elsewhere: "here"}
+	r.run = report.Run{Tool: tool, Title: title, Unit: unit, Command: os.Args, Started: time.Now(), Mode: mode, Backend: backend}
+	if d != nil {
+		var b strings.Builder
+		d.Explain(&b)
+		r.run.Explain, r.run.Predicted = b.String(), d.Predicted(d.Mode)
+	}
+	return r
+}
+
+// NoPrediction drops the prediction from the report: one made from
+// guesses (assumed rule times) says nothing of the models.
+func (r *RunReport) NoPrediction() {
+	if r != nil {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.run.Predicted = 0
+	}
 }
 
 // Add records a piece of the run.
@@ -145,7 +163,20 @@ func (r *RunReport) Write(tool string, err error, msgs io.Writer) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.run.Ended, r.run.Err = time.Now(), err
-	if err := report.WriteFile(r.path, &r.run); err != nil {
+	var self syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &self) == nil {
+		r.run.MemoryFloor = self.Maxrss * 1024 // kilobytes on Linux
+	}
+	// A report already there is replaced only by a whole new one.
+	out, err := cmdutil.CreateOutput(r.path)
+	if err != nil {
+		return fmt.Errorf("--report: %w", err)
+	}
+	defer out.Abort()
+	if err := report.Write(out, &r.run); err != nil {
+		return fmt.Errorf("--report %s: %w", r.path, err)
+	}
+	if err := out.Commit(); err != nil {
 		return fmt.Errorf("--report: %w", err)
 	}
 	fmt.Fprintf(msgs, "%s: report in %s\n", tool, r.path)

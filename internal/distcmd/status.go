@@ -33,13 +33,8 @@ func (f *Flags) StartStatus(tool, title, unit string, total int64, msgs io.Write
 	t.Progress(total, 0, 0, 0)
 	cores := runtime.NumCPU()
 	t.Update(func(s *status.Snapshot) {
-		s.Mode, s.Predicted = "multicore", f.Predicted
-		if f.Distributed() {
-			s.Mode, s.Backend = "distributed", f.BatchType
-			if f.Hybrid {
-				s.Mode = "hybrid"
-			}
-		}
+		s.Mode, s.Backend = f.where()
+		s.Predicted = f.Predicted
 		if !f.Distributed() || f.Hybrid {
 			s.Workers = []status.Worker{{Name: "this machine", Cores: float64(cores)}}
 		}
@@ -50,6 +45,18 @@ func (f *Flags) StartStatus(tool, title, unit string, total int64, msgs io.Write
 	}
 	fmt.Fprintf(msgs, "%s: status page at %s\n", tool, srv.URL())
 	return &StatusPage{t: t, srv: srv, total: total}, nil
+}
+
+// where says where the run goes, as the flags (after placement) say: its
+// mode and batch system.
+func (f *Flags) where() (mode, backend string) {
+	switch {
+	case !f.Distributed():
+		return "multicore", ""
+	case f.Hybrid:
+		return "hybrid", f.BatchType
+	}
+	return "distributed", f.BatchType
 }
 
 // SetDone reports n units done (the progress bar's signature).

@@ -505,7 +505,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 	}
 	if rr != nil && !errors.As(err, &listErr) {
-		if rerr := rr.write(err, errOut); rerr != nil && err == nil {
+		if rerr := rr.Write("makeflow", err, errOut); rerr != nil && err == nil {
 			err = rerr
 		}
 	}

@@ -26,13 +26,7 @@ func (o *options) startStatus(wf *makeflow.Workflow, bt batchType, pl *placement
 	t := status.New("makeflow", wf.Path, "rules")
 	t.Progress(int64(len(wf.Rules)), 0, 0, 0)
 	t.Update(func(s *status.Snapshot) {
-		s.Mode = "multicore"
-		if bt.remote {
-			s.Mode, s.Backend = "distributed", bt.name
-			if o.hybrid {
-				s.Mode = "hybrid"
-			}
-		}
+		s.Mode, s.Backend = o.where(bt)
 		if d := pl.decision; d != nil {
 			s.Predicted = d.Predicted(d.Mode)
 		}
@@ -68,6 +62,18 @@ func (o *options) startStatus(wf *makeflow.Workflow, bt batchType, pl *placement
 	}
 	fmt.Fprintf(msgs, "makeflow: status page at %s\n", srv.URL())
 	return &statusPage{t, srv}, nil
+}
+
+// where says where the run on batch type bt goes: its mode and batch
+// system.
+func (o *options) where(bt batchType) (mode, backend string) {
+	switch {
+	case !bt.remote:
+		return "multicore", ""
+	case o.hybrid:
+		return "hybrid", bt.name
+	}
+	return "distributed", bt.name
 }
 
 // progress reports the rule counts.
