@@ -297,7 +297,7 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 	}
 	// The set lists hold only the block's items, so the sub-problem is
 	// the whole of them: its cells come back relative to the block.
-	words = append(words, "-M", "-X", "0", "-Y", "0", "-W", strconv.Itoa(bl.w), "-H", strconv.Itoa(bl.h),
+	words = append(words, "-M", "-W", strconv.Itoa(bl.w), "-H", strconv.Itoa(bl.h),
 		"-c", strconv.Itoa(r.cfg.JobCores), "-q", "--matrix", "cells.matrix")
 	if diagonal {
 		words = append(words, "--symmetric")

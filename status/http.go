@@ -161,10 +161,11 @@ var (
 	descWorkers = prometheus.NewDesc("rightsize_workers", "Workers (or this machine) taking the run's work.", labels, nil)
 	descCores   = prometheus.NewDesc("rightsize_worker_cores", "Cores of the workers taking the run's work.", labels, nil)
 	descEnded   = prometheus.NewDesc("rightsize_finished", "1 once the run has ended.", labels, nil)
+	descCap     = prometheus.NewDesc("rightsize_capacity_workers", "Workers the Work Queue master could keep busy, from its recent tasks (0: not known).", labels, nil)
 )
 
 func (c collector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descTotal, descDone, descRunning, descFailed, descRate, descElapsed, descPredict, descWorkers, descCores, descEnded} {
+	for _, d := range []*prometheus.Desc{descTotal, descDone, descRunning, descFailed, descRate, descElapsed, descPredict, descWorkers, descCores, descEnded, descCap} {
 		ch <- d
 	}
 }
@@ -172,8 +173,10 @@ func (c collector) Describe(ch chan<- *prometheus.Desc) {
 func (c collector) Collect(ch chan<- prometheus.Metric) {
 	s := c.t.Snapshot()
 	var cores float64
+	workers := 0
 	for _, w := range s.Workers {
 		cores += w.Cores
+		workers += max(w.Count, 1)
 	}
 	finished := 0.0
 	if s.Finished {
@@ -185,7 +188,7 @@ func (c collector) Collect(ch chan<- prometheus.Metric) {
 	}{
 		{descTotal, float64(s.Total)}, {descDone, float64(s.Done)}, {descRunning, float64(s.Running)},
 		{descFailed, float64(s.Failed)}, {descRate, s.Rate}, {descElapsed, s.Elapsed}, {descPredict, s.Predicted},
-		{descWorkers, float64(len(s.Workers))}, {descCores, cores}, {descEnded, finished},
+		{descWorkers, float64(workers)}, {descCores, cores}, {descEnded, finished}, {descCap, s.Capacity},
 	} {
 		ch <- prometheus.MustNewConstMetric(m.d, prometheus.GaugeValue, m.v, s.Tool, s.Unit)
 	}

@@ -26,7 +26,9 @@ func running() *Tracker {
 	tr.Progress(40, 10, 3, 1)
 	tr.Update(func(s *Snapshot) {
 		s.Mode, s.Backend, s.Predicted = "hybrid", "wq", 95
-		s.Workers = []Worker{{Name: "this machine", Cores: 2, Running: 2, Completed: 6}, {Name: "10.0.0.7:4021", Cores: 8, Running: 1, Completed: 4, FastAborts: 1}}
+		s.Workers = []Worker{{Name: "this machine", Cores: 2, Running: 2, Completed: 6}, {Name: "10.0.0.7:4021", Cores: 8, Running: 1, Completed: 4, FastAborts: 1},
+			{Name: "3 more workers", Cores: 12, Count: 3}}
+		s.Capacity = 4.4
 	})
 	tr.Fail(Failure{Name: "rule 7 (wf.mf:12)", Status: "exit status 2", Stderr: "<script>alert(1)</script> missing input"})
 	return tr
@@ -41,7 +43,7 @@ func TestStatusJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &s); err != nil {
 		t.Fatal(err)
 	}
-	if s.Done != 10 || s.Total != 40 || s.Elapsed != 30 || len(s.Workers) != 2 || s.Mode != "hybrid" || len(s.Failures) != 1 || s.Finished {
+	if s.Done != 10 || s.Total != 40 || s.Elapsed != 30 || len(s.Workers) != 3 || s.Capacity != 4.4 || s.Mode != "hybrid" || len(s.Failures) != 1 || s.Finished {
 		t.Errorf("status %+v", s)
 	}
 }
@@ -56,6 +58,7 @@ func TestPage(t *testing.T) {
 		`width: 25.0%`,
 		`<td>10.0.0.7:4021</td><td>8</td><td>1</td><td>4</td><td>1</td>`,
 		`hybrid on wq`,
+		`<span id="capacity-workers">4</span> workers busy`,
 		// A worker's stderr is text, never markup.
 		`&lt;script&gt;alert(1)&lt;/script&gt; missing input`,
 	} {
@@ -79,7 +82,9 @@ func TestMetrics(t *testing.T) {
 		`rightsize_units_failed{tool="makeflow",unit="rules"} 1`,
 		`rightsize_elapsed_seconds{tool="makeflow",unit="rules"} 30`,
 		`rightsize_predicted_seconds{tool="makeflow",unit="rules"} 95`,
-		`rightsize_worker_cores{tool="makeflow",unit="rules"} 10`,
+		`rightsize_worker_cores{tool="makeflow",unit="rules"} 22`,
+		`rightsize_workers{tool="makeflow",unit="rules"} 5`,
+		`rightsize_capacity_workers{tool="makeflow",unit="rules"} 4.4`,
 		`rightsize_finished{tool="makeflow",unit="rules"} 0`,
 	} {
 		if !strings.Contains(body, want) {

@@ -42,7 +42,10 @@ type Snapshot struct {
 	Backend   string  `json:"backend,omitempty"`
 	Predicted float64 `json:"predicted_seconds,omitempty"`
 
-	Workers  []Worker  `json:"workers"`
+	Workers []Worker `json:"workers"`
+	// Capacity is how many workers a Work Queue master could keep busy,
+	// from its recent tasks (seed 000's Eq. 4.5); 0 where not known.
+	Capacity float64   `json:"capacity,omitempty"`
 	Failures []Failure `json:"failures"`
 
 	// Picture is the path, on this server, of a picture of the run's
@@ -61,6 +64,9 @@ type Worker struct {
 	Running    int     `json:"running"`
 	Completed  int     `json:"completed"`
 	FastAborts int     `json:"fast_aborts,omitempty"`
+	// Count is how many workers the row stands for, when a run with very
+	// many lists the last of them in one row; 0 means one.
+	Count int `json:"count,omitempty"`
 }
 
 // A Failure is a unit of work that failed for good.
@@ -140,8 +146,14 @@ func (t *Tracker) Fail(f Failure) {
 
 // Finish marks the run ended, with err if it failed.
 func (t *Tracker) Finish(err error) {
+	// The page goes on showing the workers as they were at the end,
+	// when there is no one left to ask.
+	last := t.Snapshot()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.refresh != nil {
+		t.snap.Workers, t.snap.Capacity = last.Workers, last.Capacity
+	}
 	t.snap.Finished, t.snap.Now = true, t.now() // its clock stops
 	if err != nil {
 		t.snap.Error = err.Error()

@@ -2,6 +2,7 @@ package status
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -67,6 +68,28 @@ func TestFinishStopsTheClock(t *testing.T) {
 	s := tr.Snapshot()
 	if !s.Finished || s.Error != "1 rule failed" || s.Elapsed != 5 || len(s.Failures) != 1 || s.Failures[0].Stderr != "no such file" {
 		t.Errorf("finished: %+v", s)
+	}
+}
+
+// TestRefreshedWorkersOutliveTheRun: the workers a refresh lists are asked
+// for while the run goes, and kept as they were at its end.
+func TestRefreshedWorkersOutliveTheRun(t *testing.T) {
+	tr := newTest(&clock{time.Unix(0, 0)})
+	asked := 0
+	tr.SetRefresh(func(s *Snapshot) {
+		asked++
+		s.Workers = append(s.Workers, Worker{Name: fmt.Sprintf("worker seen %d times", asked), Cores: 4})
+		s.Capacity = float64(asked)
+	})
+	if s := tr.Snapshot(); len(s.Workers) != 1 || s.Workers[0].Name != "worker seen 1 times" {
+		t.Fatalf("running: %+v", s.Workers)
+	}
+	tr.Finish(nil)
+	for range 2 {
+		s := tr.Snapshot()
+		if len(s.Workers) != 1 || s.Workers[0].Name != "worker seen 2 times" || s.Capacity != 2 || asked != 2 {
+			t.Errorf("finished: workers %+v, capacity %v, asked %d times", s.Workers, s.Capacity, asked)
+		}
 	}
 }
 

@@ -135,7 +135,7 @@ func TestHostileWorkers(t *testing.T) {
 
 // TestFastAbortResendsStraggler: once ten tasks of a category have
 // finished, a task running far longer than their mean is aborted and sent
-// again, and the result says so.
+// again, and the result and the worker's statistics say so.
 func TestFastAbortResendsStraggler(t *testing.T) {
 	// No copies: the straggler is to be caught by fast abort, not out-run.
 	m := startMaster(t, Config{FastAbort: FastAbort{Multiplier: 3, MinSamples: 10}, Speculation: Speculation{Multiplier: -1}})
@@ -155,6 +155,19 @@ func TestFastAbortResendsStraggler(t *testing.T) {
 	}
 	if st := m.Stats(); st.FastAborts != 1 {
 		t.Errorf("stats: %d fast aborts", st.FastAborts)
+	}
+	// Workers says which worker it was, and what each did.
+	ws := m.Workers()
+	var completed, aborts int
+	for _, w := range ws {
+		if w.Cores != 2 || w.Running != 0 || w.Addr == "" || w.Host == "" {
+			t.Errorf("worker %+v", w)
+		}
+		completed += w.Completed
+		aborts += w.FastAborts
+	}
+	if len(ws) != 2 || completed != 13 || aborts != 1 {
+		t.Errorf("%d workers, %d tasks completed, %d fast aborts; want 2, 13, 1: %+v", len(ws), completed, aborts, ws)
 	}
 }
 

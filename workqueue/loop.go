@@ -2,7 +2,9 @@ package workqueue
 
 import (
 	"fmt"
+	"maps"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/rightsize/rightsize/model/capacity"
@@ -18,7 +20,8 @@ type (
 		id    int
 		reply chan bool
 	}
-	evStats struct{ reply chan Stats }
+	evStats   struct{ reply chan Stats }
+	evWorkers struct{ reply chan []WorkerStats }
 	// evStatus asks for a status answer ("queue", "task", "worker", ...,
 	// or "catalog" for the catalog record) as JSON bytes.
 	evStatus struct {
@@ -125,6 +128,8 @@ func (l *loop) handle(ev event) {
 		ev.reply <- ok
 	case evStats:
 		ev.reply <- l.stats()
+	case evWorkers:
+		ev.reply <- l.workerStats()
 	case evStatus:
 		ev.reply <- l.status(ev.kind, now)
 	case evWorkerJoined:
@@ -192,6 +197,9 @@ func (l *loop) apply(acts []sched.Action, now time.Time) {
 			switch a.Reason {
 			case sched.FastAborted:
 				l.st.FastAborts++
+				if w != nil {
+					w.fastAborts++
+				}
 				l.m.log.Warn("fast abort", "task", e.id, "tag", e.task.Tag, "worker", workerAddr(w), "count", a.Count, "final", a.Final)
 			case sched.Superseded, sched.Yielded, sched.Restarted:
 				l.m.log.Debug("attempt aborted", "task", e.id, "worker", workerAddr(w), "reason", a.Reason)
@@ -349,6 +357,23 @@ func (l *loop) stats() Stats {
 		st.CapacityWeighted = v
 	}
 	return st
+}
+
+// workerStats returns the connected workers, in the order they connected.
+func (l *loop) workerStats() []WorkerStats {
+	ids := slices.Sorted(maps.Keys(l.workers)) // IDs are given as they connect
+	ws := make([]WorkerStats, 0, len(ids))
+	for _, id := range ids {
+		w := l.workers[id]
+		used, total, n, _ := l.s.WorkerLoad(w.id)
+		ws = append(ws, WorkerStats{
+			Host: w.hello.Host, Addr: w.addr,
+			Cores: total.Cores, CoresInUse: used.Cores,
+			Running: n, Completed: int(w.completed.Load()), FastAborts: w.fastAborts,
+			Joined: w.joined,
+		})
+	}
+	return ws
 }
 
 func hostOf(addr net.Addr) string {

@@ -342,6 +342,31 @@ func (m *Master) Stats() Stats {
 	}
 }
 
+// WorkerStats is one connected worker, as Workers reports it.
+type WorkerStats struct {
+	Host              string // the name it gives
+	Addr              string // where it connects from
+	Cores, CoresInUse float64
+	Running           int // tasks on it now
+	Completed         int // tasks it finished
+	FastAborts        int // its tasks aborted as stragglers
+	Joined            time.Time
+}
+
+// Workers returns the connected workers, in the order they connected.
+func (m *Master) Workers() []WorkerStats {
+	reply := make(chan []WorkerStats, 1)
+	if !m.send(evWorkers{reply}) {
+		return nil
+	}
+	select {
+	case ws := <-reply:
+		return ws
+	case <-m.done:
+		return nil
+	}
+}
+
 // Close stops the master: workers are released (so that they may serve
 // the next master), connections closed, and unfinished tasks abandoned. It
 // waits for the master's goroutines to end.

@@ -2,7 +2,9 @@ package workqueue
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"time"
 
@@ -105,13 +107,8 @@ func (l *loop) status(kind string, now time.Time) []byte {
 			out = append(out, r)
 		}
 	case "worker", "resources", "wable":
-		ids := make([]int, 0, len(l.workers))
-		for id := range l.workers {
-			ids = append(ids, int(id))
-		}
-		sort.Ints(ids)
-		for _, id := range ids {
-			w := l.workers[workerID(id)]
+		for _, id := range slices.Sorted(maps.Keys(l.workers)) {
+			w := l.workers[id]
 			used, total, n, _ := l.s.WorkerLoad(w.id)
 			out = append(out, catalog.Record{
 				"hostname": w.hello.Host, "address_port": w.addr, "os": w.hello.OS, "arch": w.hello.Arch,

@@ -50,6 +50,8 @@ type workerConn struct {
 	bytesSent     atomic.Int64
 	bytesReceived atomic.Int64
 	completed     atomic.Int64
+
+	fastAborts int // owned by the loop
 }
 
 // stamp identifies the version of a file in a worker's cache.

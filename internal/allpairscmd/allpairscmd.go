@@ -132,10 +132,11 @@ allpairs exits with status 1. Exit status 2 means bad flags or arguments, 130
 an interrupt.
 
 Sub-problem mode (-M -X x -Y y -W w -H h) computes only rows x..x+w-1 of A
-and columns y..y+h-1 of B (counted from 0); the union of sub-problems is the
-whole matrix. With --matrix FILE and no -o the cells go only to FILE, as
-sparse-matrix records (x = index in A, y = index in B; values may hold any
-bytes). This is what a distributed master runs on a worker.
+and columns y..y+h-1 of B, counted from 1 as wavefront's -X and -Y are; the
+union of sub-problems is the whole matrix. With --matrix FILE and no -o the
+cells go only to FILE, as sparse-matrix records (x = index in A, y = index in
+B, both from 0 there; values may hold any bytes). This is what a distributed
+master runs on a worker.
 
 Where it runs: without -T, -M or --local, allpairs decides. It times the
 function on a few pairs, looks for the cluster you have (named in
@@ -169,7 +170,7 @@ take jobs too. With -T wq, start workers with
 'workqueue worker HOST PORT' (or -M NAME with -N NAME).`,
 		Example: `  allpairs builtin:bytediff irises/ irises/ --symmetric > scores.txt
   allpairs ./compare.exe -e "-t 0.5" A.list B.list -o matrix.txt
-  allpairs -M -X 0 -Y 100 -W 50 -H 50 ./libmatch.so A/ B/
+  allpairs -M -X 1 -Y 101 -W 50 -H 50 ./libmatch.so A/ B/
   allpairs --explain ./compare.exe A/ B/ -o matrix.txt
   allpairs -T wq -p 9123 -v ./compare.exe A/ B/ -o matrix.txt
   allpairs -T slurm --job-size 50x50 ./compare.exe A/ B/ -o matrix.txt`,
@@ -194,8 +195,8 @@ take jobs too. With -T wq, start workers with
 	f.BoolVarP(&o.multicore, "multicore", "M", false, "run on this machine; with -X -Y -W -H, only that sub-problem")
 	f.BoolVar(&o.local, "local", false, "run on this machine, whatever the models predict (as -M)")
 	f.BoolVar(&o.explain, "explain", false, "say what the placement measured and predicted, why it chose where to run, and how the prediction compared")
-	f.IntVarP(&o.x, "x", "X", -1, "sub-problem: first row (item of A), from 0")
-	f.IntVarP(&o.y, "y", "Y", -1, "sub-problem: first column (item of B), from 0")
+	f.IntVarP(&o.x, "xstart", "X", 1, "sub-problem: first row (item of A), counted from 1 as wavefront's -X")
+	f.IntVarP(&o.y, "ystart", "Y", 1, "sub-problem: first column (item of B), counted from 1")
 	f.IntVarP(&o.w, "width", "W", -1, "sub-problem: number of rows (default: to the end of A)")
 	f.IntVarP(&o.h, "height", "H", -1, "sub-problem: number of columns (default: to the end of B)")
 	f.StringVar(&o.matrix, "matrix", "", "keep the checkpoint in `FILE` (sparse-matrix records), not to be removed after the run; on this machine, without -o, write no lines")
@@ -207,7 +208,7 @@ take jobs too. With -T wq, start workers with
 
 func (o *options) check(cmd *cobra.Command) error {
 	fs := cmd.Flags()
-	sub := fs.Changed("x") || fs.Changed("y") || fs.Changed("width") || fs.Changed("height")
+	sub := fs.Changed("xstart") || fs.Changed("ystart") || fs.Changed("width") || fs.Changed("height")
 	if err := o.dist.Check(fs, "job-size"); err != nil {
 		return err
 	}
@@ -232,31 +233,43 @@ func (o *options) check(cmd *cobra.Command) error {
 	case o.timeout < 0:
 		return cmdutil.Usagef("--timeout must be positive")
 	}
-	for _, v := range []struct {
-		name string
-		val  int
-		min  int
-	}{{"-X", o.x, 0}, {"-Y", o.y, 0}, {"-W", o.w, 1}, {"-H", o.h, 1}} {
-		if v.val != -1 && v.val < v.min {
-			return cmdutil.Usagef("%s must be at least %d", v.name, v.min)
-		}
+	switch {
+	case o.x < 1 || o.y < 1:
+		return cmdutil.Usagef("-X %d -Y %d: rows and columns are counted from 1", o.x, o.y)
+	case fs.Changed("width") && o.w < 1, fs.Changed("height") && o.h < 1:
+		return cmdutil.Usagef("-W %d -H %d: a sub-problem needs at least one cell", o.w, o.h)
 	}
 	return nil
 }
 
-// region returns the sub-problem the flags select, or nil.
-func (o *options) region(nA, nB int) *multicore.Region {
-	if !o.multicore || (o.x < 0 && o.y < 0 && o.w < 0 && o.h < 0) {
-		return nil
+// region returns the sub-problem the flags select, or nil; an error if
+// it does not fit in the nA×nB matrix.
+func (o *options) region(nA, nB int) (*multicore.Region, error) {
+	if !o.multicore || (o.x == 1 && o.y == 1 && o.w < 0 && o.h < 0) {
+		return nil, nil
 	}
-	r := multicore.Region{X: max(o.x, 0), Y: max(o.y, 0), W: o.w, H: o.h}
+	// -X and -Y count from 1, as wavefront's do; a Region from 0.
+	r := multicore.Region{X: o.x - 1, Y: o.y - 1, W: o.w, H: o.h}
 	if r.W < 0 {
 		r.W = nA - r.X
 	}
 	if r.H < 0 {
 		r.H = nB - r.Y
 	}
-	return &r
+	if r.W < 1 || r.H < 1 || r.X+r.W > nA || r.Y+r.H > nB {
+		return nil, cmdutil.Usagef("-X %d -Y %d -W %d -H %d: rows %s and columns %s are not inside the %d×%d matrix",
+			o.x, o.y, r.W, r.H, span(o.x, r.W), span(o.y, r.H), nA, nB)
+	}
+	return &r, nil
+}
+
+// span says which of the rows (or columns) counted from 1 n of them from
+// first are: "3…7", or "3" for one.
+func span(first, n int) string {
+	if n <= 1 {
+		return strconv.Itoa(first)
+	}
+	return fmt.Sprintf("%d…%d", first, first+n-1)
 }
 
 // progressBar returns the progress bar of a run of cells, drawn on
@@ -330,10 +343,14 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 	}
 	defer fn.Close()
 
+	region, err := o.region(len(a.Items), len(b.Items))
+	if err != nil {
+		return err
+	}
 	p := &allpairs.Problem{
 		A: a, B: b, Func: fn,
 		Cores: o.cores, BlockSize: o.blockSize, Symmetric: o.symmetric,
-		Region: o.region(len(a.Items), len(b.Items)),
+		Region: region,
 	}
 	plan, err := p.Decide()
 	if err != nil {

@@ -139,7 +139,7 @@ func TestSubproblemsUnionIsWholeRun(t *testing.T) {
 		for xi := 0; xi+1 < len(xs); xi++ {
 			for yi := 0; yi+1 < len(ys); yi++ {
 				args := append(append([]string{}, flags...), "-M",
-					"-X", fmt.Sprint(xs[xi]), "-Y", fmt.Sprint(ys[yi]),
+					"-X", fmt.Sprint(xs[xi]+1), "-Y", fmt.Sprint(ys[yi]+1),
 					"-W", fmt.Sprint(xs[xi+1]-xs[xi]), "-H", fmt.Sprint(ys[yi+1]-ys[yi]),
 					"builtin:bytediff", a, bdir)
 				code, out, errs := runMain(t, args...)
@@ -156,10 +156,10 @@ func TestSubproblemsUnionIsWholeRun(t *testing.T) {
 	}
 	// Defaults: -W and -H run to the end of the sets.
 	_, whole, _ := runMain(t, "builtin:bytediff", a, b)
-	_, first, _ := runMain(t, "-M", "-X", "0", "-W", "5", "builtin:bytediff", a, b)
-	_, rest, _ := runMain(t, "-M", "-X", "5", "builtin:bytediff", a, b)
+	_, first, _ := runMain(t, "-M", "-W", "5", "builtin:bytediff", a, b)
+	_, rest, _ := runMain(t, "-M", "-X", "6", "builtin:bytediff", a, b)
 	if got := sorted(first + rest); !slices.Equal(got, sorted(whole)) {
-		t.Errorf("-X 0 -W 5 and -X 5 do not make the whole run")
+		t.Errorf("-W 5 and -X 6 do not make the whole run")
 	}
 }
 
@@ -214,7 +214,8 @@ func TestErrors(t *testing.T) {
 		{"too few args", []string{"builtin:bytediff", a}, 2, []string{"accepts 3 arg(s)"}, 0},
 		{"extra args for builtin", []string{"-e", "-x", "builtin:bytediff", a, a}, 2, []string{"--extra-args applies only to program functions"}, 0},
 		{"bad quoting", []string{"-e", "'x", fails, a, a}, 2, []string{"unterminated quote"}, 0},
-		{"sub-problem outside", []string{"-M", "-X", "2", "-W", "5", "builtin:bytediff", a, a}, 2, []string{"not inside the 3×3 matrix"}, 0},
+		{"sub-problem outside", []string{"-M", "-X", "3", "-W", "5", "builtin:bytediff", a, a}, 2, []string{"rows 3…7 and columns 1…3 are not inside the 3×3 matrix"}, 0},
+		{"sub-problem from 0", []string{"-M", "-X", "0", "builtin:bytediff", a, a}, 2, []string{"-X 0 -Y 1: rows and columns are counted from 1"}, 0},
 		{"symmetric different sets", []string{"--symmetric", "builtin:bytediff", a, dataDir(t, rng, 2)}, 2, []string{"same set"}, 0},
 	}
 	for _, tt := range tests {

@@ -56,7 +56,7 @@ func TestMatrixOutput(t *testing.T) {
 	a := dataDir(t, rng, 5)
 	fn := testutil.WriteScript(t, t.TempDir(), "f", `printf '%s\t%s\nend' "$(basename "$1")" "$(basename "$2")"`)
 	matrix := filepath.Join(t.TempDir(), "cells.matrix")
-	code, out, errs := runMain(t, "-M", "-X", "1", "-Y", "2", "-W", "3", "-H", "2", "--matrix", matrix, fn, a, a)
+	code, out, errs := runMain(t, "-M", "-X", "2", "-Y", "3", "-W", "3", "-H", "2", "--matrix", matrix, fn, a, a)
 	if code != 0 || out != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errs)
 	}

@@ -74,8 +74,10 @@ type Flags struct {
 	// portSet records that --port was given.
 	portSet bool
 
-	// log receives the warnings of the run (see Open).
-	log *slog.Logger
+	// log receives the warnings of the run (see Open); master is the Work
+	// Queue master Open started, if any, for the status page.
+	log    *slog.Logger
+	master *workqueue.Master
 	// report hears of a distributed run's jobs (see StartReport);
 	// decision is placement's, for it.
 	report   *RunReport
@@ -216,6 +218,7 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 	if err != nil {
 		return nil, nil, err
 	}
+	f.master = MasterOf(d)
 	closer := func() {
 		SaveBandwidth(f.BatchType, d)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

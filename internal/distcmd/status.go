@@ -2,6 +2,7 @@ package distcmd
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image"
 	"image/png"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 
 	"github.com/rightsize/rightsize/status"
+	"github.com/rightsize/rightsize/workqueue"
 )
 
 // A StatusPage is a run's live status page (--http): package status's
@@ -23,8 +25,9 @@ type StatusPage struct {
 
 // StartStatus serves the status page of tool's run of title (total units)
 // at --http's address, and says where on msgs; nil without --http. The
-// page says where the run goes (the flags as placement left them) and what
-// it was predicted to take.
+// page says where the run goes (the flags as placement left them), what
+// it was predicted to take, and the Work Queue workers of the master Open
+// started.
 func (f *Flags) StartStatus(tool, title, unit string, total int64, msgs io.Writer) (*StatusPage, error) {
 	if f.HTTP == "" {
 		return nil, nil
@@ -35,16 +38,63 @@ func (f *Flags) StartStatus(tool, title, unit string, total int64, msgs io.Write
 	t.Update(func(s *status.Snapshot) {
 		s.Mode, s.Backend = f.where()
 		s.Predicted = f.Predicted
-		if !f.Distributed() || f.Hybrid {
+		// A Work Queue master's workers include this machine's own, in
+		// a hybrid run.
+		if !f.Distributed() || f.Hybrid && f.master == nil {
 			s.Workers = []status.Worker{{Name: "this machine", Cores: float64(cores)}}
 		}
 	})
+	if m := f.master; m != nil {
+		t.SetRefresh(func(s *status.Snapshot) { AddWorkQueue(s, m) })
+	}
 	srv, err := status.Serve(f.HTTP, t)
 	if err != nil {
 		return nil, fmt.Errorf("--http: %w", err)
 	}
 	fmt.Fprintf(msgs, "%s: status page at %s\n", tool, srv.URL())
 	return &StatusPage{t: t, srv: srv, total: total}, nil
+}
+
+// maxWorkerRows bounds the workers a status page lists one by one; the
+// others share its last row, so that a page of a run on thousands of
+// workers stays small.
+const maxWorkerRows = 100
+
+// AddWorkQueue lists master m's connected workers in s, one row each, and
+// its capacity, and returns m's statistics.
+func AddWorkQueue(s *status.Snapshot, m *workqueue.Master) workqueue.Stats {
+	st := m.Stats()
+	ws := m.Workers()
+	shown := ws
+	if len(ws) > maxWorkerRows {
+		shown = ws[:maxWorkerRows-1]
+	}
+	for _, w := range shown {
+		s.Workers = append(s.Workers, status.Worker{
+			Name:  fmt.Sprintf("%s (%s)", w.Host, w.Addr),
+			Cores: w.Cores, Running: w.Running, Completed: w.Completed, FastAborts: w.FastAborts,
+		})
+	}
+	if rest := ws[len(shown):]; len(rest) > 0 {
+		r := status.Worker{Name: fmt.Sprintf("%d more workers", len(rest)), Count: len(rest)}
+		for _, w := range rest {
+			r.Cores += w.Cores
+			r.Running += w.Running
+			r.Completed += w.Completed
+			r.FastAborts += w.FastAborts
+		}
+		s.Workers = append(s.Workers, r)
+	}
+	s.Capacity = cmp.Or(st.Capacity, st.CapacityWeighted)
+	return st
+}
+
+// MasterOf returns driver d's Work Queue master, or nil if it has none.
+func MasterOf(d any) *workqueue.Master {
+	if m, ok := d.(interface{ Master() *workqueue.Master }); ok {
+		return m.Master()
+	}
+	return nil
 }
 
 // where says where the run goes, as the flags (after placement) say: its

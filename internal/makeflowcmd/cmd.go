@@ -84,6 +84,7 @@ type options struct {
 	hybrid        bool // --hybrid, or placement chose hybrid
 	httpAddr      string
 	quiet         bool
+	verbose       bool
 	reportPath    string
 	wqMaster      *workqueue.Master // the master of -T wq, for the status page
 	// localCluster is the local "cluster" placement sent rules to (not
@@ -159,17 +160,14 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	defaultType := os.Getenv("MAKEFLOW_BATCH_QUEUE_TYPE")
-	if defaultType == "" {
-		defaultType = "local"
-	}
-	f.StringVarP(&o.batchType, "batch-type", "T", defaultType, "where rules run: local, wq (Work Queue workers), slurm, sge, condor, or dryrun (default: chosen by the models, see --explain)")
+	f.StringVarP(&o.batchType, "batch-type", "T", "", "where rules run: local, wq (Work Queue workers), slurm, sge, condor, or dryrun (default: $MAKEFLOW_BATCH_QUEUE_TYPE, else chosen by the models, see --explain)")
 	f.BoolVar(&o.local, "local", false, "run every rule on this machine, whatever the models predict")
 	f.BoolVar(&o.explain, "explain", false, "say what placement measured and predicted, where the rules run and why, and how the prediction compared")
 	f.BoolVar(&o.autoLocal, "auto-local", false, "with -T: run here the rules predicted to take less than their dispatch")
 	f.BoolVar(&o.hybrid, "hybrid", false, "with -T: this machine's cores take rules too, from the start (hybrid)")
 	f.StringVar(&o.httpAddr, "http", "", "serve a live status page at `ADDR` (:PORT on this machine only, HOST:PORT where it says), with /status as JSON and /metrics for Prometheus")
 	f.BoolVarP(&o.quiet, "quiet", "q", false, "say nothing but errors: no progress bar, no commands as they start, no summary")
+	f.BoolVar(&o.verbose, "verbose", false, "say where the rules run and why in a line, also when they stay here (-v is --version, as in CCTools)")
 	f.StringVar(&o.reportPath, "report", "", "write an HTML report of the run to `FILE` at its end: a timeline of the rules, their CPU and memory, the critical path, placement's prediction, the failures")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
@@ -226,6 +224,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if o.version {
 		fmt.Fprintf(s.Out, "makeflow version %s (Makeflow language and log of CCTools 9.9)\n", cmdutil.Version())
 		return nil
+	}
+	if o.batchType == "" {
+		o.batchType = cmp.Or(os.Getenv("MAKEFLOW_BATCH_QUEUE_TYPE"), "local")
 	}
 	bt, err := lookupBatchType(o.batchType)
 	if err != nil {
@@ -639,7 +640,7 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 	if err != nil {
 		return nil, nil, fmt.Errorf("-T %s: %w", bt.name, err)
 	}
-	o.wqMaster = wqMasterOf(d)
+	o.wqMaster = distcmd.MasterOf(d)
 	if o.hybrid && wqcfg == nil {
 		// Placement chose hybrid: this machine's cores take rules too.
 		cores := runtime.NumCPU()

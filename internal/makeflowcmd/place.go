@@ -179,6 +179,8 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 		d.Explain(distcmd.Prefixed(pm, "  "))
 	} else if d.Mode != place.Multicore {
 		fmt.Fprintf(msgs, "makeflow: placement: %s on %s (%s); --explain says more\n", d.Line(), cl.Kind, cl.Named)
+	} else if o.verbose {
+		fmt.Fprintf(msgs, "makeflow: placement: %s\n", d.Line())
 	}
 	if d.KeepHere != nil && d.Mode != place.Multicore && (!forced || o.autoLocal) {
 		p.here = make([]bool, len(wf.Rules))

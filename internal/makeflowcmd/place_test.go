@@ -73,8 +73,11 @@ func TestPlacementOnSlurm(t *testing.T) {
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	fanWorkflow(t, dir, 6, "2")
 	t.Setenv("RIGHTSIZE_CLUSTER", "none")
-	if r := mf(t, dir, "fan.mf"); r.code != 0 {
+	if r := mf(t, dir, "--verbose", "fan.mf"); r.code != 0 {
 		t.Fatalf("first run, to learn the rules' times: %v", r)
+	} else if w := "makeflow: placement: multicore: predicted"; !strings.Contains(r.err, w) {
+		// --verbose says the choice to stay here, which is otherwise silent.
+		t.Errorf("--verbose: stderr lacks %q:\n%s", w, r.err)
 	}
 	mf(t, dir, "-c", "fan.mf")
 	// A dispatch far longer than the gathering rule, however loaded the
@@ -105,7 +108,8 @@ func TestLocalFlag(t *testing.T) {
 // driver standing for one) wider than this machine and quick to start
 // jobs: placement sends the slow rules there, with this machine's cores
 // taking them too (hybrid), and keeps the short gathering rule here; the
-// next run's prediction is corrected by the first's. --local keeps every rule here whatever the models say.
+// next run's prediction is corrected by the first's. --local keeps every
+// rule here whatever the models say; --verbose says the choice to stay here.
 func TestPlacementOnALocalCluster(t *testing.T) {
 	const width = 16
 	if runtime.NumCPU() > width/2 {
@@ -121,8 +125,11 @@ func TestPlacementOnALocalCluster(t *testing.T) {
 		fmt.Fprintf(&all, "part.%c\n", 'a'+i)
 	}
 	t.Setenv("RIGHTSIZE_CLUSTER", "none")
-	if r := mf(t, dir, "fan.mf"); r.code != 0 {
+	if r := mf(t, dir, "--verbose", "fan.mf"); r.code != 0 {
 		t.Fatalf("first run, to learn the rules' times: %v", r)
+	} else if w := "makeflow: placement: multicore: predicted"; !strings.Contains(r.err, w) {
+		// --verbose says the choice to stay here, which is otherwise silent.
+		t.Errorf("--verbose: stderr lacks %q:\n%s", w, r.err)
 	}
 	t.Setenv("RIGHTSIZE_CLUSTER", "local hosts=32 dispatch=0.01")
 	for _, tc := range []struct {
@@ -209,8 +216,11 @@ func TestHybridOnWorkQueue(t *testing.T) {
 	dir := t.TempDir()
 	fanWorkflow(t, dir, 8, "0.2")
 	t.Setenv("RIGHTSIZE_CLUSTER", "none")
-	if r := mf(t, dir, "fan.mf"); r.code != 0 {
+	if r := mf(t, dir, "--verbose", "fan.mf"); r.code != 0 {
 		t.Fatalf("first run, to learn the rules' times: %v", r)
+	} else if w := "makeflow: placement: multicore: predicted"; !strings.Contains(r.err, w) {
+		// --verbose says the choice to stay here, which is otherwise silent.
+		t.Errorf("--verbose: stderr lacks %q:\n%s", w, r.err)
 	}
 	if r := mf(t, dir, "-c", "fan.mf"); r.code != 0 {
 		t.Fatalf("clean: %v", r)

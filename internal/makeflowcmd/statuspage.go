@@ -5,9 +5,9 @@ import (
 	"io"
 	"runtime"
 
+	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/makeflow"
 	"github.com/rightsize/rightsize/status"
-	"github.com/rightsize/rightsize/workqueue"
 )
 
 // statusPage is the live status page of --http: the tracker the run
@@ -42,12 +42,10 @@ func (o *options) startStatus(wf *makeflow.Workflow, bt batchType, pl *placement
 		here := status.Worker{Name: "this machine", Cores: cores, Running: int(s.Running), Completed: int(s.Done)}
 		switch m := o.wqMaster; {
 		case m != nil:
-			st := m.Stats()
-			here.Running, here.Completed = max(here.Running-st.TasksRunning, 0), max(here.Completed-st.TasksComplete, 0)
-			s.Workers = append(s.Workers, here, status.Worker{
-				Name:  fmt.Sprintf("Work Queue workers (%d connected)", st.WorkersConnected),
-				Cores: st.CoresTotal, Running: st.TasksRunning, Completed: st.TasksComplete, FastAborts: st.FastAborts,
-			})
+			i := len(s.Workers)
+			s.Workers = append(s.Workers, here)
+			st := distcmd.AddWorkQueue(s, m)
+			s.Workers[i].Running, s.Workers[i].Completed = max(here.Running-st.TasksRunning, 0), max(here.Completed-st.TasksComplete, 0)
 		case bt.remote:
 			// The batch system's jobs and this machine's rules are
 			// counted together.
@@ -104,12 +102,4 @@ func (p *statusPage) finish(rep *makeflow.Report, err error) {
 	}
 	p.t.Finish(err)
 	p.srv.Close()
-}
-
-// wqMasterOf returns d's Work Queue master, or nil.
-func wqMasterOf(d any) *workqueue.Master {
-	if m, ok := d.(interface{ Master() *workqueue.Master }); ok {
-		return m.Master()
-	}
-	return nil
 }
