@@ -106,6 +106,9 @@ func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 
 func (b bitset) has(i int) bool { return b[i/64]&(1<<(i%64)) != 0 }
 
+// clear unmarks i.
+func (b bitset) clear(i int) { b[i/64] &^= 1 << (i % 64) }
+
 // set marks i, reporting whether it was unmarked.
 func (b bitset) set(i int) bool {
 	if b.has(i) {

@@ -39,8 +39,10 @@ type Wavefront struct {
 	// Done reports the cells of Region that an earlier run computed; nil
 	// means none. A block whose cells are all done is not run.
 	Done func(x, y int) bool
-	// Out receives each cell of each block that comes back, once.
-	Out multicore.CellWriter
+	// Out receives each cell of each block that comes back, once: a
+	// block's cells in one AppendRecords call, so that a master killed
+	// meanwhile leaves whole blocks in the checkpoint.
+	Out CellsWriter
 	// Checkpoint is the path of the sparse-matrix file Out writes to; the
 	// plan (the block size, so that a re-run resumes with the same blocks)
 	// is kept beside it, in Checkpoint+PlanSuffix.
@@ -291,11 +293,19 @@ func (r *wfRun) setStates(rect wavefront.Rect, s wavefront.CellState) {
 	}
 }
 
-// absorb passes the cells the block's job returned to Out, keeping the
-// block's top row and right column for the blocks that read them.
+// A CellsWriter takes cells one at a time or many in one call.
+type CellsWriter interface {
+	multicore.CellWriter
+	AppendRecords([]sparsematrix.Record) error
+}
+
+// absorb passes the cells the block's job returned to Out, in one call,
+// keeping the block's top row and right column for the blocks that read
+// them.
 func (r *wfRun) absorb(b int, dir string) (bool, error) {
 	rect := r.block(b)
 	lastX, lastY := rect.Last()
+	var fresh []sparsematrix.Record
 	err := scanCells(dir, func(rec sparsematrix.Record) error {
 		if !rect.Contains(rec.X, rec.Y) {
 			return fmt.Errorf("cell (%d,%d) is outside the block %v", rec.X, rec.Y, rect)
@@ -303,20 +313,24 @@ func (r *wfRun) absorb(b int, dir string) (bool, error) {
 		if rec.X == lastX || rec.Y == lastY {
 			r.edges[sparsematrix.Key{X: rec.X, Y: rec.Y}] = rec.Value
 		}
-		i := r.index(rec.X, rec.Y)
-		if r.have.has(i) {
-			return nil // kept by an earlier run or attempt
-		}
-		if err := r.w.Out.Append(rec.X, rec.Y, rec.Value); err != nil {
-			return err
-		}
-		r.have.set(i)
-		r.computed++
-		if r.w.States != nil {
-			r.w.States.Set(rec.X, rec.Y, wavefront.Complete)
+		if i := r.index(rec.X, rec.Y); !r.have.has(i) { // else kept by an earlier run or attempt
+			r.have.set(i) // a cell twice in the file is kept once
+			fresh = append(fresh, rec)
 		}
 		return nil
 	})
+	if werr := r.w.Out.AppendRecords(fresh); werr != nil {
+		for _, rec := range fresh {
+			r.have.clear(r.index(rec.X, rec.Y))
+		}
+		return false, werr
+	}
+	r.computed += len(fresh)
+	if r.w.States != nil {
+		for _, rec := range fresh {
+			r.w.States.Set(rec.X, rec.Y, wavefront.Complete)
+		}
+	}
 	if r.w.Progress != nil {
 		r.w.Progress(r.computed)
 	}

@@ -90,6 +90,11 @@ func (c *Checkpoint) Torn() int64 { return c.w.Torn() }
 // Append writes cell (x, y) to the checkpoint at once (a multicore.CellWriter).
 func (c *Checkpoint) Append(x, y int, value []byte) error { return c.w.Append(x, y, value) }
 
+// AppendRecords writes the cells in one write, so that a process killed
+// meanwhile leaves all of them or none (but a torn last one, which Open
+// drops).
+func (c *Checkpoint) AppendRecords(recs []sparsematrix.Record) error { return c.w.AppendRecords(recs) }
+
 // Put appends cell (x, y) and holds it as done, as if the checkpoint had
 // been opened with it: for a cell computed before the run (the sample that
 // placement times), which Done then reports and Value returns.

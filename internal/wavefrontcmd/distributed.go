@@ -14,6 +14,7 @@ import (
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/multicore"
+	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
 )
 
@@ -69,7 +70,7 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 		return multicore.WavefrontResult{}, err
 	}
 	defer closeDriver()
-	var out multicore.CellWriter = p.sink
+	var out distmaster.CellsWriter = p.sink
 	if p.files != nil {
 		out = fileWriter{p.files, p.sink}
 	}
@@ -104,7 +105,7 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 // on, as the multicore engine does.
 type fileWriter struct {
 	dir  *wavefront.Dir
-	next multicore.CellWriter
+	next *countingWriter
 }
 
 func (f fileWriter) Append(x, y int, v []byte) error {
@@ -112,4 +113,13 @@ func (f fileWriter) Append(x, y int, v []byte) error {
 		return err
 	}
 	return f.next.Append(x, y, v)
+}
+
+func (f fileWriter) AppendRecords(recs []sparsematrix.Record) error {
+	for _, r := range recs {
+		if _, err := f.dir.WriteCell(r.X, r.Y, r.Value); err != nil {
+			return err
+		}
+	}
+	return f.next.AppendRecords(recs)
 }

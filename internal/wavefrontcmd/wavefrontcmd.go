@@ -27,6 +27,7 @@ import (
 	"github.com/rightsize/rightsize/internal/progress"
 	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/multicore"
+	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
 )
 
@@ -451,7 +452,7 @@ func preview(v []byte) string {
 // countingWriter passes cells on to the checkpoint, counting them for the
 // progress bar and keeping the last cell of the region for the summary.
 type countingWriter struct {
-	w            multicore.CellWriter
+	w            *wavefront.Checkpoint
 	bar          *progress.Bar
 	page         *distcmd.StatusPage // nil without --http
 	done         int64               // cells of the region done before the run
@@ -468,6 +469,21 @@ func (c *countingWriter) Append(x, y int, v []byte) error {
 	c.page.SetDone(c.done + c.count.Add(1))
 	if x == c.lastX && y == c.lastY {
 		c.last = v // written once, by the goroutine of the region's last cell
+	}
+	return nil
+}
+
+// AppendRecords passes a distributed block's cells on in one write.
+func (c *countingWriter) AppendRecords(recs []sparsematrix.Record) error {
+	if err := c.w.AppendRecords(recs); err != nil {
+		return err
+	}
+	c.bar.Add(int64(len(recs)))
+	c.page.SetDone(c.done + c.count.Add(int64(len(recs))))
+	for _, r := range recs {
+		if r.X == c.lastX && r.Y == c.lastY {
+			c.last = r.Value
+		}
 	}
 	return nil
 }
