@@ -13,9 +13,9 @@
 // fast abort, which report of a task is taken, keepalive and worker
 // dropping are decided by package sched; this package is the driver
 // around it: sockets, files and clocks. It does not start workers (see
-// the worker and factory packages) and does not
-// retry failed commands: a result with a non-zero exit is the
-// application's to judge.
+// the worker and factory packages; package foreman puts a master of this
+// package behind a worker) and does not retry failed commands: a result
+// with a non-zero exit is the application's to judge.
 package workqueue
 
 import (

@@ -112,16 +112,7 @@ func startBinary(t *testing.T, dir string, args ...string) func() (int, string, 
 // file is portFile, once it is written.
 func startWorkers(t *testing.T, portFile string, n int) {
 	t.Helper()
-	var port string
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(portFile); err == nil && strings.HasSuffix(string(b), "\n") {
-			port = strings.TrimSpace(string(b))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the master wrote no port file")
-		}
-	}
+	port := testutil.WaitLine(t, portFile)
 	root, err := os.MkdirTemp("", "allpairscmd-workers-")
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +159,7 @@ func TestDistributedEqualsMulticore(t *testing.T) {
 			}
 			wait := startBinary(t, dir, args...)
 			if wq {
-				if port := waitFile(t, filepath.Join(dir, "port")); port == "9123" {
+				if port := testutil.WaitLine(t, filepath.Join(dir, "port")); port == "9123" {
 					t.Errorf("-Z without -p listened on the default port %s", port)
 				}
 				startWorkers(t, filepath.Join(dir, "port"), 2)
@@ -295,20 +286,6 @@ cmp -l "$1" "$2" 2>/dev/null | wc -l`)
 	}
 }
 
-// waitFile waits for a file that ends with a newline and returns its first
-// line.
-func waitFile(t *testing.T, path string) string {
-	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not written", path)
-		}
-	}
-}
-
 // TestDistributedProjectAndPassword: with -N the master advertises itself
 // to the catalog, and workers started with -M find it there; with
 // --password only workers that know the password are given work.
@@ -322,7 +299,7 @@ func TestDistributedProjectAndPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { catalog.Process.Kill(); catalog.Wait() })
-	catalogAddr := "127.0.0.1:" + waitFile(t, filepath.Join(dir, "catalog.port"))
+	catalogAddr := "127.0.0.1:" + testutil.WaitLine(t, filepath.Join(dir, "catalog.port"))
 	pw := filepath.Join(dir, "pw")
 	os.WriteFile(pw, []byte("open sesame\n"), 0o600)
 	project := fmt.Sprintf("rightsize-test-%d", os.Getpid())
@@ -383,7 +360,7 @@ func TestDistributedOnSlurmWorkers(t *testing.T) {
 	_, multicore, _ := runBinary(t, dir, fn, a, b)
 
 	wait := startBinary(t, dir, "-T", "wq", "-p", "0", "-Z", "port", "--job-size", "2x3", "-o", "out.txt", fn, a, b)
-	port := waitFile(t, filepath.Join(dir, "port"))
+	port := testutil.WaitLine(t, filepath.Join(dir, "port"))
 	factory := exec.Command(filepath.Join(binDir, "workqueue"), "factory", "-T", "slurm", "-q",
 		"--min", "1", "--max", "2", "--cores", "1", "--memory", "1000", "-t", "60", "--interval", "0.5",
 		"-S", t.TempDir(), "127.0.0.1", port)

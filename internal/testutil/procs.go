@@ -162,3 +162,20 @@ func keptGroups(program int) (map[int]bool, bool) {
 	}
 	return groups, found
 }
+
+// WaitLine returns the content of the file at path, without its newline,
+// once a line has been written there whole (a port file, say); it fails
+// the test after 30 s.
+func WaitLine(t testing.TB, path string) string {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
+		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
+			return strings.TrimSpace(string(b))
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s was not written", path)
+		}
+	}
+}

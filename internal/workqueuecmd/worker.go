@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/workqueue"
+	"github.com/rightsize/rightsize/workqueue/foreman"
 	"github.com/rightsize/rightsize/workqueue/wire"
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
@@ -40,6 +44,13 @@ type workerOptions struct {
 	debugFile    string
 	version      bool
 	log          logFlags
+
+	// Foreman mode (CCTools' --foreman): the worker's tasks run on
+	// workers of its own.
+	foreman         bool
+	foremanName     string
+	foremanPort     string // PORT or LOW:HIGH
+	foremanPortFile string
 }
 
 func newWorkerCmd(s cmdutil.Streams) *cobra.Command {
@@ -60,12 +71,24 @@ With --password the master must prove it knows the password too, however
 the worker found it. --ssl connects over TLS (found with -M, a master that
 advertises TLS is reached over TLS without it); --ssl-ca FILE also checks
 that the master's certificate is FILE's or signed by one in FILE, so that
-no other master can take the worker.`,
+no other master can take the worker.
+
+With --foreman the worker is a foreman (as CCTools' is): it runs no task
+itself but offers its master what the workers connected to it offer
+together, and runs each task on them through a master of its own. They
+connect to --foreman-port (or LOW:HIGH; default any free port, written to
+-Z FILE), or find it with -M NAME when -f NAME advertises it to the catalog;
+they need the foreman's --password, if it has one. A cacheable file crosses
+to the foreman once and from it to each of its workers once.`,
 		Args: cmdutil.RangeArgs(0, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.version {
 				fmt.Fprintf(s.Out, "workqueue worker version %s (protocol %d)\n", worker.Version, wire.Protocol)
 				return nil
+			}
+			o.foreman = o.foreman || o.foremanName != ""
+			if !o.foreman && (o.foremanPort != "" || o.foremanPortFile != "") {
+				return cmdutil.Usagef("--foreman-port and --foreman-port-file are for a foreman: add --foreman")
 			}
 			if o.parentDeath {
 				if err := dieWithParent(); err != nil {
@@ -88,6 +111,14 @@ no other master can take the worker.`,
 				return err
 			}
 			cfg.Logger = log
+			if o.foreman {
+				fm, err := o.startForeman(cfg, log)
+				if err != nil {
+					return err
+				}
+				defer fm.Close()
+				cfg.Foreman = fm
+			}
 			ctx := cmd.Context()
 			if o.wallTime > 0 {
 				var cancel context.CancelFunc
@@ -132,6 +163,10 @@ no other master can take the worker.`,
 	f.StringVarP(&o.debugFile, "debug-file", "o", "", "write the log to `FILE` (appended) instead of standard error")
 	f.BoolVarP(&o.version, "version", "v", false, "print the version and exit")
 	f.BoolVarP(&o.log.quiet, "quiet", "q", false, "log only warnings and errors")
+	f.BoolVar(&o.foreman, "foreman", false, "be a foreman: run the tasks on workers of its own, which connect to --foreman-port")
+	f.StringVarP(&o.foremanName, "foreman-name", "f", "", "--foreman: advertise its master to the catalog under this project `NAME` (workers find it with -M NAME); implies --foreman")
+	f.StringVar(&o.foremanPort, "foreman-port", "", "--foreman: the `PORT` (or LOW:HIGH, the first free one) its workers connect to (default: any free port)")
+	f.StringVarP(&o.foremanPortFile, "foreman-port-file", "Z", "", "--foreman: write the port its workers connect to in `FILE`")
 	return cmd
 }
 
@@ -199,4 +234,51 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 		cfg.TLS = tc
 	}
 	return cfg, nil
+}
+
+// startForeman starts the master of a foreman (--foreman) for the worker
+// of cfg: on --foreman-port, advertised as --foreman-name, its workers
+// held to the worker's password.
+func (o *workerOptions) startForeman(cfg worker.Config, log *slog.Logger) (*foreman.Foreman, error) {
+	low, high, err := portRange(o.foremanPort)
+	if err != nil {
+		return nil, err
+	}
+	mcfg := workqueue.Config{Project: o.foremanName, Password: cfg.Password, Logger: log, Catalogs: cfg.Catalogs}
+	var fm *foreman.Foreman
+	for port := low; ; port++ {
+		mcfg.Addr = ":" + strconv.Itoa(port)
+		if fm, err = foreman.New(mcfg); err == nil || port >= high {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--foreman: %w", err)
+	}
+	log.Info("foreman listening for its workers", "port", fm.Port(), "project", o.foremanName)
+	if o.foremanPortFile != "" {
+		if err := os.WriteFile(o.foremanPortFile, []byte(strconv.Itoa(fm.Port())+"\n"), 0o644); err != nil {
+			fm.Close()
+			return nil, fmt.Errorf("--foreman-port-file: %w", err)
+		}
+	}
+	return fm, nil
+}
+
+// portRange parses --foreman-port: PORT, LOW:HIGH, or "" for any free
+// port (0).
+func portRange(s string) (low, high int, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	ls, hs, isRange := strings.Cut(s, ":")
+	if !isRange {
+		hs = ls
+	}
+	l, lerr := strconv.ParseUint(ls, 10, 16)
+	h, herr := strconv.ParseUint(hs, 10, 16)
+	if lerr != nil || herr != nil || h < l {
+		return 0, 0, cmdutil.Usagef("--foreman-port %q: want PORT or LOW:HIGH", s)
+	}
+	return int(l), int(h), nil
 }

@@ -95,8 +95,8 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 }
 
 // watchIdle closes the connection once no task has run for the idle
-// timeout, and tells the master the worker has no room once it drains
-// (Config.Drain).
+// timeout, tells the master the worker has no room once it drains
+// (Config.Drain), and what a foreman's workers offer as it changes.
 func (s *session) watchIdle(done <-chan struct{}) {
 	timeout := s.w.cfg.IdleTimeout
 	tick := time.NewTicker(min(time.Second, timeout/4+time.Millisecond))
@@ -105,6 +105,10 @@ func (s *session) watchIdle(done <-chan struct{}) {
 	if s.w.draining() {
 		drain = nil // hello said so
 	}
+	var offerChanged <-chan struct{} // nil: never
+	if f := s.w.cfg.Foreman; f != nil {
+		offerChanged = f.OfferChanged()
+	}
 	for {
 		select {
 		case <-done:
@@ -112,8 +116,13 @@ func (s *session) watchIdle(done <-chan struct{}) {
 		case <-drain:
 			drain = nil
 			s.log.Info("draining: no more tasks")
-			if s.reportNoRoom() != nil {
+			if s.updateOffer() != nil {
 				return // the connection failed: the session ends
+			}
+			continue
+		case <-offerChanged:
+			if s.updateOffer() != nil {
+				return
 			}
 			continue
 		case <-tick.C:
@@ -148,26 +157,21 @@ func (s *session) send(write func(c *wire.Conn) error) error {
 
 func (s *session) hello() error {
 	host, _ := os.Hostname()
-	r, cores := s.w.res, wholeCores(s.w.res.cores)
-	if s.w.draining() {
-		r, cores = resources{}, 0
+	osName := "Linux"
+	if s.w.cfg.Foreman != nil {
+		osName = "foreman" // as CCTools' foremen say
 	}
 	return s.send(func(c *wire.Conn) error {
 		msgs := []wire.Message{
-			wire.Hello{Protocol: wire.Protocol, Host: host, OS: "Linux", Arch: arch(), Version: Version},
+			wire.Hello{Protocol: wire.Protocol, Host: host, OS: osName, Arch: arch(), Version: Version},
 			wire.Info{Key: "worker-id", Value: s.w.id},
 		}
 		for _, f := range s.w.cfg.Features {
 			msgs = append(msgs, wire.Feature{Name: f})
 		}
+		msgs = append(msgs, wire.Alive{})
+		msgs = append(msgs, s.offered()...)
 		msgs = append(msgs,
-			wire.Alive{},
-			wire.Resource{Name: "workers", Total: 1, Smallest: 1, Largest: 1},
-			res("disk", float64(r.diskMB)),
-			res("memory", float64(r.memoryMB)),
-			res("gpus", float64(r.gpus)),
-			res("cores", cores),
-			wire.Resource{Name: "tag", Total: 0},
 			wire.Info{Key: "end_of_resource_update", Value: "0"},
 			wire.Info{Key: "tasks_running", Value: "0"},
 			wire.Info{Key: "worker-end-time", Value: "0"},
@@ -181,11 +185,36 @@ func (s *session) hello() error {
 	})
 }
 
-// reportNoRoom tells the master that the worker has no resources left,
-// so that it sends no more tasks.
-func (s *session) reportNoRoom() error {
+// offered returns the resource messages of what the worker offers: this
+// machine's resources (whole cores), or its foreman's workers', or nothing
+// once it drains.
+func (s *session) offered() []wire.Message {
+	workers := 1
+	r, cores := s.w.res, wholeCores(s.w.res.cores)
+	switch {
+	case s.w.draining():
+		r, cores = resources{}, 0
+	case s.w.cfg.Foreman != nil:
+		o := s.w.cfg.Foreman.Offer()
+		workers, cores = o.Workers, o.Cores
+		r = resources{memoryMB: o.MemoryMB, diskMB: o.DiskMB, gpus: o.GPUs}
+	}
+	return []wire.Message{
+		wire.Resource{Name: "workers", Total: float64(workers), Smallest: float64(workers), Largest: float64(workers)},
+		res("disk", float64(r.diskMB)),
+		res("memory", float64(r.memoryMB)),
+		res("gpus", float64(r.gpus)),
+		res("cores", cores),
+		wire.Resource{Name: "tag", Total: 0},
+	}
+}
+
+// updateOffer tells the master what the worker offers now: nothing once it
+// drains, so that it sends no more tasks; what a foreman's workers offer
+// as they come and go.
+func (s *session) updateOffer() error {
 	return s.send(func(c *wire.Conn) error {
-		for _, m := range []wire.Message{res("disk", 0), res("memory", 0), res("gpus", 0), res("cores", 0), wire.Resource{Name: "tag"}} {
+		for _, m := range s.offered() {
 			if err := c.Send(m); err != nil {
 				return err
 			}

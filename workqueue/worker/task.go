@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"sync"
@@ -25,6 +26,7 @@ type task struct {
 
 	mu      sync.Mutex
 	proc    *proc.Process
+	cancel  context.CancelFunc // ends a foreman's run of it
 	stopped bool
 
 	status   int
@@ -87,6 +89,9 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 		t.status, t.exit, t.output = resultInputMissing, -1, []byte(err.Error()+"\n")
 		return false
 	}
+	if f := s.w.cfg.Foreman; f != nil {
+		return t.runOnForeman(f, s, sandbox)
+	}
 	// Output goes through a pipe, not a file: creating and deleting a file
 	// per task costs more than the rest of the dispatch on slow disks.
 	out := &cappedBuffer{limit: maxOutput}
@@ -133,6 +138,48 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 		t.status, t.exit = resultSignal, int(res.Signal)
 	}
 	return true
+}
+
+// runOnForeman has foreman f run the task, whose inputs are in sandbox,
+// and reports whether its command ran.
+func (t *task) runOnForeman(f Foreman, s *session, sandbox *os.File) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return false
+	}
+	t.cancel = cancel
+	t.mu.Unlock()
+	r := f.Run(ctx, ForemanTask{Spec: t.spec, Sandbox: sandbox.Name(), CacheDir: s.files.dir.Name()})
+	t.mu.Lock()
+	t.cancel = nil
+	t.mu.Unlock()
+	t.output, t.execUsec = r.Output, r.Exec.Microseconds()
+	if len(t.output) > maxOutput {
+		t.output = t.output[:maxOutput]
+	}
+	switch {
+	case r.Ran && r.TimedOut:
+		t.status, t.exit = resultMaxRunTime, -1
+	case r.Ran && r.Signal != 0:
+		t.status, t.exit = resultSignal, r.Signal
+	case r.Ran:
+		t.status, t.exit = resultSuccess, r.Exit
+	case r.InputMissing:
+		t.status, t.exit = resultInputMissing, -1
+	default:
+		// Given back, for the master to run again elsewhere.
+		t.status, t.exit, t.output = resultForsaken, 0, nil
+	}
+	if r.Err != nil {
+		s.log.Warn("task on the foreman's workers", "task", t.spec.ID, "err", r.Err)
+		if t.status == resultInputMissing {
+			t.output = []byte(r.Err.Error() + "\n")
+		}
+	}
+	return r.Ran
 }
 
 // cappedBuffer keeps the first limit bytes written and drops the rest.
@@ -196,6 +243,9 @@ func (t *task) stop() {
 func (t *task) kill() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.cancel != nil {
+		t.cancel()
+	}
 	if t.proc != nil {
 		t.proc.Kill()
 	}

@@ -21,7 +21,8 @@
 // and can do whatever that user can, outside the workspace too. It does
 // not schedule, retry or decide anything: the master does. It can be told
 // to drain (Config.Drain): it then tells the master it has no room left
-// and takes no more tasks.
+// and takes no more tasks. With a Foreman (Config.Foreman) it runs no
+// command itself: the foreman's own workers do.
 package worker
 
 import (
@@ -101,6 +102,61 @@ type Config struct {
 	// Ready, if set, is called once with the workspace path when the worker
 	// has set up and is about to connect.
 	Ready func(workspace string)
+	// Foreman, if set, runs the tasks on workers of its own instead of
+	// here: the worker is then a foreman, and offers its master what the
+	// foreman's workers offer, not this machine's resources.
+	Foreman Foreman
+}
+
+// A Foreman runs a worker's tasks on workers of its own, as CCTools'
+// foreman does: a master for the workers behind it, in front of a cluster.
+// Package workqueue/foreman has one.
+type Foreman interface {
+	// Run runs task t and returns how it ended, once it has ended or ctx
+	// is done (the task killed). Its inputs are placed in t.Sandbox under
+	// their remote names, and those the master caches are also in
+	// t.CacheDir under their cache names, where they stay from task to
+	// task; its outputs are to be left in t.Sandbox under their remote
+	// names.
+	Run(ctx context.Context, t ForemanTask) ForemanResult
+	// Offer returns what the foreman's workers offer now.
+	Offer() Offer
+	// OfferChanged receives a value when Offer may have changed.
+	OfferChanged() <-chan struct{}
+}
+
+// A ForemanTask is a task a Foreman runs.
+type ForemanTask struct {
+	Spec     *wire.TaskSpec
+	Sandbox  string
+	CacheDir string
+}
+
+// A ForemanResult is how a task a Foreman ran ended.
+type ForemanResult struct {
+	// Ran says the command ran: Exit is then its exit status, or Signal
+	// the signal that killed it, and TimedOut says it was killed at its
+	// wall time. Output is its standard output and error, Exec its
+	// running time.
+	Ran      bool
+	Exit     int
+	Signal   int
+	TimedOut bool
+	Output   []byte
+	Exec     time.Duration
+	// InputMissing says an input could not be sent; Retry that the
+	// foreman's workers could not run the task (lost, or gave it back)
+	// and it should run again. Err says why.
+	InputMissing, Retry bool
+	Err                 error
+}
+
+// An Offer is what a foreman's workers offer together.
+type Offer struct {
+	Workers          int
+	Cores            float64
+	MemoryMB, DiskMB int64
+	GPUs             int64
 }
 
 // Version is what the worker reports as its version in its hello line.
