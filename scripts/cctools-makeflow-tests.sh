@@ -7,7 +7,8 @@
 #   scripts/cctools-makeflow-tests.sh CCTOOLS_SRC [PATTERN]
 #
 # CCTOOLS_SRC is a CCTools source tree (git clone or release tarball); only
-# makeflow/test and dttools/test are read, in a copy. Tests whose
+# makeflow/test, makeflow/example, makeflow/src's files but its programs
+# (some tests read them as inputs) and dttools/test are read, in a copy. Tests whose
 # check_needed fails (a tool or service not here) are counted apart. Each
 # test gets 120 s. Not part of `make test`: the suite is not in this
 # repository, and CI may not reach GitHub.
@@ -20,6 +21,14 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/makeflow/src" "$work/dttools/test" "$work/work_queue/src"
 cp -r "$src/makeflow/test" "$work/makeflow/"
+# Some tests read the example workflows, and some name the files of
+# makeflow/src as inputs; none of CCTools' programs is taken from there
+# (a built tree's binaries are left out).
+[ -d "$src/makeflow/example" ] && cp -r "$src/makeflow/example" "$work/makeflow/"
+for f in "$src"/makeflow/src/*; do
+  [ -f "$f" ] && [ "$(head -c 4 "$f")" != $'\x7fELF' ] && cp "$f" "$work/makeflow/src/"
+done
+rm -f "$work/makeflow/src/makeflow"
 cp "$src/dttools/test/test_runner_common.sh" "$work/dttools/test/"
 touch "$work/config.mk"
 ln -s "$root/bin/makeflow" "$work/makeflow/src/makeflow"
