@@ -16,7 +16,7 @@ set -uo pipefail
 src=${1:?usage: $0 CCTOOLS_SRC [PATTERN]}
 pattern=${2:-TR_}
 root=$(cd "$(dirname "$0")/.." && pwd)
-(cd "$root" && go build -o bin/ ./cmd/makeflow) || exit 1
+(cd "$root" && go build -o bin/ ./cmd/makeflow ./cmd/makeflow_analyze) || exit 1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/makeflow/src" "$work/dttools/test" "$work/work_queue/src"
@@ -28,10 +28,11 @@ cp -r "$src/makeflow/test" "$work/makeflow/"
 for f in "$src"/makeflow/src/*; do
   [ -f "$f" ] && [ "$(head -c 4 "$f")" != $'\x7fELF' ] && cp "$f" "$work/makeflow/src/"
 done
-rm -f "$work/makeflow/src/makeflow"
+rm -f "$work/makeflow/src/makeflow" "$work/makeflow/src/makeflow_analyze"
 cp "$src/dttools/test/test_runner_common.sh" "$work/dttools/test/"
 touch "$work/config.mk"
 ln -s "$root/bin/makeflow" "$work/makeflow/src/makeflow"
+ln -s "$root/bin/makeflow_analyze" "$work/makeflow/src/makeflow_analyze"
 # The tests that start workers take CCTools' own, if installed.
 if command -v work_queue_worker >/dev/null; then
   ln -s "$(command -v work_queue_worker)" "$work/work_queue/src/work_queue_worker"

@@ -1,6 +1,6 @@
-// Command genman writes the manual pages of the four tools — allpairs(1),
-// wavefront(1), makeflow(1), workqueue(1) and one for each workqueue
-// subcommand — from their cobra commands, so that the pages say what
+// Command genman writes the manual pages of the tools — allpairs(1),
+// wavefront(1), makeflow(1), makeflow_analyze(1), workqueue(1) and one for
+// each workqueue subcommand — from their cobra commands, so that the pages say what
 // --help says. `make man` runs it.
 //
 // Usage: go run ./scripts/genman [-dir man]
@@ -37,7 +37,7 @@ func generate(dir string) error {
 		return err
 	}
 	s := cmdutil.Streams{In: strings.NewReader(""), Out: io.Discard, Err: io.Discard}
-	for _, cmd := range []*cobra.Command{allpairscmd.Command(s), wavefrontcmd.Command(s), makeflowcmd.Command(s), workqueuecmd.Command(s)} {
+	for _, cmd := range []*cobra.Command{allpairscmd.Command(s), wavefrontcmd.Command(s), makeflowcmd.Command(s), makeflowcmd.AnalyzeCommand(s), workqueuecmd.Command(s)} {
 		cmdutil.Prepare(cmd)
 		cmd.DisableAutoGenTag = true // the pages do not change with the day they were made
 		header := &doc.GenManHeader{Title: strings.ToUpper(cmd.Name()), Section: "1", Source: cmdutil.Version(), Manual: "rightsize manual"}

@@ -16,6 +16,7 @@ func TestGenerate(t *testing.T) {
 		"allpairs.1":         {".TH \"ALLPAIRS\" \"1\"", "\\fB--report\\fP", "\\fB--completion\\fP"},
 		"wavefront.1":        {".SH NAME", "\\fB--http\\fP"},
 		"makeflow.1":         {"THE LANGUAGE", "\\fB--version\\fP"},
+		"makeflow_analyze.1": {".SH NAME", "\\fB--syntax-check\\fP"},
 		"workqueue-worker.1": {".SH NAME", "workqueue-worker - run tasks"},
 	} {
 		b, err := os.ReadFile(filepath.Join(dir, page))
