@@ -123,7 +123,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	pol, err := ReadPolicy(cfg.PolicyFile)
 	if err != nil {
-		return fmt.Errorf("pool: %w", err)
+		return err // it names the file
 	}
 	plan, err := NewPlan(pol, cfg.Limits, time.Now())
 	if err != nil {
