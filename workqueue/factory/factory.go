@@ -13,9 +13,9 @@
 // jobs and follows their events.
 //
 // The factory does not run tasks, choose between masters, or weigh one
-// master against another (that would be a worker pool's job, and rightsize
-// has none yet), and it never removes a worker that is merely idle: workers
-// leave at their idle timeout.
+// master against another (package workqueue/pool does, by a policy), and it
+// never removes a worker that is merely idle: workers leave at their idle
+// timeout.
 //
 // Workers connect to the master from wherever the batch system runs them,
 // so the master's address must be reachable from the execution hosts: on a
