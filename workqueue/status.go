@@ -2,10 +2,12 @@ package workqueue
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rightsize/rightsize/workqueue/catalog"
@@ -48,6 +50,7 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 		"total_tasks_dispatched":       st.TasksSubmitted - st.TasksWaiting,
 		"workers":                      st.WorkersConnected,
 		"workers_connected":            st.WorkersConnected,
+		"workers_by_pool":              l.workersByPool(),
 		"workers_joined":               st.WorkersJoined,
 		"workers_removed":              st.WorkersRemoved,
 		"workers_lost":                 st.WorkersLost,
@@ -71,6 +74,29 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 		"time_when_started":            st.Started.UnixMicro(),
 		"current_time":                 now.UnixMicro(),
 	}
+}
+
+// workersByPool counts the connected workers by the pool that started
+// them, as seed 000 §4.4.1 advertises them: "pool-a:3,pool-b:1,unmanaged:2"
+// (pools by name, unmanaged last, absent when none).
+func (l *loop) workersByPool() string {
+	n := map[string]int{}
+	unmanaged := 0
+	for _, w := range l.workers {
+		if p := w.pool.Load(); p != nil {
+			n[*p]++
+		} else {
+			unmanaged++
+		}
+	}
+	var b strings.Builder
+	for _, p := range slices.Sorted(maps.Keys(n)) {
+		fmt.Fprintf(&b, "%s:%d,", p, n[p])
+	}
+	if unmanaged > 0 {
+		fmt.Fprintf(&b, "unmanaged:%d,", unmanaged)
+	}
+	return strings.TrimSuffix(b.String(), ",")
 }
 
 // status answers a status query with a JSON array (and a newline).
@@ -112,7 +138,7 @@ func (l *loop) status(kind string, now time.Time) []byte {
 			used, total, n, _ := l.s.WorkerLoad(w.id)
 			out = append(out, catalog.Record{
 				"hostname": w.hello.Host, "address_port": w.addr, "os": w.hello.OS, "arch": w.hello.Arch,
-				"version": w.hello.Version, "total_tasks_running": n, "total_tasks_complete": w.completed.Load(),
+				"version": w.hello.Version, "total_tasks_running": n, "from_factory": w.poolName(), "total_tasks_complete": w.completed.Load(),
 				"cores_total": total.Cores, "cores_inuse": used.Cores,
 				"memory_total": total.MemoryMB, "memory_inuse": used.MemoryMB,
 				"disk_total": total.DiskMB, "disk_inuse": used.DiskMB,
@@ -140,4 +166,12 @@ func decodeRecord(b []byte) catalog.Record {
 	var r catalog.Record
 	json.Unmarshal(b, &r)
 	return r
+}
+
+// poolName is the pool that started the worker, or "".
+func (w *workerConn) poolName() string {
+	if p := w.pool.Load(); p != nil {
+		return *p
+	}
+	return ""
 }

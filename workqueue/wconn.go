@@ -47,6 +47,7 @@ type workerConn struct {
 	recv *receiving // the output being received; owned by the reader
 
 	lastHeard     atomic.Int64
+	pool          atomic.Pointer[string] // the pool that started it ("info from-factory")
 	bytesSent     atomic.Int64
 	bytesReceived atomic.Int64
 	completed     atomic.Int64
@@ -430,6 +431,9 @@ func (w *workerConn) sendDirEntries(dir string, depth int) error {
 	return w.c.Send(wire.End{})
 }
 
+// maxPoolName bounds the pool name kept of a worker's report.
+const maxPoolName = 256
+
 // maxFeatures bounds the features kept of a worker's report.
 const maxFeatures = 64
 
@@ -451,7 +455,11 @@ func (w *workerConn) readLoop() error {
 		}
 		w.lastHeard.Store(time.Now().UnixNano())
 		switch m := msg.(type) {
-		case wire.Info, wire.Alive:
+		case wire.Info:
+			if m.Key == "from-factory" && m.Value != "" && len(m.Value) <= maxPoolName {
+				w.pool.Store(&m.Value)
+			}
+		case wire.Alive:
 		case wire.Feature:
 			if len(features) < maxFeatures {
 				features = append(features, m.Name)

@@ -167,6 +167,9 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 	if err != nil {
 		return cfg, cmdutil.Usagef("--decision: %v", err)
 	}
+	if policy == factory.D7 {
+		return cfg, cmdutil.Usagef("--decision D7 needs a billing cycle: use workqueue pool, whose policy file has one")
+	}
 	cfg.Limits.Policy = policy
 	if len(args) == 2 {
 		if _, err := strconv.ParseUint(args[1], 10, 16); err != nil {

@@ -38,6 +38,8 @@ type workerOptions struct {
 	sslCA        string
 	singleShot   bool
 	features     []string
+	pool         string
+	billingCycle time.Duration
 	wallTime     time.Duration
 	parentDeath  bool
 	debug        string // CCTools' -d SUBSYSTEM: any turns on debug logging
@@ -154,6 +156,8 @@ to the foreman once and from it to each of its workers once.`,
 	f.StringVar(&o.sslCA, "ssl-ca", "", "connect over TLS and trust only a master certificate in `FILE` or signed by one there")
 	f.BoolVar(&o.singleShot, "single-shot", false, "exit after the first session with a master")
 	f.StringArrayVar(&o.features, "feature", nil, "a user-defined feature to announce (repeatable)")
+	f.StringVar(&o.pool, "from-factory", "", "the name of the worker pool or factory that started this worker, told to the master")
+	f.Var(cmdutil.Seconds(&o.billingCycle), "billing-cycle", "leave only near the end of a billing cycle of this long, counted from the start, once idle or without a master (0: no cycle)")
 	// CCTools' names, so that work_queue_factory --worker-binary and its
 	// users' scripts can run this worker as they run work_queue_worker.
 	f.StringVarP(&o.project, "master-name", "N", "", "same as -M")
@@ -190,6 +194,7 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 		Project: o.project, Cores: o.cores, MemoryMB: o.memory, DiskMB: o.disk, GPUs: o.gpus,
 		Workdir: o.workdir, IdleTimeout: o.idle, ConnectTimeout: o.connect,
 		MinBackoff: o.minBackoff, MaxBackoff: o.maxBackoff, SingleShot: o.singleShot, Features: o.features,
+		Pool: o.pool, BillingCycle: o.billingCycle,
 	}
 	if o.timeout > 0 {
 		cfg.IdleTimeout, cfg.ConnectTimeout = o.timeout, o.timeout

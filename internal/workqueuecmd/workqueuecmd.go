@@ -36,7 +36,7 @@ func Command(s cmdutil.Streams) *cobra.Command {
 			return cmd.Help()
 		},
 	}
-	root.AddCommand(newWorkerCmd(s), newFactoryCmd(s), newCatalogCmd(s), newStatusCmd(s), newSimCmd(s))
+	root.AddCommand(newWorkerCmd(s), newFactoryCmd(s), newPoolCmd(s), newCatalogCmd(s), newStatusCmd(s), newSimCmd(s))
 	return root
 }
 

@@ -38,12 +38,30 @@ func TestUsageErrors(t *testing.T) {
 		{"catalog", "extra"},
 		{"factory", "-T", "local", "--decision", "D9", "h", "1"},
 		{"factory", "-T", "local", "--max-change", "0", "h", "1"},
+		{"factory", "-T", "local", "--decision", "D7", "h", "1"},
+		{"pool"},
+		{"pool", "-T", "local"},
+		{"pool", "-T", "wq", "--policy", "p.conf"},
+		{"pool", "-T", "local", "--policy", "p.conf", "extra"},
 		{"nonsense"},
 	}
 	for _, args := range cases {
 		if code, _, stderr := run(context.Background(), args...); code != cmdutil.ExitUsage {
 			t.Errorf("%v: exit %d, want %d (usage)\n%s", args, code, cmdutil.ExitUsage, stderr)
 		}
+	}
+}
+
+// TestPoolBadPolicy: a bad policy file is an error naming its file and
+// line, before anything is submitted.
+func TestPoolBadPolicy(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "pool.conf")
+	if err := os.WriteFile(f, []byte("max_workers: 4\ndistribution: a=many\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := run(context.Background(), "pool", "-T", "local", "--policy", f, "-C", "127.0.0.1:1")
+	if code != 1 || !strings.Contains(stderr, f+`:2: distribution: entry "a=many"`) {
+		t.Errorf("exit %d, stderr %q", code, stderr)
 	}
 }
 

@@ -76,19 +76,26 @@ func askCatalogs(ctx context.Context, catalogs []string, project *regexp.Regexp)
 func demandOf(recs []catalog.Record) Demand {
 	var d Demand
 	for _, r := range recs {
-		running := count(r, "tasks_on_workers")
-		if _, ok := r["tasks_on_workers"]; !ok {
-			running = count(r, "tasks_running")
-		}
-		tasks := count(r, "tasks_waiting") + count(r, "tasks_left") + running
+		tasks, workers, capacity := RecordDemand(r)
 		d.Masters++
 		d.Tasks += tasks
-		d.Workers += count(r, "workers")
-		if c := count(r, "capacity_tasks"); c > 0 {
-			d.Capacities = append(d.Capacities, MasterCapacity{Tasks: tasks, Capacity: c})
+		d.Workers += workers
+		if capacity > 0 {
+			d.Capacities = append(d.Capacities, MasterCapacity{Tasks: tasks, Capacity: capacity})
 		}
 	}
 	return d
+}
+
+// RecordDemand reads what one master's record says it needs: its tasks
+// (waiting, plus tasks_left, plus on workers), its workers connected, and
+// its capacity_tasks (0 if it has not reported one).
+func RecordDemand(r catalog.Record) (tasks, workers, capacity int) {
+	running := count(r, "tasks_on_workers")
+	if _, ok := r["tasks_on_workers"]; !ok {
+		running = count(r, "tasks_running")
+	}
+	return count(r, "tasks_waiting") + count(r, "tasks_left") + running, count(r, "workers"), count(r, "capacity_tasks")
 }
 
 // count reads a count from a record, kept between 0 and a billion so that

@@ -13,9 +13,9 @@
 // jobs and follows their events.
 //
 // The factory does not run tasks, choose between masters, or weigh one
-// master against another (that would be a worker pool's job, and rightsize
-// has none yet), and it never removes a worker that is merely idle: workers
-// leave at their idle timeout.
+// master against another (package workqueue/pool does, by a policy), and it
+// never removes a worker that is merely idle: workers leave at their idle
+// timeout.
 //
 // Workers connect to the master from wherever the batch system runs them,
 // so the master's address must be reachable from the execution hosts: on a
@@ -184,7 +184,21 @@ func (c *Config) validate() (password []byte, project *regexp.Regexp, err error)
 
 // job returns the batch job that runs one worker.
 func (c *Config) job() *batch.Job {
-	w := c.Worker
+	var target []string
+	if c.Project != "" {
+		target = []string{"-M", c.Project, "-C", strings.Join(c.Catalogs, ",")}
+	} else {
+		host, port, _ := net.SplitHostPort(c.Master)
+		target = []string{host, port}
+	}
+	return c.Worker.Job(c.PasswordFile, target...)
+}
+
+// Job returns the batch job that runs one worker with the password file
+// passwordFile (if any) for target: the worker's last arguments, "HOST
+// PORT" or "-M PROJECT -C CATALOGS". w's defaults must be filled in (as
+// Run does).
+func (w Worker) Job(passwordFile string, target ...string) *batch.Job {
 	args := append([]string(nil), w.Command...)
 	// Whole seconds, as CCTools' worker reads -t.
 	args = append(args, "-t", strconv.Itoa(max(1, int((w.IdleTimeout+time.Second-1)/time.Second))))
@@ -197,16 +211,11 @@ func (c *Config) job() *batch.Job {
 	if w.DiskMB > 0 {
 		args = append(args, "--disk", strconv.FormatInt(w.DiskMB, 10))
 	}
-	if c.PasswordFile != "" {
-		args = append(args, "-P", c.PasswordFile)
+	if passwordFile != "" {
+		args = append(args, "-P", passwordFile)
 	}
 	args = append(args, w.Args...)
-	if c.Project != "" {
-		args = append(args, "-M", c.Project, "-C", strings.Join(c.Catalogs, ","))
-	} else {
-		host, port, _ := net.SplitHostPort(c.Master)
-		args = append(args, host, port)
-	}
+	args = append(args, target...)
 	quoted := make([]string, len(args))
 	for i, a := range args {
 		quoted[i] = shellQuote(a)

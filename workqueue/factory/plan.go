@@ -61,9 +61,13 @@ const (
 	D4                   // as D3, with DefaultCapacity while unknown
 	D5                   // D3, rising by at most MaxChange a minute
 	D6                   // D4, rising by at most MaxChange a minute
+	// D7 is D6 whose workers leave only near the end of a billing cycle
+	// (Eq. 4.22): a worker pool's decision (package workqueue/pool), since
+	// the cycle is the pool's.
+	D7
 )
 
-var policyNames = [...]string{"", "D1", "D2", "D3", "D4", "D5", "D6"}
+var policyNames = [...]string{"", "D1", "D2", "D3", "D4", "D5", "D6", "D7"}
 
 func (p Policy) String() string {
 	if p > 0 && int(p) < len(policyNames) {
@@ -72,14 +76,14 @@ func (p Policy) String() string {
 	return fmt.Sprintf("Policy(%d)", int(p))
 }
 
-// ParsePolicy reads a policy's name, D1 to D6.
+// ParsePolicy reads a policy's name, D1 to D7.
 func ParsePolicy(name string) (Policy, error) {
 	for i, n := range policyNames {
 		if i > 0 && strings.EqualFold(n, name) {
 			return Policy(i), nil
 		}
 	}
-	return 0, fmt.Errorf("unknown decision %q: D1 (tasks), D2 (tasks, ramped), D3 (tasks capped by capacity), D4 (as D3, a default capacity while unknown), D5 (D3 ramped) or D6 (D4 ramped)", name)
+	return 0, fmt.Errorf("unknown decision %q: D1 (tasks), D2 (tasks, ramped), D3 (tasks capped by capacity), D4 (as D3, a default capacity while unknown), D5 (D3 ramped), D6 (D4 ramped) or D7 (D6, released at the end of a billing cycle; a pool's)", name)
 }
 
 func (l *Limits) validate() error {
@@ -105,6 +109,9 @@ func (l *Limits) validate() error {
 	l.MaxBackoff = max(l.MaxBackoff, l.Backoff)
 	if l.Policy == 0 {
 		l.Policy = D3
+	}
+	if l.Policy == D7 {
+		return errors.New("factory: D7 needs a billing cycle: use a worker pool (workqueue pool)")
 	}
 	if l.Policy < D1 || l.Policy > D6 {
 		return fmt.Errorf("factory: unknown %v", l.Policy)

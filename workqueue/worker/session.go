@@ -134,7 +134,7 @@ func (s *session) watchIdle(done <-chan struct{}) {
 			s.lastWork.Store(time.Now().UnixNano())
 			continue
 		}
-		if time.Since(time.Unix(0, s.lastWork.Load())) > timeout {
+		if time.Since(time.Unix(0, s.lastWork.Load())) > timeout && CycleEnding(s.w.started, time.Now(), s.w.cfg.BillingCycle) {
 			s.idle.Store(true)
 			s.send(func(c *wire.Conn) error {
 				return c.Send(wire.Info{Key: "idle-disconnecting", Value: fmt.Sprint(int(timeout.Seconds()))})
@@ -176,6 +176,9 @@ func (s *session) hello() error {
 			wire.Info{Key: "tasks_running", Value: "0"},
 			wire.Info{Key: "worker-end-time", Value: "0"},
 		)
+		if s.w.cfg.Pool != "" {
+			msgs = append(msgs, wire.Info{Key: "from-factory", Value: s.w.cfg.Pool})
+		}
 		for _, m := range msgs {
 			if err := c.Send(m); err != nil {
 				return err

@@ -88,6 +88,16 @@ type Config struct {
 	// the certificate, as CCTools does) only with masters whose catalog
 	// record says "ssl": true.
 	TLS *tls.Config
+	// Pool, if set, is the name of the worker pool that started the worker,
+	// told to the master ("info from-factory", as CCTools' factory does),
+	// which counts the workers of each pool (workers_by_pool).
+	Pool string
+	// BillingCycle, if set, is the period the worker's resources are
+	// billed by: a worker whose idle or connect timeout has passed leaves
+	// only near the end of a cycle counted from its start (in the last
+	// tenth of it, at most its last minute), having paid for the rest
+	// (seed 000 §4.4.3).
+	BillingCycle time.Duration
 	// SingleShot ends the worker after its first session with a master.
 	SingleShot bool
 	// Features are user-defined features announced to the master.
@@ -247,7 +257,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	id := make([]byte, 16)
 	rand.Read(id)
-	w := &worker{cfg: cfg, log: log, res: res, workspace: wsDir, id: "worker-" + hex.EncodeToString(id), keeper: keeper}
+	w := &worker{cfg: cfg, started: time.Now(), log: log, res: res, workspace: wsDir, id: "worker-" + hex.EncodeToString(id), keeper: keeper}
 	return w.loop(ctx)
 }
 
@@ -280,12 +290,24 @@ func measure(cfg Config) (resources, error) {
 
 type worker struct {
 	cfg       Config
+	started   time.Time
 	log       *slog.Logger
 	res       resources
 	workspace *os.File
 	id        string
 	keeper    *proc.Keeper
 	issued    wire.Challenges // challenges sent to masters: never answered
+}
+
+// CycleEnding says whether a worker started at started and billed by
+// periods of cycle may leave at now: at any time without a cycle, else in
+// the last tenth of a cycle, at most its last minute.
+func CycleEnding(started, now time.Time, cycle time.Duration) bool {
+	if cycle <= 0 {
+		return true
+	}
+	into := now.Sub(started) % cycle
+	return into >= cycle-min(cycle/10, time.Minute)
 }
 
 // errExit and errRelease end a session at the master's request.
@@ -304,7 +326,7 @@ func (w *worker) loop(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if time.Since(lastSession) > w.cfg.ConnectTimeout {
+			if time.Since(lastSession) > w.cfg.ConnectTimeout && CycleEnding(w.started, time.Now(), w.cfg.BillingCycle) {
 				return fmt.Errorf("no master reachable for %v: %w", w.cfg.ConnectTimeout, err)
 			}
 			w.log.Debug("no master", "err", err, "retry_in", backoff)

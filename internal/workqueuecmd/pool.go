@@ -1,0 +1,173 @@
+package workqueuecmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/workqueue/pool"
+)
+
+type poolOptions struct {
+	batchType    string
+	cfg          pool.Config
+	catalogs     string
+	maxFailures  int
+	workerBinary string
+	extraOptions string
+	batchOptions string
+	scratch      string
+	log          logFlags
+}
+
+func newPoolCmd(s cmdutil.Streams) *cobra.Command {
+	o := poolOptions{cfg: pool.Config{Limits: pool.Limits{MaxPending: 10}}}
+	cmd := &cobra.Command{
+		Use:   "pool -T local|slurm|sge|condor --policy FILE [flags]",
+		Short: "keep the masters of several projects supplied with workers, shared by a policy",
+		Long: `Submits Work Queue workers as batch jobs for every master, found through the
+catalog, whose project the policy file names, and keeps each supplied with as
+many workers as it can use and no more (seed 000 §4.4): a master needs one
+worker for each of its tasks that no worker holds, at most as many as its
+capacity (the tasks it can keep running, which it measures and advertises)
+allows, plus the workers it has from this pool. When they need more than
+max_workers in all, the masters share them in the proportions of the policy's
+distribution; a master that needs less than its share leaves the rest to the
+others. The decision ("proj1:800, proj2-A:1000, proj2-B:200") is published to
+the catalog as a record of type wq_pool under the pool's --name.
+
+The policy file holds one "name: value" a line (# starts a comment):
+
+  max_workers: 200                 most workers the pool keeps (required)
+  distribution: proj1=1, proj2.*=3 the projects served (regular expressions,
+                                   anchored) and their shares (required)
+  decision: D6                     D1 (one per task), D2 (D1 rising by
+                                   max_change), D3 (capped by capacity), D4
+                                   (D3 with default_capacity until a master
+                                   reports one), D5 (D3 rising), D6 (D4
+                                   rising; the default), D7 (D6 with
+                                   billing_cycle; the default with one)
+  max_change: 60                   D2, D5, D6, D7: most workers added a minute
+  default_capacity: 20             D4, D6, D7: capacity of a master, in tasks,
+                                   until it reports one
+  billing_cycle: 20m               workers are billed by this period: an idle
+                                   worker leaves only near the end of a cycle
+
+The pool reads the file again when it changes; a bad edit is reported, with
+its file and line, and the last good policy stays in force.
+
+Each worker is submitted for one master, and tells it the pool's name (the
+master counts them in workers_by_pool). Workers that end are replaced while
+their master still needs them. The pool never removes a worker that runs a
+task: workers beyond a master's decision leave when idle, after -t (or, with
+a billing cycle, near the end of their cycle). Masters do not release a
+pool's excess workers, and workers do not move between masters. On exit, and
+on SIGINT or SIGTERM, it removes every worker it submitted.
+
+The masters' addresses are those the catalog heard them from: the execution
+hosts must reach them there.`,
+		Args: cmdutil.ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := o.config()
+			if err != nil {
+				return err
+			}
+			cfg.Logger = o.log.logger(s.Err)
+			d, err := batch.New(o.batchType, batch.Options{
+				Spool: o.scratch, SubmitArgs: strings.Fields(o.batchOptions), Logger: cfg.Logger,
+			})
+			if err != nil {
+				return err
+			}
+			cfg.Driver = d
+			err = pool.Run(cmd.Context(), cfg)
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), time.Minute)
+			defer cancel()
+			if cerr := d.Close(ctx); cerr != nil {
+				cfg.Logger.Warn("closing the batch driver", "err", cerr)
+			}
+			if errors.Is(err, context.Canceled) {
+				return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted, Err: errors.New("interrupted; its workers are removed")}
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.batchType, "batch-type", "T", "", "batch system: local, slurm, sge or condor (required)")
+	f.StringVar(&o.cfg.PolicyFile, "policy", "", "the policy `FILE` (required)")
+	f.StringVar(&o.cfg.Name, "name", "", "the pool's name, told to the masters and in the catalog (default HOSTNAME-PID)")
+	f.StringVarP(&o.catalogs, "catalog", "C", "", "catalog servers HOST:PORT[,HOST:PORT] (default $CATALOG_HOST:$CATALOG_PORT or localhost:9097)")
+	f.StringVarP(&o.cfg.PasswordFile, "password", "P", "", "password file shared with the masters")
+	f.IntVar(&o.cfg.Limits.MaxPending, "max-pending", o.cfg.Limits.MaxPending, "most workers submitted and not yet running (0: no bound)")
+	f.IntVar(&o.cfg.Limits.TasksPerWorker, "tasks-per-worker", 0, "tasks one worker serves at once (default: its --cores, else 1)")
+	f.IntVar(&o.maxFailures, "max-failures", 5, "give up after this many rejected jobs or failed workers in a row")
+	f.VarP(cmdutil.Seconds(&o.cfg.Worker.IdleTimeout), "timeout", "t", "a worker exits after this long without work or master (default 5m)")
+	f.IntVar(&o.cfg.Worker.Cores, "cores", 0, "cores per worker, asked of the batch system and offered to the master")
+	f.Int64Var(&o.cfg.Worker.MemoryMB, "memory", 0, "memory per worker in MB, likewise")
+	f.Int64Var(&o.cfg.Worker.DiskMB, "disk", 0, "disk per worker in MB, likewise")
+	f.StringArrayVar(&o.cfg.Worker.Env, "env", nil, "NAME=value to set in the workers' environment (repeatable)")
+	f.StringVarP(&o.extraOptions, "extra-options", "E", "", "further options for the workers")
+	f.StringVar(&o.workerBinary, "worker-binary", "", "run this worker program instead of this program's worker command (it must take --from-factory, and --billing-cycle with a billing cycle)")
+	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "further options for the batch system (sbatch, qsub), or submit-file lines (condor)")
+	f.StringVarP(&o.scratch, "scratch-dir", "S", "", "where the jobs' scripts and output are kept; must be shared with the execution hosts (default: the working directory)")
+	f.Var(cmdutil.Seconds(&o.cfg.Interval), "interval", "how often to read the catalog and publish the decision (default 10s)")
+	o.log.add(cmd)
+	return cmd
+}
+
+func (o *poolOptions) config() (pool.Config, error) {
+	cfg := o.cfg
+	cfg.Limits.Retries = lifecycle.Retries(o.maxFailures - 1)
+	if o.maxFailures == 1 {
+		cfg.Limits.Retries = lifecycle.NoRetry
+	}
+	switch {
+	case o.batchType == "":
+		return cfg, cmdutil.Usagef("-T is required (local, slurm, sge or condor)")
+	case !slices.Contains(batch.Kinds(), o.batchType) || o.batchType == "wq":
+		return cfg, cmdutil.Usagef("unknown batch type %q (use local, slurm, sge or condor)", o.batchType)
+	case cfg.PolicyFile == "":
+		return cfg, cmdutil.Usagef("--policy FILE is required")
+	case cfg.Limits.MaxPending < 0 || cfg.Limits.TasksPerWorker < 0 || o.maxFailures < 1:
+		return cfg, cmdutil.Usagef("--max-pending and --tasks-per-worker must not be negative, --max-failures at least 1")
+	case cfg.Worker.Cores < 0 || cfg.Worker.MemoryMB < 0 || cfg.Worker.DiskMB < 0:
+		return cfg, cmdutil.Usagef("worker resources must not be negative")
+	}
+	if o.catalogs != "" {
+		cfg.Catalogs = splitAddrs(o.catalogs)
+	}
+	for _, kv := range cfg.Worker.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
+			return cfg, cmdutil.Usagef("--env %q is not NAME=value", kv)
+		}
+	}
+	if o.workerBinary != "" {
+		path, err := exec.LookPath(o.workerBinary)
+		if err != nil {
+			return cfg, fmt.Errorf("worker binary: %w", err)
+		}
+		if path, err = filepath.Abs(path); err != nil {
+			return cfg, err
+		}
+		cfg.Worker.Command = []string{path}
+	} else {
+		self, err := os.Executable()
+		if err != nil {
+			return cfg, fmt.Errorf("finding this program for the workers: %w", err)
+		}
+		cfg.Worker.Command = []string{self, "worker"}
+	}
+	cfg.Worker.Args = strings.Fields(o.extraOptions)
+	return cfg, nil
+}

@@ -1,0 +1,266 @@
+package pool
+
+import (
+	"math"
+	"sort"
+	"time"
+
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/workqueue/factory"
+)
+
+// Limits say how a Plan meets failure and how many tasks a worker serves;
+// how many workers it keeps is the Policy's. The zero value of each field
+// means its documented default.
+type Limits struct {
+	// TasksPerWorker is how many tasks one worker serves at once, usually
+	// its cores (default 1).
+	TasksPerWorker int
+	// MaxPending bounds the workers submitted and not yet running; 0 means
+	// no bound but the policy's max_workers.
+	MaxPending int
+	// Retries, Backoff, MaxBackoff and NoMaster are factory.Limits': how
+	// failures in a row pause submissions and when the plan gives up.
+	Retries             lifecycle.Retries
+	Backoff, MaxBackoff time.Duration
+	NoMaster            time.Duration
+}
+
+// Decision is what the plan says to do now.
+type Decision struct {
+	// Submit holds the address of the master of each worker to submit now.
+	// Tell the plan of each (Submitted or SubmitFailed).
+	Submit []string
+	// Retry, when positive, is how long submissions are paused after
+	// failures: ask Next again then.
+	Retry time.Duration
+	// Err, when set, says the plan has given up: remove every worker and
+	// stop.
+	Err error
+}
+
+// A Plan decides how many workers a pool keeps for each master: the
+// distribution decision of seed 000 (Eqs. 4.6–4.15) under the policy's
+// pool decision (D1–D7, Eqs. 4.16–4.22). It is a state machine without
+// I/O, driven with logical time as factory.Plan is, whose job bookkeeping
+// and failure handling it uses.
+//
+// Each worker is submitted for one master. The plan submits a worker for a
+// master whose decision is more than the workers it has submitted for it,
+// within max_workers in all. It never removes a worker: a master's workers
+// beyond its decision leave when idle, at their idle timeout (or, with a
+// billing cycle, near the end of their cycle).
+//
+// A Plan is not safe for concurrent use.
+type Plan struct {
+	policy *Policy
+	tpw    int
+	jobs   *factory.Plan
+
+	master  map[string]string // job → the master it was submitted for
+	running map[string]bool   // jobs started
+	ours    map[string]int    // master → its jobs not ended
+	total   int               // jobs not ended
+
+	masters   []Master
+	known     bool
+	decision  []Assignment
+	decided   int // the last pool decision, in workers
+	decidedAt time.Time
+}
+
+// NewPlan returns a plan under policy pol and limits l that starts at now.
+func NewPlan(pol *Policy, l Limits, now time.Time) (*Plan, error) {
+	tpw := max(l.TasksPerWorker, 1)
+	// The inner plan is told exactly how many workers to have (D1, one
+	// task to a worker); it keeps the jobs and meets failures.
+	jobs, err := factory.NewPlan(factory.Limits{
+		Max: math.MaxInt32, Policy: factory.D1, TasksPerWorker: 1, MaxPending: l.MaxPending,
+		Retries: l.Retries, Backoff: l.Backoff, MaxBackoff: l.MaxBackoff, NoMaster: l.NoMaster,
+	}, now)
+	if err != nil {
+		return nil, err
+	}
+	return &Plan{policy: pol, tpw: tpw, jobs: jobs, master: map[string]string{},
+		running: map[string]bool{}, ours: map[string]int{}, decidedAt: now}, nil
+}
+
+// SetPolicy replaces the policy, as when its file changes.
+func (p *Plan) SetPolicy(pol *Policy) { p.policy = pol }
+
+// Policy returns the policy in force.
+func (p *Plan) Policy() *Policy { return p.policy }
+
+// Observe records what the masters said at now.
+func (p *Plan) Observe(ms []Master, now time.Time) {
+	p.masters, p.known = ms, true
+	n := 0
+	if len(ms) > 0 {
+		n = 1
+	}
+	// Only whether masters were seen counts for the inner plan's NoMaster.
+	p.jobs.Observe(factory.Demand{Masters: n}, now)
+}
+
+// Unobserved records that the masters could not be asked: the plan keeps
+// its last decision but submits nothing until they can.
+func (p *Plan) Unobserved() {
+	p.known = false
+	p.jobs.Unobserved()
+}
+
+// decide takes the decision at now.
+func (p *Plan) decide(now time.Time) {
+	pol := p.policy
+	var ms []Master
+	var share, needs []int
+	want := 0
+	for _, m := range p.masters {
+		e := pol.shareOf(m.Project)
+		if e < 0 {
+			continue // not this pool's
+		}
+		if m.Received < 0 {
+			// A guess: those of ours running, as far as it says
+			// workers are connected.
+			m.Received = min(p.runningFor(m.Addr), m.Connected)
+		}
+		ms = append(ms, m)
+		share = append(share, e)
+		n := need(m, pol.Decision, pol.DefaultCapacity, p.tpw)
+		needs = append(needs, n)
+		want += n
+	}
+	total := min(want, pol.MaxWorkers)
+	switch pol.Decision {
+	case factory.D2, factory.D5, factory.D6, factory.D7:
+		// Only a rise is bounded (Eqs. 4.17, 4.20, 4.21): a fall is the
+		// masters', as their workers go idle and leave.
+		step := int(now.Sub(p.decidedAt).Minutes() * pol.MaxChange)
+		if total > p.decided+step {
+			total = p.decided + step
+			if step == 0 {
+				break // not a whole worker's worth of time yet
+			}
+		}
+		p.decidedAt = now
+	default:
+		p.decidedAt = now
+	}
+	dec := distribute(pol.Distribution, share, needs, total)
+	p.decision = make([]Assignment, len(ms))
+	p.decided = 0
+	for i, m := range ms {
+		p.decision[i] = Assignment{Project: m.Project, Addr: m.Addr, Need: needs[i], Workers: dec[i]}
+		p.decided += dec[i]
+	}
+}
+
+// runningFor counts the jobs submitted for master addr that run.
+func (p *Plan) runningFor(addr string) int {
+	n := 0
+	for id, m := range p.master {
+		if m == addr && p.running[id] {
+			n++
+		}
+	}
+	return n
+}
+
+// Next says what to do at now.
+func (p *Plan) Next(now time.Time) Decision {
+	if p.known {
+		p.decide(now)
+	}
+	// Each master short of its decision, by how many.
+	type short struct {
+		addr string
+		n    int
+	}
+	var shorts []short
+	want := 0
+	if p.known {
+		for _, a := range p.decision {
+			if n := a.Workers - p.ours[a.Addr]; n > 0 {
+				shorts = append(shorts, short{a.Addr, n})
+				want += n
+			}
+		}
+	}
+	// Never more than max_workers in all, whoever they were for.
+	want = max(0, min(want, p.policy.MaxWorkers-p.total))
+	c := p.jobs.Counts()
+	p.jobs.Observe(factory.Demand{Masters: c.Demand.Masters, Tasks: c.Queued + c.Running + want}, now)
+	if !p.known {
+		p.jobs.Unobserved()
+	}
+	d := p.jobs.Next(now)
+	if d.Err != nil || d.Retry > 0 || d.Submit == 0 {
+		return Decision{Retry: d.Retry, Err: d.Err}
+	}
+	// Hand the workers out one at a time to the master most short.
+	var out []string
+	for range min(d.Submit, want) {
+		sort.SliceStable(shorts, func(i, j int) bool { return shorts[i].n > shorts[j].n })
+		out = append(out, shorts[0].addr)
+		shorts[0].n--
+	}
+	return Decision{Submit: out}
+}
+
+// Submitted records that job id, a worker for master addr, was accepted by
+// the batch system.
+func (p *Plan) Submitted(id, addr string) {
+	if _, ok := p.master[id]; ok {
+		return
+	}
+	p.jobs.Submitted(id)
+	p.master[id] = addr
+	p.ours[addr]++
+	p.total++
+}
+
+// SubmitFailed records that the batch system refused a submission.
+func (p *Plan) SubmitFailed(err error, now time.Time) { p.jobs.SubmitFailed(err, now) }
+
+// Started records that job id is running.
+func (p *Plan) Started(id string) {
+	if _, ok := p.master[id]; ok {
+		p.running[id] = true
+		p.jobs.Started(id)
+	}
+}
+
+// Ended records the final event of job ev.ID and returns how it counts.
+func (p *Plan) Ended(ev batch.Event, now time.Time) factory.Outcome {
+	if addr, ok := p.master[ev.ID]; ok {
+		delete(p.master, ev.ID)
+		delete(p.running, ev.ID)
+		p.ours[addr]--
+		if p.ours[addr] == 0 {
+			delete(p.ours, addr)
+		}
+		p.total--
+	}
+	return p.jobs.Ended(ev, now)
+}
+
+// Decision returns the last distribution decision, one assignment per
+// master the policy serves, in the order the masters were observed.
+func (p *Plan) Decision() []Assignment { return append([]Assignment(nil), p.decision...) }
+
+// Counts returns a snapshot of the plan: its jobs, and for each master
+// the jobs submitted for it and not ended.
+func (p *Plan) Counts() (factory.Counts, map[string]int) {
+	ours := make(map[string]int, len(p.ours))
+	for k, v := range p.ours {
+		ours[k] = v
+	}
+	c := p.jobs.Counts()
+	c.Target = p.decided
+	return c, ours
+}
+
+// Jobs returns the IDs of the jobs that have not ended.
+func (p *Plan) Jobs() []string { return p.jobs.Jobs() }
