@@ -158,6 +158,10 @@ type reload struct {
 func (p *pool) run(ctx context.Context) error {
 	pol := p.plan.Policy()
 	p.log.Info("pool started", "name", p.cfg.Name, "policy", p.cfg.PolicyFile, "max_workers", pol.MaxWorkers, "decision", pol.Decision)
+	watcher, err := WatchPolicy(p.cfg.PolicyFile)
+	if err != nil {
+		return err
+	}
 	bg, stop := context.WithCancel(ctx)
 	answers := make(chan answer)
 	reloads := make(chan reload)
@@ -167,7 +171,7 @@ func (p *pool) run(ctx context.Context) error {
 	go func() { defer wg.Done(); p.ask(bg, answers) }()
 	go func() {
 		defer wg.Done()
-		done <- WatchPolicy(bg, p.cfg.PolicyFile, func(pol *Policy, err error) {
+		done <- watcher.Run(bg, func(pol *Policy, err error) {
 			select {
 			case reloads <- reload{pol, err}:
 			case <-bg.Done():
@@ -177,7 +181,6 @@ func (p *pool) run(ctx context.Context) error {
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
 
-	var err error
 	for err == nil {
 		if err = p.act(ctx, retry); err != nil {
 			break

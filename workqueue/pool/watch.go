@@ -20,42 +20,53 @@ func ReadPolicy(path string) (*Policy, error) {
 	return ParsePolicy(f, path)
 }
 
-// WatchPolicy reads the policy file at path again whenever it changes —
-// written in place, or replaced as editors do — until ctx ends, and calls
-// loaded with the new policy, or with the error that keeps the last good
-// one. It returns ctx's error, or an error if the file's directory cannot
-// be watched.
-func WatchPolicy(ctx context.Context, path string, loaded func(*Policy, error)) error {
+// A PolicyWatcher reads a policy file again whenever it changes.
+type PolicyWatcher struct {
+	w    *fsnotify.Watcher
+	path string
+}
+
+// WatchPolicy starts watching the policy file at path — written in place,
+// or replaced as editors do: its directory is watched, so that a file
+// replaced by a rename is still seen. Changes made once it has returned
+// are seen; call Run to hear of them.
+func WatchPolicy(path string) (*PolicyWatcher, error) {
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		return fmt.Errorf("watching %s: %w", path, err)
+		return nil, fmt.Errorf("watching %s: %w", path, err)
 	}
-	defer w.Close()
-	// The directory, so that a file replaced by a rename is still seen.
-	dir, name := filepath.Split(filepath.Clean(path))
-	if dir == "" {
-		dir = "."
-	}
+	dir := filepath.Dir(filepath.Clean(path))
 	if err := w.Add(dir); err != nil {
-		return fmt.Errorf("watching %s: %w", path, err)
+		w.Close()
+		return nil, fmt.Errorf("watching %s: %w", path, err)
 	}
+	return &PolicyWatcher{w: w, path: path}, nil
+}
+
+// Run reads the file again at each change until ctx ends, and calls
+// loaded with the new policy, or with the error that keeps the last good
+// one. It returns ctx's error, or an error if the watch fails; the watch
+// ends with it.
+func (pw *PolicyWatcher) Run(ctx context.Context, loaded func(*Policy, error)) error {
+	defer pw.w.Close()
+	name := filepath.Base(pw.path)
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case err, ok := <-w.Errors:
+		case err, ok := <-pw.w.Errors:
 			if !ok {
-				return errors.New("watching " + path + ": watcher closed")
+				return errors.New("watching " + pw.path + ": watcher closed")
 			}
-			loaded(nil, fmt.Errorf("watching %s: %w", path, err))
-		case ev, ok := <-w.Events:
+			loaded(nil, fmt.Errorf("watching %s: %w", pw.path, err))
+		case ev, ok := <-pw.w.Events:
 			if !ok {
-				return errors.New("watching " + path + ": watcher closed")
+				return errors.New("watching " + pw.path + ": watcher closed")
 			}
 			if filepath.Base(ev.Name) != name || !ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Create) {
 				continue
 			}
-			loaded(ReadPolicy(path))
+			loaded(ReadPolicy(pw.path))
 		}
 	}
 }

@@ -32,15 +32,16 @@ func TestWatchPolicy(t *testing.T) {
 		err error
 	}
 	readings := make(chan reading, 16)
+	watcher, err := WatchPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	ready := make(chan struct{})
 	go func() {
-		close(ready)
-		done <- WatchPolicy(ctx, path, func(p *Policy, err error) { readings <- reading{p, err} })
+		done <- watcher.Run(ctx, func(p *Policy, err error) { readings <- reading{p, err} })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
-	<-ready
 
 	// next waits for the reading that satisfies ok; an in-place write may
 	// be read half done first.
@@ -58,20 +59,9 @@ func TestWatchPolicy(t *testing.T) {
 			}
 		}
 	}
-	// The watch may start after the first write: write until it is seen.
-	seen := make(chan struct{})
-	go func() {
-		for i := 0; ; i++ {
-			select {
-			case <-seen:
-				return
-			case <-time.After(100 * time.Millisecond):
-				write("max_workers: 2\ndistribution: a=1\n")
-			}
-		}
-	}()
+	// The watch is on once WatchPolicy has returned.
+	write("max_workers: 2\ndistribution: a=1\n")
 	next("max_workers 2", func(r reading) bool { return r.p != nil && r.p.MaxWorkers == 2 })
-	close(seen)
 
 	write("max_workers: 3\ndistribution: a=1, b(=2\n")
 	r := next("an error", func(r reading) bool { return r.err != nil })
