@@ -108,3 +108,24 @@ func TestLyingWorker(t *testing.T) {
 		t.Errorf("%d copies, %d workers connected; want 4 and 2", st.SpeculativeCopies, st.WorkersConnected)
 	}
 }
+
+// TestForgedPoolName: a worker's pool name ("info from-factory") counts in
+// workers_by_pool only when it is a plain name; one that would forge other
+// pools' counts is ignored and the worker counted as unmanaged.
+func TestForgedPoolName(t *testing.T) {
+	m := startMaster(t, Config{})
+	startWorker(t, m, worker.Config{Cores: 1, Pool: "honest"})
+	startWorker(t, m, worker.Config{Cores: 1, Pool: "honest:50,other"})
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(30 * time.Second); m.Stats().WorkersConnected < 2; <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatal("the workers did not connect")
+		}
+	}
+	reply := make(chan []byte, 1)
+	m.send(evStatus{kind: "catalog", reply: reply})
+	if got := decodeRecord(<-reply)["workers_by_pool"]; got != "honest:1,unmanaged:1" {
+		t.Errorf("workers_by_pool %q, want honest:1,unmanaged:1", got)
+	}
+}

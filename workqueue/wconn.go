@@ -456,7 +456,9 @@ func (w *workerConn) readLoop() error {
 		w.lastHeard.Store(time.Now().UnixNano())
 		switch m := msg.(type) {
 		case wire.Info:
-			if m.Key == "from-factory" && m.Value != "" && len(m.Value) <= maxPoolName {
+			// Only a plain name: one with "," or ":" would forge other
+			// pools' counts in workers_by_pool.
+			if m.Key == "from-factory" && m.Value != "" && len(m.Value) <= maxPoolName && plainName(m.Value) == m.Value {
 				w.pool.Store(&m.Value)
 			}
 		case wire.Alive:
