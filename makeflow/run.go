@@ -80,6 +80,14 @@ type Options struct {
 	// of keeping them in makeflow.failed.N (CCTools'
 	// --do-not-save-failed-output).
 	DiscardFailedOutput bool
+	// SubmitTimeout is how long a job the batch system refuses (its
+	// submit command fails) is tried again, after pauses of 1 s, 2 s, 4 s
+	// and so on, before its rule fails (CCTools' -S); zero means
+	// DefaultSubmitTimeout, negative not at all. A job that is itself
+	// wrong (a missing input) fails at once.
+	SubmitTimeout time.Duration
+	// firstSubmitWait replaces the first pause, for tests.
+	firstSubmitWait time.Duration
 
 	// MakeflowCommand is the program that runs nested workflows
 	// ("MAKEFLOW sub.mf" rules); empty means "makeflow" from PATH.
@@ -274,8 +282,10 @@ type driver struct {
 	pending  []Start // decided but not yet submitted
 	spare    []Start // the other buffer for pending
 	report   Report
-	keep     *guard     // see guard()
-	gc       *collector // nil without Options.GC
+	keep     *guard               // see guard()
+	retries  map[int]*submitRetry // refused jobs waiting to be submitted again
+	resubmit chan int             // rules whose pause after a refusal is over
+	gc       *collector           // nil without Options.GC
 	aborting bool
 	err      error // what stopped the run early, if anything
 }
@@ -363,6 +373,8 @@ func (d *driver) setup() error {
 	d.jobs = make([]*Job, len(d.w.Rules))
 	d.onRemote = make([]bool, len(d.w.Rules))
 	d.jobIDs = make([]int64, len(d.w.Rules))
+	d.retries = map[int]*submitRetry{}
+	d.resubmit = make(chan int, len(d.w.Rules))
 	if o.DryRun {
 		return nil
 	}
@@ -506,6 +518,8 @@ func (d *driver) run(ctx context.Context) (*Report, error) {
 			d.finish(res)
 		case res := <-remoteResults:
 			d.finish(res)
+		case id := <-d.resubmit:
+			d.resubmitted(id)
 		case <-ctxDone:
 			ctxDone = nil
 			d.abort(ctx.Err())
@@ -602,11 +616,16 @@ func (d *driver) submit(st Start) {
 	jobID, err := exec.Submit(job)
 	if err != nil {
 		d.logger.Debug("submit failed", "rule", r.ID, "err", err)
+		if st.Remote && d.retrySubmit(st, job, err) {
+			return
+		}
+		delete(d.retries, r.ID)
 		now := time.Now()
 		d.running++
 		d.finish(&Result{Job: job, ExitCode: -1, Err: fmt.Errorf("could not start: %w", err), Started: now, Ended: now})
 		return
 	}
+	delete(d.retries, r.ID)
 	d.jobs[r.ID] = job
 	d.jobIDs[r.ID] = jobID
 	d.onRemote[r.ID] = st.Remote
@@ -852,6 +871,7 @@ func (d *driver) abort(cause error) {
 		d.err = cause
 	}
 	d.sched.Halt()
+	d.stopRetries()
 	for id, job := range d.jobs {
 		switch {
 		case job == nil:

@@ -1,0 +1,60 @@
+package makeflowcmd
+
+import (
+	"io"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/makeflow"
+)
+
+// runFlags are CCTools' flags that change how a run goes about its rules:
+// the batch log, the master's priority, submission retries, the resource
+// monitor, the archive, containers and the storage limit. They are kept
+// apart from cmd.go's, with what they mean.
+type runFlags struct {
+	batchLog      string
+	priority      int
+	submitTimeout time.Duration
+}
+
+func (r *runFlags) define(f *pflag.FlagSet) {
+	f.StringVarP(&r.batchLog, "batch-log", "L", "", "write the batch system's log to `FILE`: -T wq, the Work Queue master's statistics in CCTools' columns (a line every 5 s); -T dryrun, the shell script (instead of standard output); nothing for other types, as in CCTools")
+	f.IntVarP(&r.priority, "priority", "P", 0, "-T wq: the master's priority `N`, advertised with -N: a worker serving several projects prefers the highest (ignored with another -T, as CCTools does)")
+	r.submitTimeout = makeflow.DefaultSubmitTimeout
+	f.VarP(cmdutil.Seconds(&r.submitTimeout), "submission-timeout", "S", "keep trying to submit a job the batch system refuses for `SECONDS`, pausing 1 s, 2 s, 4 s... (a job that is itself wrong fails at once); 0: do not retry")
+	f.Lookup("submission-timeout").DefValue = "3600"
+}
+
+// check reports flags that cannot work, before anything is read.
+func (r *runFlags) check() error {
+	if r.submitTimeout < 0 {
+		return cmdutil.Usagef("-S must not be negative")
+	}
+	return nil
+}
+
+// apply sets what the flags mean in the run's options.
+func (r *runFlags) apply(o *makeflow.Options, wf *makeflow.Workflow, dir string) error {
+	o.SubmitTimeout = r.submitTimeout
+	if r.submitTimeout == 0 {
+		o.SubmitTimeout = -1
+	}
+	return nil
+}
+
+// dryRunScript returns where -T dryrun writes its script: -L's file, or
+// out.
+func (r *runFlags) dryRunScript(dir string, out io.Writer) (io.Writer, func() error, error) {
+	if r.batchLog == "" {
+		return out, func() error { return nil }, nil
+	}
+	f, err := os.Create(inDir(dir, r.batchLog))
+	if err != nil {
+		return nil, nil, cmdutil.Usagef("-L: %v", err)
+	}
+	return f, f.Close, nil
+}
