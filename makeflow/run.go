@@ -89,6 +89,12 @@ type Options struct {
 	// firstSubmitWait replaces the first pause, for tests.
 	firstSubmitWait time.Duration
 
+	// MonitorDir, if set, receives what each attempt at a rule used (peak
+	// memory, CPU and wall time, the size of its outputs) as CCTools'
+	// resource summaries, resource-rule-N.summary, relative to Dir; the
+	// Report keeps it in Usage (CCTools' --monitor).
+	MonitorDir string
+
 	// MakeflowCommand is the program that runs nested workflows
 	// ("MAKEFLOW sub.mf" rules); empty means "makeflow" from PATH.
 	MakeflowCommand string
@@ -117,7 +123,10 @@ type Report struct {
 	// Took is how long each rule this run completed ran, by rule ID:
 	// from its start where it ran to its end (a batch system's queue, which
 	// the log's Running line includes, is not the rule's time).
-	Took     map[int]time.Duration
+	Took map[int]time.Duration
+	// Usage is what each rule's last attempt used, by rule ID, with
+	// Options.MonitorDir.
+	Usage    map[int]Usage
 	Failures []Failure // rules that failed with no retries left
 	// Blocked are the rules that did not run because a rule they need
 	// failed, or because the run was interrupted.
@@ -680,6 +689,9 @@ func (d *driver) finish(res *Result) {
 	d.logger.Debug("finished", "rule", id, "status", res.Status(), "ok", ok, "seconds", res.Ended.Sub(res.Started).Seconds())
 	if d.opts.Ended != nil {
 		d.opts.Ended(r, res, d.onRemote[id])
+	}
+	if !res.Canceled {
+		d.monitor(res)
 	}
 	switch {
 	case ok:

@@ -541,6 +541,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if bt.name != "dryrun" && !o.quiet {
 		fmt.Fprintf(s.Out, "workflow complete: %s ran, %s already done, in %s\n",
 			cmdutil.Plural(rep.Ran, "rule"), cmdutil.Plural(rep.Skipped, "rule"), rep.Elapsed.Round(time.Millisecond))
+		o.run.finish(s.Out, rep)
 	}
 	return nil
 }

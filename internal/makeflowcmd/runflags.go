@@ -1,6 +1,7 @@
 package makeflowcmd
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"time"
@@ -19,12 +20,14 @@ type runFlags struct {
 	batchLog      string
 	priority      int
 	submitTimeout time.Duration
+	monitor       string
 }
 
 func (r *runFlags) define(f *pflag.FlagSet) {
 	f.StringVarP(&r.batchLog, "batch-log", "L", "", "write the batch system's log to `FILE`: -T wq, the Work Queue master's statistics in CCTools' columns (a line every 5 s); -T dryrun, the shell script (instead of standard output); nothing for other types, as in CCTools")
 	f.IntVarP(&r.priority, "priority", "P", 0, "-T wq: the master's priority `N`, advertised with -N: a worker serving several projects prefers the highest (ignored with another -T, as CCTools does)")
 	r.submitTimeout = makeflow.DefaultSubmitTimeout
+	f.StringVar(&r.monitor, "monitor", "", "write what each rule used (peak memory, CPU and wall time, the size of its outputs) to `DIR`/resource-rule-N.summary as CCTools' resource monitor does, and sum it up at the end")
 	f.VarP(cmdutil.Seconds(&r.submitTimeout), "submission-timeout", "S", "keep trying to submit a job the batch system refuses for `SECONDS`, pausing 1 s, 2 s, 4 s... (a job that is itself wrong fails at once); 0: do not retry")
 	f.Lookup("submission-timeout").DefValue = "3600"
 }
@@ -39,6 +42,7 @@ func (r *runFlags) check() error {
 
 // apply sets what the flags mean in the run's options.
 func (r *runFlags) apply(o *makeflow.Options, wf *makeflow.Workflow, dir string) error {
+	o.MonitorDir = r.monitor
 	o.SubmitTimeout = r.submitTimeout
 	if r.submitTimeout == 0 {
 		o.SubmitTimeout = -1
@@ -57,4 +61,11 @@ func (r *runFlags) dryRunScript(dir string, out io.Writer) (io.Writer, func() er
 		return nil, nil, cmdutil.Usagef("-L: %v", err)
 	}
 	return f, f.Close, nil
+}
+
+// finish says, at the end of a run, what the flags have to say of it.
+func (r *runFlags) finish(w io.Writer, rep *makeflow.Report) {
+	if r.monitor != "" && len(rep.Usage) > 0 {
+		fmt.Fprintf(w, "resources: %s; summaries in %s\n", rep.TotalUsage(), r.monitor)
+	}
 }

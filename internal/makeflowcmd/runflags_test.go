@@ -1,8 +1,11 @@
 package makeflowcmd
 
 import (
+	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -80,5 +83,71 @@ func TestSubmissionTimeout(t *testing.T) {
 	}
 	if r := start(t, dir, env, "-T", "slurm", "-S", "0", "w.mf").wait(t); r.code != 1 || strings.Contains(r.out+r.err, "still trying") {
 		t.Errorf("makeflow -S 0 tried again: %v", r)
+	}
+}
+
+// TestMonitorLikeCCTools runs one workflow with --monitor under both
+// implementations: the same summary files, named as CCTools' resource
+// monitor names them, each a JSON object whose measures we write carry
+// CCTools' units, with the rule's command and exit status; our peak memory
+// and output size are what the rule used.
+func TestMonitorLikeCCTools(t *testing.T) {
+	needCCTools(t)
+	const wf = "big:\n\thead -c 3000000 /dev/zero > big\nsmall: big\n\thead -c 10 big > small\n"
+	var summaries [2]map[string]map[string]any
+	for i, program := range []string{binary, cctoolsMakeflow} {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"w.mf": wf})
+		r := runProgram(t, dir, program, "--monitor", "mon", "w.mf")
+		if r.code != 0 {
+			t.Fatalf("%s --monitor: %v", program, r)
+		}
+		if i == 0 && !strings.Contains(r.out, "resources: 2 rules measured: CPU time ") {
+			t.Errorf("no resources in the run's summary: %v", r)
+		}
+		summaries[i] = map[string]map[string]any{}
+		entries, _ := os.ReadDir(filepath.Join(dir, "mon"))
+		for _, e := range entries {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "mon", e.Name()))), &m); err != nil {
+				t.Fatalf("%s: %s: %v", program, e.Name(), err)
+			}
+			summaries[i][e.Name()] = m
+		}
+	}
+	ours, theirs := summaries[0], summaries[1]
+	if len(ours) != 2 || len(theirs) != 2 {
+		t.Fatalf("summaries: ours %v, CCTools' %v", slices.Sorted(maps.Keys(ours)), slices.Sorted(maps.Keys(theirs)))
+	}
+	for name, their := range theirs {
+		our, ok := ours[name]
+		if !ok {
+			t.Errorf("we wrote no %s", name)
+			continue
+		}
+		for key, v := range our {
+			tv, ok := their[key]
+			if !ok {
+				t.Errorf("%s: CCTools has no %q", name, key)
+				continue
+			}
+			if pair, ok := v.([]any); ok {
+				if tp, _ := tv.([]any); len(pair) != 2 || len(tp) != 2 || pair[1] != tp[1] {
+					t.Errorf("%s: %s = %v, CCTools' %v: not the same unit", name, key, v, tv)
+				}
+			}
+		}
+		for _, key := range []string{"command", "exit_status", "exit_type", "category"} {
+			if our[key] != their[key] {
+				t.Errorf("%s: %s = %v, CCTools' %v", name, key, our[key], their[key])
+			}
+		}
+	}
+	big := ours["resource-rule-0.summary"]
+	if disk := big["disk"].([]any)[0].(float64); disk != 3 {
+		t.Errorf("rule 0 left %v MB, want 3", disk)
+	}
+	if mem := big["memory"].([]any)[0].(float64); mem < 1 {
+		t.Errorf("rule 0 used %v MB of memory", mem)
 	}
 }
