@@ -89,6 +89,11 @@ type Options struct {
 	// firstSubmitWait replaces the first pause, for tests.
 	firstSubmitWait time.Duration
 
+	// Archive, if set, keeps the outputs of rules that succeed and reuses
+	// them for a rule with the same command, inputs and outputs (CCTools'
+	// --archive).
+	Archive *Archive
+
 	// MonitorDir, if set, receives what each attempt at a rule used (peak
 	// memory, CPU and wall time, the size of its outputs) as CCTools'
 	// resource summaries, resource-rule-N.summary, relative to Dir; the
@@ -284,19 +289,20 @@ type driver struct {
 	remote     Executor
 	closeLocal bool
 
-	jobs     []*Job  // the running job of each rule
-	jobIDs   []int64 // its executor's id for it, for the log
-	onRemote []bool  // whether that job went to the remote executor
-	running  int
-	pending  []Start // decided but not yet submitted
-	spare    []Start // the other buffer for pending
-	report   Report
-	keep     *guard               // see guard()
-	retries  map[int]*submitRetry // refused jobs waiting to be submitted again
-	resubmit chan int             // rules whose pause after a refusal is over
-	gc       *collector           // nil without Options.GC
-	aborting bool
-	err      error // what stopped the run early, if anything
+	jobs       []*Job  // the running job of each rule
+	jobIDs     []int64 // its executor's id for it, for the log
+	onRemote   []bool  // whether that job went to the remote executor
+	running    int
+	pending    []Start // decided but not yet submitted
+	spare      []Start // the other buffer for pending
+	report     Report
+	keep       *guard               // see guard()
+	retries    map[int]*submitRetry // refused jobs waiting to be submitted again
+	resubmit   chan int             // rules whose pause after a refusal is over
+	archiveIDs map[int]string       // task IDs in Options.Archive, by rule
+	gc         *collector           // nil without Options.GC
+	aborting   bool
+	err        error // what stopped the run early, if anything
 }
 
 // setup reads the log, decides what is done, and makes the scheduler and
@@ -383,6 +389,7 @@ func (d *driver) setup() error {
 	d.onRemote = make([]bool, len(d.w.Rules))
 	d.jobIDs = make([]int64, len(d.w.Rules))
 	d.retries = map[int]*submitRetry{}
+	d.archiveIDs = map[int]string{}
 	d.resubmit = make(chan int, len(d.w.Rules))
 	if o.DryRun {
 		return nil
@@ -618,6 +625,9 @@ func (d *driver) flush() {
 func (d *driver) submit(st Start) {
 	r := d.w.Rules[st.Rule]
 	job := &Job{Rule: r, Attempt: st.Attempt, Command: d.command(r), Dir: d.dir}
+	if d.fromArchive(job) {
+		return
+	}
 	exec := d.local
 	if st.Remote {
 		exec = d.remote
@@ -690,7 +700,7 @@ func (d *driver) finish(res *Result) {
 	if d.opts.Ended != nil {
 		d.opts.Ended(r, res, d.onRemote[id])
 	}
-	if !res.Canceled {
+	if !res.Canceled && !res.archived {
 		d.monitor(res)
 	}
 	switch {
@@ -700,6 +710,7 @@ func (d *driver) finish(res *Result) {
 				d.log.file(f.Name, fileExists, sizes[i])
 			}
 		}
+		d.toArchive(res)
 		d.queue(d.sched.Ended(id, true))
 		d.report.Ran++
 		if d.report.Took == nil {

@@ -1,9 +1,11 @@
 package makeflowcmd
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -21,6 +23,10 @@ type runFlags struct {
 	priority      int
 	submitTimeout time.Duration
 	monitor       string
+	archive       string // --archive, with or without a directory
+	archiveDir    string
+	archiveRead   bool
+	archiveWrite  bool
 }
 
 func (r *runFlags) define(f *pflag.FlagSet) {
@@ -28,6 +34,11 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	f.IntVarP(&r.priority, "priority", "P", 0, "-T wq: the master's priority `N`, advertised with -N: a worker serving several projects prefers the highest (ignored with another -T, as CCTools does)")
 	r.submitTimeout = makeflow.DefaultSubmitTimeout
 	f.StringVar(&r.monitor, "monitor", "", "write what each rule used (peak memory, CPU and wall time, the size of its outputs) to `DIR`/resource-rule-N.summary as CCTools' resource monitor does, and sum it up at the end")
+	f.StringVar(&r.archive, "archive", "", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout; `DIR` defaults to --archive-dir)")
+	f.Lookup("archive").NoOptDefVal = " "
+	f.StringVar(&r.archiveDir, "archive-dir", "", "the archive's directory (default /tmp/makeflow.archive.UID)")
+	f.BoolVar(&r.archiveRead, "archive-read", false, "reuse outputs from the archive, but keep nothing there")
+	f.BoolVar(&r.archiveWrite, "archive-write", false, "keep outputs in the archive, but reuse nothing from it")
 	f.VarP(cmdutil.Seconds(&r.submitTimeout), "submission-timeout", "S", "keep trying to submit a job the batch system refuses for `SECONDS`, pausing 1 s, 2 s, 4 s... (a job that is itself wrong fails at once); 0: do not retry")
 	f.Lookup("submission-timeout").DefValue = "3600"
 }
@@ -43,6 +54,9 @@ func (r *runFlags) check() error {
 // apply sets what the flags mean in the run's options.
 func (r *runFlags) apply(o *makeflow.Options, wf *makeflow.Workflow, dir string) error {
 	o.MonitorDir = r.monitor
+	if a := r.archiveOptions(dir); a != nil {
+		o.Archive = a
+	}
 	o.SubmitTimeout = r.submitTimeout
 	if r.submitTimeout == 0 {
 		o.SubmitTimeout = -1
@@ -68,4 +82,19 @@ func (r *runFlags) finish(w io.Writer, rep *makeflow.Report) {
 	if r.monitor != "" && len(rep.Usage) > 0 {
 		fmt.Fprintf(w, "resources: %s; summaries in %s\n", rep.TotalUsage(), r.monitor)
 	}
+}
+
+// archiveOptions returns the archive the flags ask for, or nil.
+func (r *runFlags) archiveOptions(dir string) *makeflow.Archive {
+	explicit := strings.TrimSpace(r.archive)
+	if r.archive == "" && r.archiveDir == "" && !r.archiveRead && !r.archiveWrite {
+		return nil
+	}
+	a := &makeflow.Archive{Dir: cmp.Or(explicit, r.archiveDir, makeflow.DefaultArchiveDir(os.Getuid())),
+		Read: r.archiveRead, Write: r.archiveWrite}
+	if r.archive != "" || (!a.Read && !a.Write) {
+		a.Read, a.Write = true, true
+	}
+	a.Dir = inDir(dir, a.Dir)
+	return a
 }

@@ -151,3 +151,46 @@ func TestMonitorLikeCCTools(t *testing.T) {
 		t.Errorf("rule 0 used %v MB of memory", mem)
 	}
 }
+
+// TestArchiveFlags: --archive=DIR keeps the outputs; after a clean, the
+// same workflow takes them from there; a changed input runs its rule again.
+// (Debian's CCTools 9.9 is built without the archive: it answers --archive
+// with its usage, so there is nothing to compare with.)
+func TestArchiveFlags(t *testing.T) {
+	dir := t.TempDir()
+	archive := filepath.Join(t.TempDir(), "archive")
+	writeFiles(t, dir, map[string]string{"w.mf": "out: in\n\techo ran >> runs; tr a-z A-Z < in > out\n", "in": "abc\n"})
+	steps := []struct {
+		args    []string
+		in      string
+		archive bool // taken from the archive
+	}{
+		{[]string{"--archive=" + archive}, "", false},
+		{[]string{"--archive-dir", archive, "--archive-read"}, "", true},
+		{[]string{"--archive-dir", archive, "--archive-read"}, "xyz\n", false},
+		{[]string{"--archive=" + archive}, "xyz\n", false}, // read-only before: not kept then
+		{[]string{"--archive=" + archive}, "xyz\n", true},
+	}
+	for i, st := range steps {
+		if st.in != "" {
+			writeFiles(t, dir, map[string]string{"in": st.in})
+		}
+		if r := mf(t, dir, "-c", "w.mf"); r.code != 0 {
+			t.Fatalf("clean: %v", r)
+		}
+		r := mf(t, dir, append(st.args, "w.mf")...)
+		if r.code != 0 || strings.Contains(r.out, "outputs taken from the archive") != st.archive {
+			t.Errorf("step %d, makeflow %v: %v", i, st.args, r)
+		}
+		if want := strings.ToUpper(readFile(t, filepath.Join(dir, "in"))); readFile(t, filepath.Join(dir, "out")) != want {
+			t.Errorf("step %d: out = %q, want %q", i, readFile(t, filepath.Join(dir, "out")), want)
+		}
+	}
+	if got := readFile(t, filepath.Join(dir, "runs")); got != "ran\nran\nran\n" {
+		t.Errorf("the rule ran %d times, want 3", strings.Count(got, "ran"))
+	}
+	tasks, _ := filepath.Glob(filepath.Join(archive, "tasks", "*", "*", "output_files", "out"))
+	if len(tasks) != 2 {
+		t.Errorf("the archive holds %d tasks, want 2: %v", len(tasks), tasks)
+	}
+}
