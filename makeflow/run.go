@@ -89,6 +89,12 @@ type Options struct {
 	// firstSubmitWait replaces the first pause, for tests.
 	firstSubmitWait time.Duration
 
+	// Storage, if set, holds the run to a disk budget by the order in
+	// which rules start and by deleting intermediate files as soon as no
+	// rule needs them (CCTools' --storage-type and --storage-limit); the
+	// Report says the peak.
+	Storage *Storage
+
 	// Archive, if set, keeps the outputs of rules that succeed and reuses
 	// them for a rule with the same command, inputs and outputs (CCTools'
 	// --archive).
@@ -131,8 +137,11 @@ type Report struct {
 	Took map[int]time.Duration
 	// Usage is what each rule's last attempt used, by rule ID, with
 	// Options.MonitorDir.
-	Usage    map[int]Usage
-	Failures []Failure // rules that failed with no retries left
+	Usage map[int]Usage
+	// StoragePeak is the most bytes the run's made files held at once,
+	// with Options.Storage.
+	StoragePeak int64
+	Failures    []Failure // rules that failed with no retries left
 	// Blocked are the rules that did not run because a rule they need
 	// failed, or because the run was interrupted.
 	Blocked []*Rule
@@ -360,7 +369,7 @@ func (d *driver) setup() error {
 	if local.DiskMB <= 0 {
 		local.DiskMB = machine.DiskMB
 	}
-	cfg := SchedulerConfig{Local: local, Retries: o.Retries, Done: rc.done, Cost: o.Cost, Here: o.Here}
+	cfg := SchedulerConfig{Local: local, Retries: o.Retries, Done: rc.done, Cost: o.Cost, Here: o.Here, Storage: o.Storage}
 	if o.Remote != nil {
 		rl := o.RemoteLimits
 		cfg.Remote = &rl
@@ -705,13 +714,17 @@ func (d *driver) finish(res *Result) {
 	}
 	switch {
 	case ok:
-		if d.log != nil {
-			for i, f := range r.Targets {
+		for i, f := range r.Targets {
+			if d.log != nil {
 				d.log.file(f.Name, fileExists, sizes[i])
+			}
+			if sizes != nil {
+				d.sched.FileSize(f.Name, sizes[i])
 			}
 		}
 		d.toArchive(res)
 		d.queue(d.sched.Ended(id, true))
+		d.collectForStorage()
 		d.report.Ran++
 		if d.report.Took == nil {
 			d.report.Took = map[int]time.Duration{}
@@ -920,6 +933,13 @@ func (d *driver) end(ctx context.Context) (*Report, error) {
 	for _, id := range d.sched.Blocked() {
 		rep.Blocked = append(rep.Blocked, d.w.Rules[id])
 	}
+	rep.StoragePeak = d.sched.StoragePeak()
+	if id, stuck := d.sched.StorageStuck(); stuck && d.err == nil {
+		r := d.w.Rules[id]
+		d.err = fmt.Errorf("storage limit of %d bytes (--storage-type %s) reached with nothing running: rule %d (%s) needs %d bytes more, and %d are held; "+
+			"give a larger limit, or --storage-type 1 (at least the minimum footprint, see --storage-print)",
+			d.opts.Storage.Limit, d.opts.Storage.Type, id, r.Pos, d.sched.storage.need(r), d.sched.storage.used)
+	}
 	var err error
 	switch {
 	case d.err != nil && ctx.Err() != nil:
@@ -946,6 +966,21 @@ func (d *driver) end(ctx context.Context) (*Report, error) {
 		}
 	}
 	return rep, err
+}
+
+// collectForStorage deletes the files the storage limit freed, and logs
+// them as garbage collection does.
+func (d *driver) collectForStorage() {
+	freed := d.sched.StorageFreed()
+	if len(freed) == 0 || d.opts.DryRun {
+		return
+	}
+	for _, name := range freed {
+		if d.remove(name) && d.log != nil {
+			d.log.file(name, fileDeleted, 0)
+		}
+	}
+	d.logger.Debug("storage limit collected", "files", len(freed))
 }
 
 func (d *driver) logEvent(what string) {

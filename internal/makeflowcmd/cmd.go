@@ -344,6 +344,8 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 		fmt.Fprintf(s.Out, "%s: %d rules, no problems found\n", path, len(wf.Rules))
 		return nil
+	case o.run.storagePrint != "":
+		return o.run.printStorage(wf, dir, s.Out)
 	case o.clean != "":
 		return makeflow.Clean(wf, makeflow.CleanOptions{Mode: mode, Dir: dir, LogPath: logPath, Out: s.Out})
 	}

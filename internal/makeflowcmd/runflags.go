@@ -27,6 +27,10 @@ type runFlags struct {
 	archiveDir    string
 	archiveRead   bool
 	archiveWrite  bool
+	storageType   string
+	storageLimit  string
+	storagePrint  string
+	storage       *makeflow.Storage // from storageType and storageLimit
 }
 
 func (r *runFlags) define(f *pflag.FlagSet) {
@@ -39,6 +43,9 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	f.StringVar(&r.archiveDir, "archive-dir", "", "the archive's directory (default /tmp/makeflow.archive.UID)")
 	f.BoolVar(&r.archiveRead, "archive-read", false, "reuse outputs from the archive, but keep nothing there")
 	f.BoolVar(&r.archiveWrite, "archive-write", false, "keep outputs in the archive, but reuse nothing from it")
+	f.StringVar(&r.storageType, "storage-type", "", "hold the run to --storage-limit: 0 (max: rules run concurrently while their declared outputs fit), 1 (min: one at a time, depth first, the least storage), 2 (output: only running rules' outputs count), 3 (off: only measure the peak); intermediate files go as soon as no rule needs them (default 0 with a limit)")
+	f.StringVar(&r.storageLimit, "storage-limit", "", "the disk budget in `BYTES` (e.g. 10G) for the files the workflow makes, sized by .SIZE and then on disk")
+	f.StringVar(&r.storagePrint, "storage-print", "", "write the storage the workflow needs to `FILE` (at least: one rule at a time, depth first; at most: every rule as soon as it is ready; what remains) as CCTools' footprint line, and exit without running")
 	f.VarP(cmdutil.Seconds(&r.submitTimeout), "submission-timeout", "S", "keep trying to submit a job the batch system refuses for `SECONDS`, pausing 1 s, 2 s, 4 s... (a job that is itself wrong fails at once); 0: do not retry")
 	f.Lookup("submission-timeout").DefValue = "3600"
 }
@@ -48,12 +55,34 @@ func (r *runFlags) check() error {
 	if r.submitTimeout < 0 {
 		return cmdutil.Usagef("-S must not be negative")
 	}
+	if r.storageType == "" && r.storageLimit == "" {
+		return nil
+	}
+	st := &makeflow.Storage{}
+	if r.storageType != "" {
+		t, err := makeflow.ParseStorageType(r.storageType)
+		if err != nil {
+			return cmdutil.Usagef("--storage-type: %v", err)
+		}
+		st.Type = t
+	}
+	if r.storageLimit != "" {
+		n, err := makeflow.ParseSize(r.storageLimit)
+		if err != nil {
+			return cmdutil.Usagef("--storage-limit: %v", err)
+		}
+		st.Limit = n
+	} else if st.Type != makeflow.StorageOff {
+		return cmdutil.Usagef("--storage-type %s needs --storage-limit", st.Type)
+	}
+	r.storage = st
 	return nil
 }
 
 // apply sets what the flags mean in the run's options.
 func (r *runFlags) apply(o *makeflow.Options, wf *makeflow.Workflow, dir string) error {
 	o.MonitorDir = r.monitor
+	o.Storage = r.storage
 	if a := r.archiveOptions(dir); a != nil {
 		o.Archive = a
 	}
@@ -79,6 +108,13 @@ func (r *runFlags) dryRunScript(dir string, out io.Writer) (io.Writer, func() er
 
 // finish says, at the end of a run, what the flags have to say of it.
 func (r *runFlags) finish(w io.Writer, rep *makeflow.Report) {
+	if st := r.storage; st != nil {
+		limit := fmt.Sprintf("limit %d bytes, ", st.Limit)
+		if st.Type == makeflow.StorageOff {
+			limit = ""
+		}
+		fmt.Fprintf(w, "storage: peak %d bytes (%s--storage-type %s)\n", rep.StoragePeak, limit, st.Type)
+	}
 	if r.monitor != "" && len(rep.Usage) > 0 {
 		fmt.Fprintf(w, "resources: %s; summaries in %s\n", rep.TotalUsage(), r.monitor)
 	}
@@ -97,4 +133,19 @@ func (r *runFlags) archiveOptions(dir string) *makeflow.Archive {
 	}
 	a.Dir = inDir(dir, a.Dir)
 	return a
+}
+
+// printStorage writes --storage-print's file: the workflow's footprint in
+// the columns of CCTools' (its "Base" line: least, most, remaining).
+func (r *runFlags) printStorage(wf *makeflow.Workflow, dir string, out io.Writer) error {
+	minimum, maximum, residual, err := makeflow.StorageFootprint(wf)
+	if err != nil {
+		return err
+	}
+	text := fmt.Sprintf("Node\tFoot-Min\tFoot-Max\tResidual\nBase \t %d \t %d \t %d\t\t\t\t\n", minimum, maximum, residual)
+	if err := os.WriteFile(inDir(dir, r.storagePrint), []byte(text), 0o666); err != nil {
+		return fmt.Errorf("--storage-print: %w", err)
+	}
+	fmt.Fprintf(out, "storage needed: at least %d bytes, at most %d; %d remain at the end (written to %s)\n", minimum, maximum, residual, r.storagePrint)
+	return nil
 }

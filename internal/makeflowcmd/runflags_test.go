@@ -2,6 +2,7 @@ package makeflowcmd
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -192,5 +193,91 @@ func TestArchiveFlags(t *testing.T) {
 	tasks, _ := filepath.Glob(filepath.Join(archive, "tasks", "*", "*", "output_files", "out"))
 	if len(tasks) != 2 {
 		t.Errorf("the archive holds %d tasks, want 2: %v", len(tasks), tasks)
+	}
+}
+
+// treeMakeflow is a workflow shaped as CCTools' storage allocation test: a
+// root file copied down a binary tree three levels deep, joined back up in
+// pairs, every file declared 1 byte; each rule appends to count.out how
+// many entries the directory holds as it runs.
+func treeMakeflow() string {
+	var b strings.Builder
+	rule := func(out string, ins ...string) {
+		cmd := "echo x | head -c 1 > O; touch count.out"
+		if len(ins) > 0 {
+			cmd = "cp " + ins[0] + " " + out + "; ls -l | wc -l >> count.out"
+		}
+		fmt.Fprintf(&b, ".SIZE %s 1\n%s: %s\n\t%s\n", out, out, strings.Join(ins, " "), cmd)
+	}
+	rule("O")
+	sides := []string{"l", "r"}
+	for _, x := range sides {
+		rule("O_"+x, "O")
+	}
+	for _, y := range sides {
+		for _, x := range sides {
+			rule("O_"+x+"_"+y, "O_"+x)
+		}
+	}
+	for _, z := range sides {
+		for _, y := range sides {
+			for _, x := range sides {
+				rule("O_"+x+"_"+y+"_"+z, "O_"+x+"_"+y)
+			}
+		}
+	}
+	for _, y := range sides {
+		for _, x := range sides {
+			rule("T_"+x+"_"+y, "O_"+x+"_"+y+"_l", "O_"+x+"_"+y+"_r")
+		}
+	}
+	rule("T_l", "T_l_l", "T_l_r")
+	rule("T_r", "T_r_l", "T_r_r")
+	rule("T", "T_l", "T_r")
+	return b.String()
+}
+
+// TestStorageLikeCCTools runs the tree workflow under both
+// implementations: --storage-print reports the same footprint, and
+// --storage-type 1 --storage-limit 5 runs the rules in the same order,
+// collecting the same files, so that every rule sees as many files.
+func TestStorageLikeCCTools(t *testing.T) {
+	needCCTools(t)
+	var counts, prints [2]string
+	for i, program := range []string{binary, cctoolsMakeflow} {
+		dir := t.TempDir()
+		writeFiles(t, dir, map[string]string{"tree.mf": treeMakeflow()})
+		if r := runProgram(t, dir, program, "--storage-print", "print.out", "tree.mf"); r.code != 0 {
+			t.Fatalf("%s --storage-print: %v", program, r)
+		}
+		for _, line := range strings.Split(readFile(t, filepath.Join(dir, "print.out")), "\n") {
+			if strings.HasPrefix(line, "Base") {
+				prints[i] = strings.Join(strings.Fields(line), " ")
+			}
+		}
+		os.Remove(filepath.Join(dir, "print.out"))
+		r := runProgram(t, dir, program, "--storage-type", "1", "--storage-limit", "5", "tree.mf")
+		if r.code != 0 {
+			t.Fatalf("%s --storage-type 1 --storage-limit 5: %v", program, r)
+		}
+		if i == 0 && !strings.Contains(r.out, "storage: peak 5 bytes (limit 5 bytes, --storage-type min)") {
+			t.Errorf("no peak said: %v", r)
+		}
+		counts[i] = readFile(t, filepath.Join(dir, "count.out"))
+	}
+	if prints[0] != prints[1] || prints[0] != "Base 5 12 1" {
+		t.Errorf("--storage-print: ours %q, CCTools' %q", prints[0], prints[1])
+	}
+	if counts[0] != counts[1] {
+		t.Errorf("files seen by each rule: ours\n%s\nCCTools'\n%s", counts[0], counts[1])
+	}
+	// Below the least the workflow needs, the run stops with a clear error.
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"tree.mf": treeMakeflow()})
+	if r := mf(t, dir, "--storage-type", "1", "--storage-limit", "4", "tree.mf"); r.code != 1 || !strings.Contains(r.err, "storage limit of 4 bytes (--storage-type min) reached with nothing running") {
+		t.Errorf("--storage-limit 4: %v", r)
+	}
+	if r := mf(t, dir, "--storage-type", "7", "--storage-limit", "4", "tree.mf"); r.code != 2 {
+		t.Errorf("--storage-type 7: %v", r)
 	}
 }
