@@ -4,6 +4,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -193,7 +195,8 @@ func (a *Archive) store(job *Job, id, dir string, res *Result) error {
 			return err
 		}
 	}
-	if err := os.Rename(tmp, task); err != nil && !os.IsExist(err) && !isNotEmpty(err) {
+	// Another run may have kept the same task meanwhile: either is good.
+	if err := os.Rename(tmp, task); err != nil && !errors.Is(err, fs.ErrExist) && !errors.Is(err, syscall.ENOTEMPTY) {
 		return err
 	}
 	return nil
