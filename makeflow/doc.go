@@ -37,6 +37,11 @@
 //     filesystem with this one.
 //   - Options.GC deletes intermediate files once no rule that is left reads
 //     them; Workflow.Wrap wraps every command (CCTools' --wrapper).
+//   - Options.Storage holds a run to a disk budget, decided in the
+//     Scheduler (storage.go; StorageFootprint simulates it); Options.Archive
+//     reuses outputs keyed by command and input contents (archive.go);
+//     Options.MonitorDir writes CCTools' resource summaries (monitor.go);
+//     Options.SubmitTimeout retries refused submissions (submit.go).
 //   - Clean removes what a workflow made; WriteDot draws the DAG.
 //
 // The package does not open batch drivers or start Work Queue masters or

@@ -69,6 +69,8 @@ type Result struct {
 	// bytes; zero where the executor cannot tell (a batch system).
 	CPU    time.Duration
 	MaxRSS int64
+
+	archived bool // the outputs came from Options.Archive; nothing ran
 }
 
 // OK reports whether the command ran and exited with status 0.

@@ -80,6 +80,31 @@ type Options struct {
 	// of keeping them in makeflow.failed.N (CCTools'
 	// --do-not-save-failed-output).
 	DiscardFailedOutput bool
+	// SubmitTimeout is how long a job the batch system refuses (its
+	// submit command fails) is tried again, after pauses of 1 s, 2 s, 4 s
+	// and so on, before its rule fails (CCTools' -S); zero means
+	// DefaultSubmitTimeout, negative not at all. A job that is itself
+	// wrong (a missing input) fails at once.
+	SubmitTimeout time.Duration
+	// firstSubmitWait replaces the first pause, for tests.
+	firstSubmitWait time.Duration
+
+	// Storage, if set, holds the run to a disk budget by the order in
+	// which rules start and by deleting intermediate files as soon as no
+	// rule needs them (CCTools' --storage-type and --storage-limit); the
+	// Report says the peak.
+	Storage *Storage
+
+	// Archive, if set, keeps the outputs of rules that succeed and reuses
+	// them for a rule with the same command, inputs and outputs (CCTools'
+	// --archive).
+	Archive *Archive
+
+	// MonitorDir, if set, receives what each attempt at a rule used (peak
+	// memory, CPU and wall time, the size of its outputs) as CCTools'
+	// resource summaries, resource-rule-N.summary, relative to Dir; the
+	// Report keeps it in Usage (CCTools' --monitor).
+	MonitorDir string
 
 	// MakeflowCommand is the program that runs nested workflows
 	// ("MAKEFLOW sub.mf" rules); empty means "makeflow" from PATH.
@@ -109,8 +134,14 @@ type Report struct {
 	// Took is how long each rule this run completed ran, by rule ID:
 	// from its start where it ran to its end (a batch system's queue, which
 	// the log's Running line includes, is not the rule's time).
-	Took     map[int]time.Duration
-	Failures []Failure // rules that failed with no retries left
+	Took map[int]time.Duration
+	// Usage is what each rule's last attempt used, by rule ID, with
+	// Options.MonitorDir.
+	Usage map[int]Usage
+	// StoragePeak is the most bytes the run's made files held at once,
+	// with Options.Storage.
+	StoragePeak int64
+	Failures    []Failure // rules that failed with no retries left
 	// Blocked are the rules that did not run because a rule they need
 	// failed, or because the run was interrupted.
 	Blocked []*Rule
@@ -267,17 +298,20 @@ type driver struct {
 	remote     Executor
 	closeLocal bool
 
-	jobs     []*Job  // the running job of each rule
-	jobIDs   []int64 // its executor's id for it, for the log
-	onRemote []bool  // whether that job went to the remote executor
-	running  int
-	pending  []Start // decided but not yet submitted
-	spare    []Start // the other buffer for pending
-	report   Report
-	keep     *guard     // see guard()
-	gc       *collector // nil without Options.GC
-	aborting bool
-	err      error // what stopped the run early, if anything
+	jobs       []*Job  // the running job of each rule
+	jobIDs     []int64 // its executor's id for it, for the log
+	onRemote   []bool  // whether that job went to the remote executor
+	running    int
+	pending    []Start // decided but not yet submitted
+	spare      []Start // the other buffer for pending
+	report     Report
+	keep       *guard               // see guard()
+	retries    map[int]*submitRetry // refused jobs waiting to be submitted again
+	resubmit   chan int             // rules whose pause after a refusal is over
+	archiveIDs map[int]string       // task IDs in Options.Archive, by rule
+	gc         *collector           // nil without Options.GC
+	aborting   bool
+	err        error // what stopped the run early, if anything
 }
 
 // setup reads the log, decides what is done, and makes the scheduler and
@@ -335,7 +369,7 @@ func (d *driver) setup() error {
 	if local.DiskMB <= 0 {
 		local.DiskMB = machine.DiskMB
 	}
-	cfg := SchedulerConfig{Local: local, Retries: o.Retries, Done: rc.done, Cost: o.Cost, Here: o.Here}
+	cfg := SchedulerConfig{Local: local, Retries: o.Retries, Done: rc.done, Cost: o.Cost, Here: o.Here, Storage: o.Storage}
 	if o.Remote != nil {
 		rl := o.RemoteLimits
 		cfg.Remote = &rl
@@ -363,6 +397,9 @@ func (d *driver) setup() error {
 	d.jobs = make([]*Job, len(d.w.Rules))
 	d.onRemote = make([]bool, len(d.w.Rules))
 	d.jobIDs = make([]int64, len(d.w.Rules))
+	d.retries = map[int]*submitRetry{}
+	d.archiveIDs = map[int]string{}
+	d.resubmit = make(chan int, len(d.w.Rules))
 	if o.DryRun {
 		return nil
 	}
@@ -506,6 +543,8 @@ func (d *driver) run(ctx context.Context) (*Report, error) {
 			d.finish(res)
 		case res := <-remoteResults:
 			d.finish(res)
+		case id := <-d.resubmit:
+			d.resubmitted(id)
 		case <-ctxDone:
 			ctxDone = nil
 			d.abort(ctx.Err())
@@ -595,6 +634,9 @@ func (d *driver) flush() {
 func (d *driver) submit(st Start) {
 	r := d.w.Rules[st.Rule]
 	job := &Job{Rule: r, Attempt: st.Attempt, Command: d.command(r), Dir: d.dir}
+	if d.fromArchive(job) {
+		return
+	}
 	exec := d.local
 	if st.Remote {
 		exec = d.remote
@@ -602,11 +644,16 @@ func (d *driver) submit(st Start) {
 	jobID, err := exec.Submit(job)
 	if err != nil {
 		d.logger.Debug("submit failed", "rule", r.ID, "err", err)
+		if st.Remote && d.retrySubmit(st, job, err) {
+			return
+		}
+		delete(d.retries, r.ID)
 		now := time.Now()
 		d.running++
 		d.finish(&Result{Job: job, ExitCode: -1, Err: fmt.Errorf("could not start: %w", err), Started: now, Ended: now})
 		return
 	}
+	delete(d.retries, r.ID)
 	d.jobs[r.ID] = job
 	d.jobIDs[r.ID] = jobID
 	d.onRemote[r.ID] = st.Remote
@@ -662,14 +709,22 @@ func (d *driver) finish(res *Result) {
 	if d.opts.Ended != nil {
 		d.opts.Ended(r, res, d.onRemote[id])
 	}
+	if !res.Canceled && !res.archived {
+		d.monitor(res)
+	}
 	switch {
 	case ok:
-		if d.log != nil {
-			for i, f := range r.Targets {
+		for i, f := range r.Targets {
+			if d.log != nil {
 				d.log.file(f.Name, fileExists, sizes[i])
 			}
+			if sizes != nil {
+				d.sched.FileSize(f.Name, sizes[i])
+			}
 		}
+		d.toArchive(res)
 		d.queue(d.sched.Ended(id, true))
+		d.collectForStorage()
 		d.report.Ran++
 		if d.report.Took == nil {
 			d.report.Took = map[int]time.Duration{}
@@ -852,6 +907,7 @@ func (d *driver) abort(cause error) {
 		d.err = cause
 	}
 	d.sched.Halt()
+	d.stopRetries()
 	for id, job := range d.jobs {
 		switch {
 		case job == nil:
@@ -876,6 +932,13 @@ func (d *driver) end(ctx context.Context) (*Report, error) {
 	rep.Elapsed = time.Since(d.start)
 	for _, id := range d.sched.Blocked() {
 		rep.Blocked = append(rep.Blocked, d.w.Rules[id])
+	}
+	rep.StoragePeak = d.sched.StoragePeak()
+	if id, stuck := d.sched.StorageStuck(); stuck && d.err == nil {
+		r := d.w.Rules[id]
+		d.err = fmt.Errorf("storage limit of %d bytes (--storage-type %s) reached with nothing running: rule %d (%s) needs %d bytes more, and %d are held; "+
+			"give a larger limit, or --storage-type 1 (at least the minimum footprint, see --storage-print)",
+			d.opts.Storage.Limit, d.opts.Storage.Type, id, r.Pos, d.sched.storage.need(r), d.sched.storage.used)
 	}
 	var err error
 	switch {
@@ -903,6 +966,21 @@ func (d *driver) end(ctx context.Context) (*Report, error) {
 		}
 	}
 	return rep, err
+}
+
+// collectForStorage deletes the files the storage limit freed, and logs
+// them as garbage collection does.
+func (d *driver) collectForStorage() {
+	freed := d.sched.StorageFreed()
+	if len(freed) == 0 || d.opts.DryRun {
+		return
+	}
+	for _, name := range freed {
+		if d.remove(name) && d.log != nil {
+			d.log.file(name, fileDeleted, 0)
+		}
+	}
+	d.logger.Debug("storage limit collected", "files", len(freed))
 }
 
 func (d *driver) logEvent(what string) {

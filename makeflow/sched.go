@@ -3,6 +3,7 @@ package makeflow
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/rightsize/rightsize/lifecycle"
 )
@@ -70,6 +71,11 @@ type SchedulerConfig struct {
 	// workflow runs elsewhere: those automatic placement finds so short
 	// that their dispatch would cost more than they run.
 	Here []bool
+	// Storage, if set, holds the run to a disk budget: a rule starts only
+	// when its declared outputs fit (see StorageType), intermediate files
+	// are collected as soon as no rule is left to read them (StorageFreed
+	// says which), and StoragePeak measures the most held at once.
+	Storage *Storage
 }
 
 // A Start tells the driver to start a rule.
@@ -109,6 +115,7 @@ type Scheduler struct {
 	remote   bool
 	halted   bool
 	pools    [2]pool // local, remote
+	storage  *storage
 	counts   Counts
 	out      []Start
 }
@@ -163,6 +170,14 @@ func newScheduler(g *graph, cfg SchedulerConfig) (*Scheduler, error) {
 		s.pools[1] = pool{limits: *cfg.Remote, shapes: map[Resources]int{}}
 	}
 	s.counts.Total = n
+	if cfg.Storage != nil {
+		s.storage = newStorage(g, *cfg.Storage, cfg.Done)
+		if t := cfg.Storage.Type; t == StorageMin || t == StorageMax {
+			// Depth first: the rules made ready last go first, which
+			// frees their inputs soonest.
+			s.level = make([]float64, n)
+		}
+	}
 	copy(s.pending, g.parents)
 	for id := range n {
 		if cfg.Done != nil && cfg.Done[id] {
@@ -198,6 +213,10 @@ func (s *Scheduler) Ended(id int, ok bool) []Start {
 		return s.out
 	}
 	s.release(id)
+	if st := s.storage; st != nil {
+		st.ended(s.g.w.Rules[id], ok)
+		st.seq++
+	}
 	switch {
 	case ok:
 		s.set(id, Complete)
@@ -222,6 +241,9 @@ func (s *Scheduler) Abort(id int) {
 		return
 	}
 	s.release(id)
+	if s.storage != nil {
+		s.storage.ended(s.g.w.Rules[id], false)
+	}
 	s.set(id, Aborted)
 }
 
@@ -260,7 +282,7 @@ func (s *Scheduler) Finished() bool {
 	if s.counts.Running > 0 {
 		return false
 	}
-	if s.halted {
+	if s.halted || (s.storage != nil && s.storage.stuckOn >= 0) {
 		return true
 	}
 	for i := range s.pools {
@@ -324,6 +346,9 @@ func (s *Scheduler) request(id int) Resources {
 func (s *Scheduler) push(id int) {
 	p := s.poolOf(id)
 	req := s.request(id)
+	if s.storage != nil && (s.storage.Type == StorageMin || s.storage.Type == StorageMax) {
+		s.level[id] = s.storage.seq
+	}
 	k, ok := p.shapes[req]
 	if !ok {
 		k = len(p.ready)
@@ -338,9 +363,14 @@ func (s *Scheduler) fill() []Start {
 	if s.halted {
 		return s.out
 	}
+	st := s.storage
+	blocked := -1
 	for pi := range s.pools {
 		p := &s.pools[pi]
 		for p.jobs < p.limits.Jobs {
+			if st != nil && st.Type == StorageMin && s.counts.Running > 0 {
+				break // one rule at a time
+			}
 			// The best ready rule that fits: each resource request's queue
 			// offers its best, so this costs one look per distinct request.
 			best, bestID := -1, int32(-1)
@@ -352,6 +382,16 @@ func (s *Scheduler) fill() []Start {
 				if !p.fits(s.request(int(id))) {
 					continue
 				}
+				if st != nil && !st.fits(s.g.w.Rules[id]) {
+					if blocked < 0 || h.before(id, int32(blocked)) {
+						blocked = int(id)
+					}
+					// The best of this request does not fit the storage
+					// limit: the next that does, which may free space.
+					if id = st.bestFitting(h, s.g.w.Rules); id < 0 {
+						continue
+					}
+				}
 				if best < 0 || h.before(id, bestID) {
 					best, bestID = k, id
 				}
@@ -359,7 +399,7 @@ func (s *Scheduler) fill() []Start {
 			if best < 0 {
 				break
 			}
-			id := int(p.ready[best].pop())
+			id := int(p.ready[best].remove(bestID))
 			req := s.request(id)
 			p.jobs++
 			p.used.Cores += req.Cores
@@ -367,9 +407,17 @@ func (s *Scheduler) fill() []Start {
 			p.used.DiskMB += req.DiskMB
 			p.used.GPUs += req.GPUs
 			s.attempts[id]++
+			if st != nil {
+				st.started(s.g.w.Rules[id])
+			}
 			s.set(id, Running)
 			s.out = append(s.out, Start{Rule: id, Attempt: int(s.attempts[id]), Remote: pi == 1})
 		}
+	}
+	if st != nil && blocked >= 0 && s.counts.Running == 0 {
+		// Nothing runs to free space, and the best ready rule does not
+		// fit: the limit is too small for the workflow.
+		st.stuckOn = blocked
 	}
 	return s.out
 }
@@ -426,6 +474,50 @@ func (h *readyHeap) push(id int32) {
 		}
 		h.ids[i], h.ids[parent] = h.ids[parent], h.ids[i]
 		i = parent
+	}
+}
+
+// remove takes id out of the heap and returns it.
+func (h *readyHeap) remove(id int32) int32 {
+	i := slices.Index(h.ids, id)
+	last := len(h.ids) - 1
+	h.ids[i] = h.ids[last]
+	h.ids = h.ids[:last]
+	if i < last {
+		h.fix(i)
+	}
+	return id
+}
+
+// fix restores the heap order after the id at i changed.
+func (h *readyHeap) fix(i int) {
+	for i > 0 {
+		parent := (i - 1) / 2
+		if !h.before(h.ids[i], h.ids[parent]) {
+			break
+		}
+		h.ids[i], h.ids[parent] = h.ids[parent], h.ids[i]
+		i = parent
+	}
+	h.down(i)
+}
+
+func (h *readyHeap) down(i int) {
+	n := len(h.ids)
+	for {
+		l, r := 2*i+1, 2*i+2
+		m := i
+		if l < n && h.before(h.ids[l], h.ids[m]) {
+			m = l
+		}
+		if r < n && h.before(h.ids[r], h.ids[m]) {
+			m = r
+		}
+		if m == i {
+			return
+		}
+		h.ids[i], h.ids[m] = h.ids[m], h.ids[i]
+		i = m
 	}
 }
 

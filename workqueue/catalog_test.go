@@ -41,7 +41,7 @@ func runOne(t *testing.T, m *Master, cmd string) *Result {
 func TestCatalogAdvertising(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	project := projectName(t)
-	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
+	m := startMaster(t, Config{Project: project, Priority: 7, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
 	startWorker(t, m, worker.Config{Project: project, Catalogs: []string{cat}})
 	for i := 0; i < 12; i++ {
 		if r := runOne(t, m, "echo "+strconv.Itoa(i)); !r.OK() {
@@ -62,7 +62,7 @@ func TestCatalogAdvertising(t *testing.T) {
 			}
 		}
 	}
-	if rec.Int("port") != int64(m.Port()) || rec.Int("workers") != 1 || rec.Float("capacity_weighted") < 1 {
+	if rec.Int("port") != int64(m.Port()) || rec.Int("workers") != 1 || rec.Float("capacity_weighted") < 1 || rec.Int("priority") != 7 {
 		t.Errorf("catalog record: %v", rec)
 	}
 

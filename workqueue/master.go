@@ -48,6 +48,10 @@ type Config struct {
 	// Project, if set, is advertised to Catalogs so that workers and factories
 	// can find the master by name.
 	Project string
+	// Priority is advertised with Project: a worker that serves several
+	// projects prefers the master with the highest (CCTools'
+	// work_queue_specify_priority; default 0).
+	Priority int
 	// Catalogs are the catalog servers ("host:port") to advertise to
 	// (default catalog.DefaultAddrs()).
 	Catalogs []string

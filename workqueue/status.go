@@ -34,7 +34,7 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 		"protocol":                     wire.Protocol,
 		"starttime":                    st.Started.Unix(),
 		"working_dir":                  wd,
-		"priority":                     0,
+		"priority":                     l.m.cfg.Priority,
 		"lifetime":                     max(180, 3*int(l.m.cfg.AdvertiseInterval.Seconds())),
 		"manager_preferred_connection": "by_ip",
 		"ssl":                          l.m.cfg.TLS != nil,

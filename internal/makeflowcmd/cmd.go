@@ -78,6 +78,7 @@ type options struct {
 	wrapperIn     []string
 	wrapperOut    []string
 	json          bool
+	run           runFlags // flags of run.go's kind: -L, -P, -S, --monitor, --archive, containers, storage
 	local         bool
 	explain       bool
 	autoLocal     bool
@@ -199,6 +200,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringArrayVar(&o.wrapperIn, "wrapper-input", nil, "a file every rule reads too, for --wrapper (%% is the rule's number; repeatable)")
 	f.StringArrayVar(&o.wrapperOut, "wrapper-output", nil, "a file every rule writes too, for --wrapper (%% is the rule's number; repeatable)")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
+	o.run.define(f)
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
 	f.StringVarP(&o.portFile, "port-file", "Z", "", "-T wq: listen on any free port and write it to `FILE` (ignored with another -T, as CCTools does)")
@@ -224,6 +226,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if o.version {
 		fmt.Fprintf(s.Out, "makeflow version %s (Makeflow language and log of CCTools 9.9)\n", cmdutil.Version())
 		return nil
+	}
+	if err := o.run.check(); err != nil {
+		return err
 	}
 	if o.batchType == "" {
 		o.batchType = cmp.Or(os.Getenv("MAKEFLOW_BATCH_QUEUE_TYPE"), "local")
@@ -339,6 +344,8 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 		fmt.Fprintf(s.Out, "%s: %d rules, no problems found\n", path, len(wf.Rules))
 		return nil
+	case o.run.storagePrint != "":
+		return o.run.printStorage(wf, dir, s.Out)
 	case o.clean != "":
 		return makeflow.Clean(wf, makeflow.CleanOptions{Mode: mode, Dir: dir, LogPath: logPath, Out: s.Out})
 	}
@@ -393,6 +400,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		WaitForFiles:        o.waitForFiles,
 		DiscardFailedOutput: o.discardFailed,
 	}
+	if err := o.run.apply(&runOpts, wf, dir); err != nil {
+		return err
+	}
 	if bar.Active() {
 		runOpts.Progress = func(c makeflow.Counts) {
 			bar.SetDone(int64(c.Complete))
@@ -425,7 +435,12 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	var closeRemote func() error
 	switch bt.name {
 	case "dryrun":
-		d := makeflow.NewDryRun(s.Out)
+		script, closeScript, err := o.run.dryRunScript(dir, s.Out)
+		if err != nil {
+			return err
+		}
+		defer closeScript()
+		d := makeflow.NewDryRun(script)
 		runOpts.Executor, runOpts.DryRun = d, true
 		runOpts.Out = io.Discard
 		defer d.Close()
@@ -466,6 +481,15 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 			return err
 		}
 		runOpts.Remote, runOpts.RemoteLimits = remote, makeflow.Limits{Jobs: jobs}
+		if o.run.batchLog != "" && o.wqMaster != nil {
+			bl, err := startBatchLog(inDir(dir, o.run.batchLog), o.wqMaster)
+			if err != nil {
+				closeRemote()
+				return err
+			}
+			closeMaster := closeRemote
+			closeRemote = func() error { return errors.Join(bl.close(), closeMaster()) }
+		}
 	}
 	page, err := o.startStatus(wf, bt, pl, s.Err)
 	if err != nil {
@@ -519,6 +543,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if bt.name != "dryrun" && !o.quiet {
 		fmt.Fprintf(s.Out, "workflow complete: %s ran, %s already done, in %s\n",
 			cmdutil.Plural(rep.Ran, "rule"), cmdutil.Plural(rep.Skipped, "rule"), rep.Elapsed.Round(time.Millisecond))
+		o.run.finish(s.Out, rep)
 	}
 	return nil
 }
@@ -586,7 +611,7 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		if o.portFile != "" && !portSet {
 			port = 0
 		}
-		cfg := &workqueue.Config{Addr: ":" + strconv.Itoa(port), Project: o.project, Logger: logger,
+		cfg := &workqueue.Config{Addr: ":" + strconv.Itoa(port), Project: o.project, Priority: o.run.priority, Logger: logger,
 			FastAbort: workqueue.FastAbort{Multiplier: o.fastAbort}}
 		if logger == nil {
 			cfg.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelWarn}))

@@ -45,6 +45,13 @@ func writeSummary(path string, wf *makeflow.Workflow, dir string, rep *makeflow.
 			fmt.Fprintf(&b, "\t%s\n", f.Rule.Command)
 		}
 	}
+	if len(rep.Usage) > 0 {
+		t := rep.TotalUsage()
+		fmt.Fprintf(&b, "CPU time:\t\t %s\n", t.CPU.Round(time.Millisecond))
+		if t.MaxRSS > 0 {
+			fmt.Fprintf(&b, "Peak memory:\t\t %d MB (rule %d)\n", (t.MaxRSS+1<<20-1)>>20, t.MaxRSSRule)
+		}
+	}
 	var outs []string
 	for _, name := range wf.OutputFiles() {
 		if info, err := os.Stat(inDir(dir, name)); err == nil {
