@@ -78,7 +78,8 @@ type options struct {
 	wrapperIn     []string
 	wrapperOut    []string
 	json          bool
-	run           runFlags // flags of run.go's kind: -L, -P, -S, --monitor, --archive, containers, storage
+	run           runFlags       // flags of runflags.go's kind: -L, -P, -S, --monitor, --archive, storage
+	container     containerFlags // --docker, --singularity
 	local         bool
 	explain       bool
 	autoLocal     bool
@@ -201,6 +202,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringArrayVar(&o.wrapperOut, "wrapper-output", nil, "a file every rule writes too, for --wrapper (%% is the rule's number; repeatable)")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 	o.run.define(f)
+	o.container.define(f)
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
 	f.StringVarP(&o.portFile, "port-file", "Z", "", "-T wq: listen on any free port and write it to `FILE` (ignored with another -T, as CCTools does)")
@@ -226,6 +228,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if o.version {
 		fmt.Fprintf(s.Out, "makeflow version %s (Makeflow language and log of CCTools 9.9)\n", cmdutil.Version())
 		return nil
+	}
+	if err := o.container.check(); err != nil {
+		return err
 	}
 	if err := o.run.check(); err != nil {
 		return err
@@ -318,6 +323,10 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		return inputErrors(err, path, s.Err)
 	}
 	var wrappers []makeflow.Wrapper
+	// The container holds the rule's command alone: --wrapper's wrap it.
+	if w, ok := o.container.wrapper(); ok {
+		wrappers = append(wrappers, w)
+	}
 	for _, c := range o.wrappers {
 		wrappers = append(wrappers, makeflow.Wrapper{Command: c})
 	}
@@ -445,6 +454,12 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		runOpts.Out = io.Discard
 		defer d.Close()
 	default:
+		if runsHere(wf, bt, o.hybrid, pl.here) {
+			// Better now than as every rule fails.
+			if err := o.container.usable(ctx); err != nil {
+				return err
+			}
+		}
 		// Commands' standard output goes straight to ours when nothing
 		// else draws on the terminal.
 		var jobOut io.Writer = s.Out
