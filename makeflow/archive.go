@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"syscall"
 	"time"
 )
@@ -223,10 +222,6 @@ func (a *Archive) storeFile(src, fid string) error {
 		}
 	}
 	return nil
-}
-
-func isNotEmpty(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "directory not empty")
 }
 
 // copyTree copies a file, or a directory and everything in it, from src

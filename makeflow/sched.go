@@ -520,26 +520,3 @@ func (h *readyHeap) down(i int) {
 		i = m
 	}
 }
-
-func (h *readyHeap) pop() int32 {
-	top := h.ids[0]
-	last := len(h.ids) - 1
-	h.ids[0] = h.ids[last]
-	h.ids = h.ids[:last]
-	i := 0
-	for {
-		l, r := 2*i+1, 2*i+2
-		m := i
-		if l < last && h.before(h.ids[l], h.ids[m]) {
-			m = l
-		}
-		if r < last && h.before(h.ids[r], h.ids[m]) {
-			m = r
-		}
-		if m == i {
-			return top
-		}
-		h.ids[i], h.ids[m] = h.ids[m], h.ids[i]
-		i = m
-	}
-}

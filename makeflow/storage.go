@@ -59,18 +59,16 @@ type Storage struct {
 // has completed, unless it is one of the workflow's results.
 type storage struct {
 	Storage
-	size     map[string]int64 // declared, then measured
-	readers  map[string]int   // rules that still have to read the file
-	held     map[string]bool  // made files on disk (or being made)
-	keep     map[string]bool  // never collected: the workflow's results and inputs
-	running  int64            // declared outputs of the running rules
-	used     int64            // the held files' bytes
-	peak     int64
-	freed    []string // collected, for the driver to delete
-	seq      float64  // readiness order, for depth first
-	stuckOn  int      // a ready rule that can never fit; -1 if none
-	blocked  bool     // a ready rule did not fit at the last fill
-	measured bool
+	size    map[string]int64 // declared, then measured
+	readers map[string]int   // rules that still have to read the file
+	held    map[string]bool  // made files on disk (or being made)
+	keep    map[string]bool  // never collected: the workflow's results and inputs
+	running int64            // declared outputs of the running rules
+	used    int64            // the held files' bytes
+	peak    int64
+	freed   []string // collected, for the driver to delete
+	seq     float64  // readiness order, for depth first
+	stuckOn int      // a ready rule that can never fit; -1 if none
 }
 
 func newStorage(g *graph, cfg Storage, done []bool) *storage {
