@@ -1,0 +1,53 @@
+package jx
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// ArgsFile binds the keys of the object that the JX file at path
+// evaluates to, over scope, as CCTools' --jx-args does: the file is
+// evaluated with the names scope already binds.
+func ArgsFile(ctx context.Context, scope *Scope, path string, opts *Options) (*Scope, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	x, err := Parse(path, src)
+	if err != nil {
+		return nil, err
+	}
+	v, err := Eval(ctx, x, scope, opts)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := v.(*Object)
+	if !ok {
+		return nil, &Error{Pos: x.Pos(), Msg: fmt.Sprintf("the arguments must be an object, not %s", TypeName(v))}
+	}
+	for _, p := range o.Pairs {
+		scope = scope.Bind(p.Key, p.Value)
+	}
+	return scope, nil
+}
+
+// DefineArg binds VAR to the value of EXPR, given as "VAR=EXPR", over
+// scope, as CCTools' --jx-define does: EXPR is evaluated with the names
+// scope already binds.
+func DefineArg(ctx context.Context, scope *Scope, def string, opts *Options) (*Scope, error) {
+	name, src, ok := strings.Cut(def, "=")
+	if !ok || !isName(name) {
+		return nil, fmt.Errorf("%q: expected VAR=EXPR, VAR a name", def)
+	}
+	x, err := ParseString(name, src)
+	if err != nil {
+		return nil, fmt.Errorf("%s=: %w", name, err)
+	}
+	v, err := Eval(ctx, x, scope, opts)
+	if err != nil {
+		return nil, fmt.Errorf("%s=: %w", name, err)
+	}
+	return scope.Bind(name, v), nil
+}
