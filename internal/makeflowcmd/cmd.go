@@ -41,7 +41,13 @@ import (
 
 // Main runs the makeflow command with args and returns its exit code.
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
-	return cmdutil.Execute(ctx, Command(s), args, s)
+	cmd := Command(s)
+	args, err := expandArgv(cmd.Flags(), args)
+	if err != nil {
+		fmt.Fprintf(s.Err, "makeflow: %v\n", err)
+		return cmdutil.ExitUsage
+	}
+	return cmdutil.Execute(ctx, cmd, args, s)
 }
 
 // Command returns the makeflow command, for Main and for its manual page.
@@ -78,6 +84,7 @@ type options struct {
 	wrapperIn     []string
 	wrapperOut    []string
 	json          bool
+	jx            jxOptions
 	local         bool
 	explain       bool
 	autoLocal     bool
@@ -199,6 +206,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringArrayVar(&o.wrapperIn, "wrapper-input", nil, "a file every rule reads too, for --wrapper (%% is the rule's number; repeatable)")
 	f.StringArrayVar(&o.wrapperOut, "wrapper-output", nil, "a file every rule writes too, for --wrapper (%% is the rule's number; repeatable)")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
+	o.jx.addFlags(f)
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
 	f.StringVarP(&o.portFile, "port-file", "Z", "", "-T wq: listen on any free port and write it to `FILE` (ignored with another -T, as CCTools does)")
@@ -303,12 +311,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 	}
 	path = inDir(dir, path)
-	var wf *makeflow.Workflow
-	if o.json || strings.HasSuffix(path, ".json") {
-		wf, err = makeflow.ParseJSONFile(path)
-	} else {
-		wf, err = makeflow.ParseFile(path, nil)
-	}
+	wf, err := o.jx.readWorkflow(ctx, path, dir, o.json)
 	if err != nil {
 		return inputErrors(err, path, s.Err)
 	}
