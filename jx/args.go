@@ -41,13 +41,14 @@ func DefineArg(ctx context.Context, scope *Scope, def string, opts *Options) (*S
 	if !ok || !isName(name) {
 		return nil, fmt.Errorf("%q: expected VAR=EXPR, VAR a name", def)
 	}
-	x, err := ParseString(name, src)
+	// Positions are in EXPR, which has no file: "1:3".
+	x, err := ParseString("", src)
 	if err != nil {
-		return nil, fmt.Errorf("%s=: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", def, err)
 	}
 	v, err := Eval(ctx, x, scope, opts)
 	if err != nil {
-		return nil, fmt.Errorf("%s=: %w", name, err)
+		return nil, fmt.Errorf("%s: %w", def, err)
 	}
 	return scope.Bind(name, v), nil
 }

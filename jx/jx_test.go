@@ -330,3 +330,37 @@ func TestSameAsCCTools(t *testing.T) {
 		}
 	}
 }
+
+func TestArgs(t *testing.T) {
+	dir := t.TempDir()
+	args := filepath.Join(dir, "args.jx")
+	if err := os.WriteFile(args, []byte(`{"n": base + 1, "s": "x"}`), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	scope := (*Scope)(nil).Bind("base", int64(1))
+	scope, err := ArgsFile(ctx, scope, args, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if scope, err = DefineArg(ctx, scope, `m=n * 10`, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := evalString(t, `[base, n, s, m]`, scope, nil); err != nil || got != `[1,2,"x",20]` {
+		t.Errorf("got %s, %v", got, err)
+	}
+	for _, def := range []string{"m", "1x=2", "m=1 +", "m=q"} {
+		if _, err := DefineArg(ctx, scope, def, nil); err == nil {
+			t.Errorf("DefineArg(%q) accepted", def)
+		}
+	}
+	if _, err := DefineArg(ctx, nil, "m=1/0", nil); err == nil || err.Error() != "m=1/0: 1:2: division by zero" {
+		t.Errorf("DefineArg error = %v", err)
+	}
+	if err := os.WriteFile(args, []byte("[1]"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ArgsFile(ctx, nil, args, nil); err == nil || !strings.HasSuffix(err.Error(), "args.jx:1:1: the arguments must be an object, not array") {
+		t.Errorf("ArgsFile of a list: %v", err)
+	}
+}

@@ -144,7 +144,7 @@ func TestJXErrors(t *testing.T) {
 		{[]string{"--check", "rules.jx"}, 1, "rules.jx:3:3: rule 1: json: unknown field \"comand\"\n1 error in rules.jx; nothing was run\n"},
 		{[]string{"--check", "--jx", "cycle.json"}, 1, "dependency cycle"},
 		{[]string{"--check", "--jx-args", "args.jx", "w.jx"}, 1, "makeflow: --jx-args: args.jx:1:10: unexpected \"}\": expected a value\n"},
-		{[]string{"--check", "--jx-define", "N=1/0", "w.jx"}, 2, "makeflow: --jx-define N=: N:1:2: division by zero\n"},
+		{[]string{"--check", "--jx-define", "N=1/0", "w.jx"}, 2, "makeflow: --jx-define N=1/0: 1:2: division by zero\n"},
 		{[]string{"--check", "--jx-define", "N", "w.jx"}, 2, "makeflow: --jx-define \"N\": expected VAR=EXPR"},
 		{[]string{"--check", "w.jx"}, 1, "w.jx:1:37: undefined symbol N\n"},
 		{[]string{"--json", "--jx", "w.jx"}, 2, "--json and JX"},
