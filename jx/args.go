@@ -15,7 +15,20 @@ func ArgsFile(ctx context.Context, scope *Scope, path string, opts *Options) (*S
 	if err != nil {
 		return nil, err
 	}
-	x, err := Parse(path, src)
+	o, err := EvalObject(ctx, path, src, scope, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range o.Pairs {
+		scope = scope.Bind(p.Key, p.Value)
+	}
+	return scope, nil
+}
+
+// EvalObject parses src, read from the file name, and evaluates it with
+// the names scope binds, to an object: a file of arguments or options.
+func EvalObject(ctx context.Context, name string, src []byte, scope *Scope, opts *Options) (*Object, error) {
+	x, err := Parse(name, src)
 	if err != nil {
 		return nil, err
 	}
@@ -25,12 +38,9 @@ func ArgsFile(ctx context.Context, scope *Scope, path string, opts *Options) (*S
 	}
 	o, ok := v.(*Object)
 	if !ok {
-		return nil, &Error{Pos: x.Pos(), Msg: fmt.Sprintf("the arguments must be an object, not %s", TypeName(v))}
+		return nil, &Error{Pos: x.Pos(), Msg: fmt.Sprintf("expected an object, not %s", TypeName(v))}
 	}
-	for _, p := range o.Pairs {
-		scope = scope.Bind(p.Key, p.Value)
-	}
-	return scope, nil
+	return o, nil
 }
 
 // DefineArg binds VAR to the value of EXPR, given as "VAR=EXPR", over

@@ -1,8 +1,10 @@
 package jx
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"math"
 	"net/http"
 	"strings"
 )
@@ -347,55 +349,15 @@ func binary(x *Binary, a, b Value) (Value, error) {
 	}
 	switch a := a.(type) {
 	case int64:
-		b := b.(int64)
-		switch x.Op {
-		case "+":
-			return a + b, nil
-		case "-":
-			return a - b, nil
-		case "*":
-			return a * b, nil
-		case "/", "%":
-			if b == 0 {
-				return nil, errorf(x.At, "division by zero")
-			}
-			if x.Op == "/" {
-				return a / b, nil
-			}
-			return a % b, nil
-		}
-		return compare(x, cmpInt(a, b), "integer")
+		return arithmetic(x, a, b.(int64), func(a, b int64) int64 { return a % b })
 	case float64:
-		b := b.(float64)
-		switch x.Op {
-		case "+":
-			return a + b, nil
-		case "-":
-			return a - b, nil
-		case "*":
-			return a * b, nil
-		case "/", "%":
-			if b == 0 {
-				return nil, errorf(x.At, "division by zero")
-			}
-			if x.Op == "/" {
-				return a / b, nil
-			}
-			// CCTools takes the remainder of the integer parts.
+		// CCTools takes the remainder of the integer parts.
+		return arithmetic(x, a, b.(float64), func(a, b float64) float64 {
 			if int64(b) == 0 {
-				return nil, errorf(x.At, "division by zero")
+				return math.NaN()
 			}
-			return float64(int64(a) % int64(b)), nil
-		}
-		switch {
-		case a < b:
-			return compare(x, -1, "float")
-		case a > b:
-			return compare(x, 1, "float")
-		case a == b:
-			return compare(x, 0, "float")
-		}
-		return false, nil // NaN
+			return float64(int64(a) % int64(b))
+		})
 	case string:
 		return compare(x, strings.Compare(a, b.(string)), "string")
 	case *List:
@@ -407,14 +369,33 @@ func binary(x *Binary, a, b Value) (Value, error) {
 	return nil, errorf(x.At, "unsupported operator %s on %s", x.Op, TypeName(a))
 }
 
-func cmpInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
+// arithmetic applies x's arithmetic or ordering operator to two numbers
+// of one type; rem is the remainder, NaN where it divides by zero.
+func arithmetic[T int64 | float64](x *Binary, a, b T, rem func(a, b T) T) (Value, error) {
+	switch x.Op {
+	case "+":
+		return a + b, nil
+	case "-":
+		return a - b, nil
+	case "*":
+		return a * b, nil
+	case "/", "%":
+		if b == 0 {
+			return nil, errorf(x.At, "division by zero")
+		}
+		if x.Op == "/" {
+			return a / b, nil
+		}
+		r := rem(a, b)
+		if r != r { // NaN
+			return nil, errorf(x.At, "division by zero")
+		}
+		return r, nil
 	}
-	return 0
+	if a != a || b != b { // NaN is not ordered
+		return false, nil
+	}
+	return compare(x, cmp.Compare(a, b), TypeName(a))
 }
 
 // compare turns the comparison c (-1, 0, 1) of two values of the type

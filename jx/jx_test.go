@@ -360,7 +360,7 @@ func TestArgs(t *testing.T) {
 	if err := os.WriteFile(args, []byte("[1]"), 0o666); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ArgsFile(ctx, nil, args, nil); err == nil || !strings.HasSuffix(err.Error(), "args.jx:1:1: the arguments must be an object, not array") {
+	if _, err := ArgsFile(ctx, nil, args, nil); err == nil || !strings.HasSuffix(err.Error(), "args.jx:1:1: expected an object, not array") {
 		t.Errorf("ArgsFile of a list: %v", err)
 	}
 }

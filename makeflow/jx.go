@@ -124,17 +124,5 @@ func (n *Nested) jxArgs() (*jx.Object, error) {
 	if n.Args == "" {
 		return &jx.Object{}, nil
 	}
-	x, err := jx.ParseString("args", n.Args)
-	if err != nil {
-		return nil, err
-	}
-	v, err := jx.Eval(context.Background(), x, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	o, ok := v.(*jx.Object)
-	if !ok {
-		return nil, fmt.Errorf("args: an object, not %s", jx.TypeName(v))
-	}
-	return o, nil
+	return jx.EvalObject(context.Background(), "args", []byte(n.Args), nil, nil)
 }

@@ -114,17 +114,9 @@ func argvFile(flags *pflag.FlagSet, file string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	x, err := jx.Parse(file, src)
+	obj, err := jx.EvalObject(context.Background(), file, src, nil, nil)
 	if err != nil {
 		return nil, err
-	}
-	v, err := jx.Eval(context.Background(), x, nil, nil)
-	if err != nil {
-		return nil, err
-	}
-	obj, ok := v.(*jx.Object)
-	if !ok {
-		return nil, fmt.Errorf("an object of options, not %s", jx.TypeName(v))
 	}
 	var args []string
 	for _, p := range obj.Pairs {
