@@ -80,7 +80,9 @@ func TypeName(v Value) string {
 }
 
 // Format writes v compactly in JSON, as CCTools' jx2json prints it:
-// floats with 16 significant digits (so 2.0 is written 2), no spaces.
+// floats with 16 significant digits (so 2.0 is written 2), no spaces;
+// unlike jx2json it leaves ' unescaped and non-ASCII text in UTF-8, as
+// JSON has them.
 // Infinite and NaN floats are written inf, -inf and nan, which JSON
 // lacks; MarshalJSON refuses them.
 func Format(v Value) string {
