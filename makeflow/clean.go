@@ -95,10 +95,12 @@ func (c *cleaner) lock(w *Workflow, dir, logPath string) error {
 		logPath = w.Path + ".makeflowlog"
 	}
 	if abs, err := filepath.Abs(w.Path); err == nil {
-		if c.visited[abs] {
+		// The log tells apart JX sub-workflows run with different args.
+		key := abs + "\x00" + logPath
+		if c.visited[key] {
 			return nil
 		}
-		c.visited[abs] = true
+		c.visited[key] = true
 	}
 	job := cleanJob{w: w, dir: dir, logPath: logPath}
 	_, statErr := os.Lstat(logPath)
@@ -123,7 +125,11 @@ func (c *cleaner) lock(w *Workflow, dir, logPath string) error {
 			}
 			continue
 		}
-		if err := c.lock(sub, subDir, ""); err != nil {
+		subLog := r.nestedLog()
+		if subLog != "" {
+			subLog = inDir(dir, subLog)
+		}
+		if err := c.lock(sub, subDir, subLog); err != nil {
 			return err
 		}
 	}

@@ -30,9 +30,13 @@ import (
 //	  ]
 //	}
 //
+// A rule may instead run a sub-workflow written in JX, with variables:
+//
+//	{"workflow": "sub.jx", "args": {"n": 10}, "outputs": ["out.10"]}
+//
 // Memory and disk are in MB, wall time in seconds. JX expressions
-// ("define", "variables", comprehensions) are not evaluated: this is plain
-// JSON.
+// ("define", comprehensions) are not evaluated: this is plain JSON. The JX
+// form (jx.go) evaluates them, to this form.
 
 type jsonWorkflow struct {
 	Rules           json.RawMessage         `json:"rules"`
@@ -59,6 +63,8 @@ type jsonResources struct {
 type jsonRule struct {
 	Command     *string           `json:"command"`
 	Makeflow    *jsonNested       `json:"makeflow"`
+	Workflow    *string           `json:"workflow"`
+	Args        json.RawMessage   `json:"args"`
 	Inputs      []json.RawMessage `json:"inputs"`
 	Outputs     []json.RawMessage `json:"outputs"`
 	LocalJob    bool              `json:"local_job"`
@@ -100,22 +106,10 @@ func ParseJSON(name string, src []byte) (*Workflow, error) {
 		return nil, jsonError(name, src, 0, err)
 	}
 	if top.Define != nil || top.Variables != nil {
-		return nil, fail(0, "JX \"define\" and \"variables\" are not supported: write plain JSON")
-	}
-	w := &Workflow{Path: name, Sizes: map[string]int64{}}
-	defCat := top.DefaultCategory
-	if defCat == "" {
-		defCat = defaultCategory
-	}
-	for cat, c := range top.Categories {
-		if c.Resources != nil {
-			if err := c.Resources.check(); err != nil {
-				return nil, fail(0, "category %q: %v", cat, err)
-			}
-		}
+		return nil, fail(0, "JX \"define\" and \"variables\" are not supported in JSON: write the workflow in JX (a *.jx file, or --jx)")
 	}
 
-	// Decode the rules one by one, to know where each starts.
+	// Find the rules one by one, to know where each starts.
 	if len(bytes.TrimSpace(top.Rules)) == 0 {
 		return nil, fail(0, "a JSON workflow needs a \"rules\" list")
 	}
@@ -124,8 +118,7 @@ func ParseJSON(name string, src []byte) (*Workflow, error) {
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
 		return nil, fail(base, "\"rules\" must be a list")
 	}
-	var errs ErrorList
-	envs := map[string][]string{}
+	var rules []jsonRuleAt
 	for dec.More() {
 		var raw json.RawMessage
 		off := base + dec.InputOffset()
@@ -134,9 +127,39 @@ func ParseJSON(name string, src []byte) (*Workflow, error) {
 		}
 		// InputOffset is before any whitespace; the rule starts at '{'.
 		off += int64(bytes.IndexByte(src[off:], '{'))
-		r, err := ruleFromJSON(raw, &top, defCat, len(w.Rules), at(off), envs)
+		rules = append(rules, jsonRuleAt{raw: raw, pos: at(off)})
+	}
+	return workflowFromJSON(name, &top, rules, at(0))
+}
+
+// A jsonRuleAt is a rule of the JSON form and where it is written.
+type jsonRuleAt struct {
+	raw json.RawMessage
+	pos Pos
+}
+
+// workflowFromJSON builds the workflow of the JSON form (or of a JX
+// document evaluated to it) from its top-level keys and its rules; errors
+// that concern no rule are at topPos.
+func workflowFromJSON(name string, top *jsonWorkflow, rules []jsonRuleAt, topPos Pos) (*Workflow, error) {
+	w := &Workflow{Path: name, Sizes: map[string]int64{}}
+	defCat := top.DefaultCategory
+	if defCat == "" {
+		defCat = defaultCategory
+	}
+	for cat, c := range top.Categories {
+		if c.Resources != nil {
+			if err := c.Resources.check(); err != nil {
+				return nil, ErrorList{{Pos: topPos, Msg: fmt.Sprintf("category %q: %v", cat, err)}}
+			}
+		}
+	}
+	var errs ErrorList
+	envs := map[string][]string{}
+	for _, jr := range rules {
+		r, err := ruleFromJSON(jr.raw, top, defCat, len(w.Rules), jr.pos, envs)
 		if err != nil {
-			errs = append(errs, &Error{Pos: at(off), Msg: err.Error()})
+			errs = append(errs, &Error{Pos: jr.pos, Msg: err.Error()})
 			continue
 		}
 		w.Rules = append(w.Rules, r)
@@ -154,8 +177,10 @@ func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int,
 	}
 	r := &Rule{ID: id, Pos: pos, CommandPos: pos, Local: jr.LocalJob, Category: jr.Category}
 	switch {
-	case jr.Command != nil && jr.Makeflow != nil:
-		return nil, errors.New("a rule has either a \"command\" or a \"makeflow\", not both")
+	case jr.Command != nil && (jr.Makeflow != nil || jr.Workflow != nil) || jr.Makeflow != nil && jr.Workflow != nil:
+		return nil, errors.New("a rule has one of \"command\", \"workflow\" or \"makeflow\", not two")
+	case jr.Args != nil && jr.Workflow == nil:
+		return nil, errors.New("\"args\" go with a sub-workflow's \"workflow\"")
 	case jr.Command != nil:
 		if strings.TrimSpace(*jr.Command) == "" {
 			return nil, errors.New("empty command")
@@ -169,8 +194,28 @@ func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int,
 		if jr.Makeflow.Cwd != "" {
 			r.Nested.Dir = filepath.Clean(jr.Makeflow.Cwd)
 		}
+	case jr.Workflow != nil:
+		// A sub-workflow in JX, as CCTools runs it: its args are bound
+		// as JX variables.
+		if *jr.Workflow == "" {
+			return nil, errors.New("\"workflow\" needs a file name")
+		}
+		r.Nested = &Nested{File: filepath.Clean(*jr.Workflow), JX: true}
+		if args := bytes.TrimSpace(jr.Args); len(args) > 0 && !bytes.Equal(args, []byte("null")) {
+			if args[0] != '{' {
+				return nil, errors.New("\"args\" must be an object of the sub-workflow's variables")
+			}
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, args); err != nil {
+				return nil, fmt.Errorf("\"args\": %v", err)
+			}
+			r.Nested.Args = compact.String()
+			if _, err := r.Nested.jxArgs(); err != nil {
+				return nil, fmt.Errorf("\"args\": %v", err)
+			}
+		}
 	default:
-		return nil, errors.New("a rule needs a \"command\" (or a nested \"makeflow\")")
+		return nil, errors.New("a rule needs a \"command\" (or a sub-workflow's \"workflow\")")
 	}
 	switch jr.Allocation {
 	case "", "first", "max", "error":

@@ -60,7 +60,7 @@ func TestParseJSONErrors(t *testing.T) {
 		{"no rules", "{}", `e.json:1:1: a JSON workflow needs a "rules" list`},
 		{"unknown key", "{\"rules\": [\n  {\"comand\": \"x\"}]}", `e.json:2:3: rule 0: json: unknown field "comand"`},
 		{"no command", "{\"rules\": [{\"command\": \"true\"},\n {\"outputs\": [\"a\"]}]}", `e.json:2:2: a rule needs a "command"`},
-		{"both", `{"rules": [{"command": "x", "makeflow": {"path": "s"}}]}`, "e.json:1:12: a rule has either"},
+		{"both", `{"rules": [{"command": "x", "makeflow": {"path": "s"}}]}`, "e.json:1:12: a rule has one of"},
 		{"bad allocation", `{"rules": [{"command": "x", "allocation": "most"}]}`, `e.json:1:12: unknown allocation "most"`},
 		{"negative", `{"rules": [{"command": "x", "resources": {"cores": -1}}]}`, "e.json:1:12: resources must not be negative"},
 		{"bad file", `{"rules": [{"command": "x", "outputs": [{"name": "a"}]}]}`, "e.json:1:12: a file is a name or"},

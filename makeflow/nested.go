@@ -1,27 +1,54 @@
 package makeflow
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"maps"
 	"path/filepath"
+
+	"github.com/rightsize/rightsize/jx"
 )
 
 // Open parses the nested workflow of a rule whose workflow runs in dir, and
 // returns it with the directory it runs in. environ is as for ParseFile.
 func (n *Nested) Open(dir string, environ []string) (w *Workflow, subDir string, err error) {
 	file := inDir(dir, n.File)
-	if n.JSON {
-		w, err = ParseJSONFile(file)
-	} else {
-		w, err = ParseFile(file, environ)
-	}
 	subDir = dir
 	if n.Dir != "" {
 		subDir = inDir(dir, n.Dir)
 	}
+	switch {
+	case n.JX:
+		var args *jx.Object
+		if args, err = n.jxArgs(); err != nil {
+			return nil, subDir, err
+		}
+		var vars *jx.Scope
+		for _, p := range args.Pairs {
+			vars = vars.Bind(p.Key, p.Value)
+		}
+		// Only fetch() could wait, and it gives up by itself.
+		w, err = ParseJXFile(context.Background(), file, JXOptions{Vars: vars, Dir: subDir})
+	case n.JSON:
+		w, err = ParseJSONFile(file)
+	default:
+		w, err = ParseFile(file, environ)
+	}
 	return w, subDir, err
+}
+
+// nestedLog returns, for a rule that runs a JX sub-workflow with args, the
+// log that run keeps, relative to the directory the enclosing workflow
+// runs in: FILE.ID.makeflowlog, as in CCTools, since rules may run the
+// same file with different args at once. It returns "" for other rules,
+// whose nested workflows keep the log they would keep on their own.
+func (r *Rule) nestedLog() string {
+	if r.Nested == nil || !r.Nested.JX || r.Nested.Args == "" {
+		return ""
+	}
+	return fmt.Sprintf("%s.%d.makeflowlog", r.Nested.File, r.ID)
 }
 
 // CheckNested checks, as Check checks w, the workflows that w's nested
@@ -49,6 +76,8 @@ func CheckNested(w *Workflow, dir string, environ []string, exists func(path str
 				continue
 			}
 			abs, err := filepath.Abs(inDir(dir, r.Nested.File))
+			// A JX sub-workflow is another workflow with other args.
+			abs += "\x00" + r.Nested.Args
 			if err != nil || seen[abs] {
 				continue
 			}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rightsize/rightsize/jx"
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/model"
 )
@@ -678,7 +679,16 @@ func (d *driver) command(r *Rule) string {
 	if c := r.Resources.Cores; c > 0 {
 		args = append(args, "-j", strconv.FormatInt(c, 10))
 	}
-	if r.Nested.JSON {
+	switch {
+	case r.Nested.JX:
+		args = append(args, "--jx")
+		// The args as variables (checked when the workflow was read).
+		if vars, err := r.Nested.jxArgs(); err == nil {
+			for _, p := range vars.Pairs {
+				args = append(args, "--jx-define", shellQuote(p.Key+"="+jx.Format(p.Value)))
+			}
+		}
+	case r.Nested.JSON:
 		args = append(args, "--json")
 	}
 	file := r.Nested.File
@@ -689,6 +699,9 @@ func (d *driver) command(r *Rule) string {
 				file = abs
 			}
 		}
+	}
+	if r.nestedLog() != "" {
+		args = append(args, "-l", shellQuote(fmt.Sprintf("%s.%d.makeflowlog", file, r.ID)))
 	}
 	return strings.Join(append(args, shellQuote(file)), " ")
 }

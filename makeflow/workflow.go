@@ -105,6 +105,10 @@ type Nested struct {
 	File string // the sub-workflow's file, relative to the workflow directory
 	Dir  string // directory to run it in; "" for the workflow directory
 	JSON bool   // the sub-workflow is in the JSON form
+	JX   bool   // the sub-workflow is in the JX form
+	// Args is, for JX, a JSON object of the variables the sub-workflow
+	// is evaluated with; "" for none.
+	Args string
 }
 
 // Resources is what a rule declares it needs. Zero means "not declared":

@@ -41,7 +41,13 @@ import (
 
 // Main runs the makeflow command with args and returns its exit code.
 func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
-	return cmdutil.Execute(ctx, Command(s), args, s)
+	cmd := Command(s)
+	args, err := expandArgv(cmd.Flags(), args)
+	if err != nil {
+		fmt.Fprintf(s.Err, "makeflow: %v\n", err)
+		return cmdutil.ExitUsage
+	}
+	return cmdutil.Execute(ctx, cmd, args, s)
 }
 
 // Command returns the makeflow command, for Main and for its manual page.
@@ -80,6 +86,7 @@ type options struct {
 	json          bool
 	run           runFlags       // flags of runflags.go's kind: -L, -P, -S, --monitor, --archive, storage
 	container     containerFlags // --docker, --singularity
+	jx            jxOptions
 	local         bool
 	explain       bool
 	autoLocal     bool
@@ -203,6 +210,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 	o.run.define(f)
 	o.container.define(f)
+	o.jx.addFlags(f)
 
 	f.IntVarP(&o.port, "port", "p", workQueuePort, "-T wq: port to listen for workers on (0: any free port)")
 	f.StringVarP(&o.portFile, "port-file", "Z", "", "-T wq: listen on any free port and write it to `FILE` (ignored with another -T, as CCTools does)")
@@ -313,12 +321,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 	}
 	path = inDir(dir, path)
-	var wf *makeflow.Workflow
-	if o.json || strings.HasSuffix(path, ".json") {
-		wf, err = makeflow.ParseJSONFile(path)
-	} else {
-		wf, err = makeflow.ParseFile(path, nil)
-	}
+	wf, err := o.jx.readWorkflow(ctx, path, dir, o.json)
 	if err != nil {
 		return inputErrors(err, path, s.Err)
 	}

@@ -39,6 +39,30 @@ THE LANGUAGE
   - Every file a command reads must be a source of its rule and every file it
     writes a target; makeflow checks that the targets exist afterwards.
 
+JSON AND JX
+  A *.json file (or --json) is CCTools' JSON form: {"rules": [{"command":
+  ..., "inputs": [...], "outputs": [...]}, ...]}, with "environment",
+  "categories" and "default_category". A *.jx file (or --jx) is the same
+  written in JX, JSON with expressions, evaluated first:
+      {"define": {"N": 10},
+       "rules": [{"command": format("sim %d > out.%d", i, i),
+                  "outputs": ["out." + i]} for i in range(N)]}
+  JX has symbols (the names "define", --jx-args FILE and --jx-define
+  VAR=EXPR bind; the flags win), + - * / % (+ joins strings and lists),
+  == != < <= > >=, and or not, lookups a[i] a["key"] and slices a[1:3],
+  comprehensions [EXPR for x in LIST if COND], error(MSG), and range,
+  format, join, len, ceil, floor, basename, dirname, listdir, escape,
+  template, keys, values, items, fetch, select, project, schema and like.
+  A rule {"workflow": "sub.jx", "args": {"n": 1}} runs a JX sub-workflow
+  with those variables. Errors are reported at their file:line:column.
+  Unlike CCTools 9.9, and as its manual says, operators associate to the
+  left (10-2-3 is 5), "and" binds tighter than "or", and like(STRING,
+  REGEX) takes the string first. Not supported: the a.f() method syntax,
+  dictionary comprehensions and X if C else Y of later CCTools releases.
+  --argv FILE reads options from a JSON object of long option names
+  ({"jx-define": "N=3", "json": null, "MAKEFLOW": "wf.json"}), as CCTools
+  does.
+
 BEFORE ANYTHING RUNS
   makeflow checks the file and reports every problem as file:line:column:
   syntax errors, unknown directives, bad resource values, dependency cycles,
