@@ -7,7 +7,6 @@ import (
 	"maps"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -30,7 +29,7 @@ func AnalyzeCommand(s cmdutil.Streams) *cobra.Command {
 		Use:   "makeflow_analyze [flags] [WORKFLOW]",
 		Short: "check and describe a workflow without running it",
 		Long: `makeflow_analyze reads a workflow (./Makeflow unless one is given), in the
-Makeflow language or CCTools' JSON form, and without running it:
+Makeflow language or CCTools' JSON or JX form, and without running it:
 
   -k  checks its syntax, and says "WORKFLOW: Syntax OK." (makeflow --check
       also checks that its inputs exist and that no rule depends on itself)
@@ -69,7 +68,7 @@ bundle of the workflow) is not provided.`,
 			} else if _, err := os.Stat(path); err != nil {
 				return cmdutil.Usagef("no workflow given, and ./Makeflow does not exist")
 			}
-			return o.run(path, s)
+			return o.run(cmd.Context(), path, s)
 		},
 	}
 	f := cmd.Flags()
@@ -79,6 +78,9 @@ bundle of the workflow) is not provided.`,
 	f.BoolVarP(&o.outputs, "show-output", "O", false, "list the files the rules make")
 	f.BoolVarP(&o.shape, "analyze-exec", "i", false, "print the workflow's size and shape")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
+	f.BoolVar(&o.jx.jx, "jx", false, "the workflow is in CCTools' JX form (the default for *.jx files)")
+	f.StringArrayVar(&o.jx.args, "jx-args", nil, "JX: bind the variables of the object that `FILE` holds (repeatable)")
+	f.StringArrayVar(&o.jx.defines, "jx-define", nil, "JX: bind VAR to the value of the JX expression EXPR, given as `VAR=EXPR` (repeatable)")
 	f.BoolVarP(&o.version, "version", "v", false, "print the version and exit")
 	return cmd
 }
@@ -86,16 +88,11 @@ bundle of the workflow) is not provided.`,
 type analyzeOptions struct {
 	syntax, inputs, outputs, shape bool
 	json, version                  bool
+	jx                             jxOptions
 }
 
-func (o *analyzeOptions) run(path string, s cmdutil.Streams) error {
-	var wf *makeflow.Workflow
-	var err error
-	if o.json || strings.HasSuffix(path, ".json") {
-		wf, err = makeflow.ParseJSONFile(path)
-	} else {
-		wf, err = makeflow.ParseFile(path, nil)
-	}
+func (o *analyzeOptions) run(ctx context.Context, path string, s cmdutil.Streams) error {
+	wf, err := o.jx.readWorkflow(ctx, path, ".", o.json)
 	if err == nil && (o.shape || o.inputs || o.outputs) {
 		// Cycles and doubly made files would make the answers wrong.
 		err = wf.Check(nil)

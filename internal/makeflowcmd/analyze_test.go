@@ -34,6 +34,7 @@ var analyzeWorkflows = map[string]string{
 	"fan.mf":     "parts.0 parts.1 parts.2: in.txt split.sh\n\t./split.sh\nout.0: parts.0\n\twc parts.0 > out.0\nout.1: parts.1\n\twc parts.1 > out.1\nout.2: parts.2 /usr/bin/wc\n\twc parts.2 > out.2\nall: out.0 out.1 out.2\n\tcat out.* > all\n",
 	"chain.mf":   "X=1\nb: a\n\tcp a b\nc: b\n\tcp b c\nd -> remote: c -> local\n\tcp local remote\n",
 	"single.mf":  "out:\n\techo hi > out\n",
+	"many.jx":    `{"rules": [{"command": "sort in." + x + " > out." + x, "inputs": ["in." + x], "outputs": ["out." + x]} for x in ["a", "b", "c"]] + [{"command": "cat out.* > all", "inputs": ["out.a", "out.b", "out.c"], "outputs": ["all"]}]}`,
 }
 
 // TestAnalyzeAsCCTools: our makeflow_analyze says what CCTools' does of
@@ -44,12 +45,16 @@ func TestAnalyzeAsCCTools(t *testing.T) {
 	writeFiles(t, dir, analyzeWorkflows)
 	for name := range analyzeWorkflows {
 		for _, flag := range []string{"-i", "-I", "-O", "-k"} {
-			code, ours, errs := analyze(t, dir, flag, name)
+			args := []string{flag, name}
+			if strings.HasSuffix(name, ".jx") {
+				args = []string{"--jx", flag, name} // CCTools' needs it said
+			}
+			code, ours, errs := analyze(t, dir, args...)
 			if code != 0 {
 				t.Errorf("%s %s: exit %d: %s", flag, name, code, errs)
 				continue
 			}
-			cmd := exec.Command(cctools, flag, name)
+			cmd := exec.Command(cctools, args...)
 			cmd.Dir = dir
 			theirs, err := cmd.Output()
 			if err != nil {
