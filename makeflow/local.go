@@ -29,6 +29,10 @@ type LocalOptions struct {
 	// KillDelay is how long Cancel waits after SIGTERM before SIGKILL;
 	// default 5 s.
 	KillDelay time.Duration
+	// Sandbox runs every rule in a sandbox, as a rule that renames files
+	// runs (CCTools' --sandbox): its command sees only the files its rule
+	// names.
+	Sandbox bool
 }
 
 // stderrTail is how much of a command's standard error a Result keeps.
@@ -47,7 +51,8 @@ const stderrTail = 2048
 // A rule that renames files (local->remote) runs in a private sandbox
 // directory holding links to its inputs under their remote names, and its
 // outputs are moved back under their local names afterwards, as on a
-// remote worker. Such a command sees only the files its rule names.
+// remote worker. Such a command sees only the files its rule names. With
+// LocalOptions.Sandbox every rule runs so.
 //
 // A rule with a WALL_TIME is stopped like a cancelled one (SIGTERM, then
 // SIGKILL) when it runs longer, and fails with a message that says so.
@@ -140,7 +145,7 @@ func (l *Local) holdLock(f *os.File) (release func() error, err error) {
 func (l *Local) Submit(job *Job) (int64, error) {
 	lp := &localProc{job: job}
 	dir := job.Dir
-	if needsSandbox(job.Rule) {
+	if l.opts.Sandbox || needsSandbox(job.Rule) {
 		sb, err := makeSandbox(job)
 		if err != nil {
 			return 0, err

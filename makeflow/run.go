@@ -59,6 +59,10 @@ type Options struct {
 	// written or changed, no output is checked or removed.
 	DryRun bool
 
+	// LogVerbose writes the workflow's structure into the log on its first
+	// run (CCTools' --log-verbose): each rule's command, category, parents,
+	// sources and targets, as comment lines recovery passes over.
+	LogVerbose bool
 	// SkipFileCheck skips comparing the files on disk with the log at
 	// recovery; only the log then says what is done.
 	SkipFileCheck bool
@@ -334,6 +338,9 @@ func (d *driver) setup() error {
 	if err != nil {
 		d.closeLog()
 		return err
+	}
+	if o.LogVerbose && d.log != nil && rec.runs == 0 && len(rec.made) == 0 {
+		d.log.structure(d.w)
 	}
 	rc := planRecovery(d.g, rec, d.dir, !o.SkipFileCheck)
 	done := 0

@@ -193,6 +193,39 @@ func (l *logWriter) gc(collected int, took time.Duration, total int) {
 	l.write(fmt.Appendf(nil, "# GC %d %d %d %d\n", now(), collected, took.Microseconds(), total))
 }
 
+// structure logs the workflow's rules, as CCTools' --log-verbose does on
+// a first run: for each, "# NODE", "# CATEGORY", "# SYMBOL" (the category
+// again, its old name), "# PARENTS" (the rule making each source that a
+// rule makes), "# SOURCES", "# TARGETS" and "# COMMAND", tab-separated.
+func (l *logWriter) structure(w *Workflow) {
+	maker := map[string]int{}
+	for _, r := range w.Rules {
+		for _, f := range r.Targets {
+			maker[f.Name] = r.ID
+		}
+	}
+	var b []byte
+	for _, r := range w.Rules {
+		b = fmt.Appendf(b[:0], "# NODE\t%d\t%s\n# CATEGORY\t%d\t%s\n# SYMBOL\t%d\t%s\n# PARENTS\t%d",
+			r.ID, r.Command, r.ID, r.Category, r.ID, r.Category, r.ID)
+		for _, f := range r.Sources {
+			if p, ok := maker[f.Name]; ok {
+				b = fmt.Appendf(b, "\t%d", p)
+			}
+		}
+		b = fmt.Appendf(b, "\n# SOURCES\t%d", r.ID)
+		for _, f := range r.Sources {
+			b = append(append(b, '\t'), f.Name...)
+		}
+		b = fmt.Appendf(b, "\n# TARGETS\t%d", r.ID)
+		for _, f := range r.Targets {
+			b = append(append(b, '\t'), f.Name...)
+		}
+		b = fmt.Appendf(b, "\n# COMMAND\t%d\t%s\n", r.ID, r.Command)
+		l.write(b)
+	}
+}
+
 // event logs "# STARTED", "# COMPLETED", "# FAILED" or "# ABORTED".
 func (l *logWriter) event(what string) {
 	l.write(fmt.Appendf(nil, "# %s %d\n", what, now()))

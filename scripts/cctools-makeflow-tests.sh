@@ -5,6 +5,7 @@
 # running unchanged (issue 14's target).
 #
 #   scripts/cctools-makeflow-tests.sh CCTOOLS_SRC [PATTERN]
+#   MAKEFLOW_DIR=/usr/bin scripts/cctools-makeflow-tests.sh CCTOOLS_SRC  # CCTools' own
 #
 # CCTOOLS_SRC is a CCTools source tree (git clone or release tarball); only
 # makeflow/test, makeflow/example, makeflow/src's files but its programs
@@ -16,7 +17,12 @@ set -uo pipefail
 src=${1:?usage: $0 CCTOOLS_SRC [PATTERN]}
 pattern=${2:-TR_}
 root=$(cd "$(dirname "$0")/.." && pwd)
-(cd "$root" && go build -o bin/ ./cmd/makeflow ./cmd/makeflow_analyze) || exit 1
+# MAKEFLOW_DIR=DIR takes makeflow and makeflow_analyze from DIR instead
+# (MAKEFLOW_DIR=/usr/bin: CCTools' own, for comparison).
+bindir=${MAKEFLOW_DIR:-$root/bin}
+if [ -z "${MAKEFLOW_DIR:-}" ]; then
+  (cd "$root" && go build -o bin/ ./cmd/makeflow ./cmd/makeflow_analyze) || exit 1
+fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/makeflow/src" "$work/dttools/test" "$work/work_queue/src"
@@ -31,8 +37,8 @@ done
 rm -f "$work/makeflow/src/makeflow" "$work/makeflow/src/makeflow_analyze"
 cp "$src/dttools/test/test_runner_common.sh" "$work/dttools/test/"
 touch "$work/config.mk"
-ln -s "$root/bin/makeflow" "$work/makeflow/src/makeflow"
-ln -s "$root/bin/makeflow_analyze" "$work/makeflow/src/makeflow_analyze"
+ln -s "$bindir/makeflow" "$work/makeflow/src/makeflow"
+ln -s "$bindir/makeflow_analyze" "$work/makeflow/src/makeflow_analyze"
 # The tests that start workers take CCTools' own, if installed.
 if command -v work_queue_worker >/dev/null; then
   ln -s "$(command -v work_queue_worker)" "$work/work_queue/src/work_queue_worker"

@@ -129,8 +129,8 @@ func copyChain() string {
 }
 
 // TestLogsAreInterchangeable finishes a workflow with one implementation
-// and runs it again with the other: both read the other's log and find
-// nothing left to do.
+// and runs it again with the other: both read the other's log, the rules
+// --log-verbose wrote into it too, and find nothing left to do.
 func TestLogsAreInterchangeable(t *testing.T) {
 	needCCTools(t)
 	tests := []struct {
@@ -144,8 +144,11 @@ func TestLogsAreInterchangeable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			writeFiles(t, dir, map[string]string{"w.mf": copyChain(), "file.1": "data\n"})
-			if r := runProgram(t, dir, tt.first, "w.mf"); r.code != 0 {
+			if r := runProgram(t, dir, tt.first, "--log-verbose", "w.mf"); r.code != 0 {
 				t.Fatalf("first run: %v", r)
+			}
+			if log := readFile(t, filepath.Join(dir, "w.mf.makeflowlog")); !strings.Contains(log, "# PARENTS\t1\t0\n") || !strings.Contains(log, "# TARGETS\t8\tfile.10\n") {
+				t.Errorf("--log-verbose wrote no rules into the log:\n%s", log)
 			}
 			os.Remove(filepath.Join(dir, "runs"))
 			r := runProgram(t, dir, tt.second, "w.mf")

@@ -79,6 +79,8 @@ type options struct {
 	debugFile     string
 	version       bool
 	sendEnv       bool
+	logVerbose    bool
+	sandbox       bool
 	advertise     bool
 	wrappers      []string
 	wrapperIn     []string
@@ -193,6 +195,8 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.Int64Var(&o.localMemory, "local-memory", 0, "memory in MB of this machine rules may use (default: all)")
 	f.Int64Var(&o.localDisk, "local-disk", 0, "disk in MB rules may use (default: free space)")
 	f.BoolVar(&o.skipFileCheck, "skip-file-check", false, "trust the log: do not look for missing or changed files before running")
+	f.BoolVar(&o.sandbox, "sandbox", false, "run every rule that runs here in a sandbox of its own, with links to the files it names and nothing else, its outputs moved back after, as a rule that renames files runs (CCTools' --sandbox)")
+	f.BoolVar(&o.logVerbose, "log-verbose", false, "on a first run, write the workflow's rules into the log too (# NODE, # PARENTS, # SOURCES, # TARGETS, # COMMAND lines), as CCTools does")
 	f.StringVarP(&o.gc, "gc", "g", "none", "delete intermediate files during the run: none, ref_cnt (as soon as no rule needs them), on_demand (when more than --gc-count are on disk or free space is below --gc-size) or all; never a workflow output")
 	f.IntVarP(&o.gcCount, "gc-count", "G", 0, "on_demand: collect when more made files than this are on disk (default 16)")
 	f.StringVar(&o.gcSize, "gc-size", "", "on_demand: collect when free space falls below this many bytes (e.g. 10G)")
@@ -403,6 +407,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		Local:         limits,
 		Retries:       lifecycle.Retries(retries),
 		SkipFileCheck: o.skipFileCheck,
+		LogVerbose:    o.logVerbose,
 		GC:            gc,
 		GCCount:       o.gcCount,
 		GCSize:        gcSize,
@@ -469,7 +474,7 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		if bar.Active() {
 			jobOut = out
 		}
-		l, err := makeflow.NewLocal(makeflow.LocalOptions{Stdout: jobOut, Stderr: errOut})
+		l, err := makeflow.NewLocal(makeflow.LocalOptions{Stdout: jobOut, Stderr: errOut, Sandbox: o.sandbox})
 		if err != nil {
 			return err
 		}

@@ -116,3 +116,16 @@ func TestContainerUnusable(t *testing.T) {
 		}
 	}
 }
+
+// TestSandbox: with --sandbox a rule's command sees only the files its
+// rule names, and its outputs come back.
+func TestSandbox(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"wf.mf": "listing: a\n\tls > listing\n", "a": "", "b": "", "c": ""})
+	if r := mf(t, dir, "--sandbox", "wf.mf"); r.code != 0 {
+		t.Fatalf("run: %v", r)
+	}
+	if got := readFile(t, filepath.Join(dir, "listing")); got != "a\nlisting\n" {
+		t.Errorf("the rule saw %q, want only a and its own output", got)
+	}
+}
