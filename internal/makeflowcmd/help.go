@@ -169,6 +169,16 @@ WATCHING A RUN
   workers, and each failed rule with the end of its standard error. It
   refreshes itself; /status has the same as JSON, /metrics for Prometheus.
 
+UNLIKE CCTOOLS
+  On purpose, where CCTools 9.9 does what its manual does not: a failed
+  rule makes the run exit 1, and is retried only when -r or -R asks (CCTools
+  retries it silently and exits 0); a dependency cycle is an error (CCTools
+  ignores it); every error in the file is reported at once, with its column;
+  -T local honours local->remote renaming; one makeflow at a time runs a
+  workflow. --storage-type 2 runs a workflow to its end where CCTools stops
+  it. CCTools' makeflow_viz, makeflow_linker and starch are not provided;
+  makeflow_analyze is, without -b.
+
 EXIT STATUS
   0 everything ran; 1 a rule failed or the workflow has errors; 2 bad flags;
   130 interrupted (finished rules are kept).
