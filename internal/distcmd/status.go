@@ -64,13 +64,21 @@ const maxWorkerRows = 100
 // its capacity, and returns m's statistics.
 func AddWorkQueue(s *status.Snapshot, m *workqueue.Master) workqueue.Stats {
 	st := m.Stats()
-	ws := m.Workers()
+	s.Workers = append(s.Workers, workerRows(m.Workers())...)
+	s.Capacity = cmp.Or(st.Capacity, st.CapacityWeighted)
+	return st
+}
+
+// workerRows returns the rows of workers ws: one each, but past
+// maxWorkerRows the last row holds the rest.
+func workerRows(ws []workqueue.WorkerStats) []status.Worker {
 	shown := ws
 	if len(ws) > maxWorkerRows {
 		shown = ws[:maxWorkerRows-1]
 	}
+	rows := make([]status.Worker, 0, len(shown)+1)
 	for _, w := range shown {
-		s.Workers = append(s.Workers, status.Worker{
+		rows = append(rows, status.Worker{
 			Name:  fmt.Sprintf("%s (%s)", w.Host, w.Addr),
 			Cores: w.Cores, Running: w.Running, Completed: w.Completed, FastAborts: w.FastAborts,
 		})
@@ -83,10 +91,9 @@ func AddWorkQueue(s *status.Snapshot, m *workqueue.Master) workqueue.Stats {
 			r.Completed += w.Completed
 			r.FastAborts += w.FastAborts
 		}
-		s.Workers = append(s.Workers, r)
+		rows = append(rows, r)
 	}
-	s.Capacity = cmp.Or(st.Capacity, st.CapacityWeighted)
-	return st
+	return rows
 }
 
 // MasterOf returns driver d's Work Queue master, or nil if it has none.

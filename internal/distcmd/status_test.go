@@ -3,6 +3,7 @@ package distcmd
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/rightsize/rightsize/distmaster"
 	"github.com/rightsize/rightsize/status"
+	"github.com/rightsize/rightsize/workqueue"
 )
 
 func TestStatusPage(t *testing.T) {
@@ -54,5 +56,36 @@ func TestStatusPage(t *testing.T) {
 	}
 	if s := p.t.Snapshot(); !s.Finished || len(s.Failures) != 2 || s.Failures[1].Stderr != "boom" || !strings.Contains(s.Error, "1 of 3 blocks failed") {
 		t.Errorf("finished: %+v", s)
+	}
+}
+
+// TestWorkerRows: a status page lists each worker, up to maxWorkerRows
+// rows; past that, the last row holds the rest, their counts summed.
+func TestWorkerRows(t *testing.T) {
+	for _, n := range []int{0, 1, maxWorkerRows, maxWorkerRows + 1, 1000} {
+		var ws []workqueue.WorkerStats
+		for i := range n {
+			ws = append(ws, workqueue.WorkerStats{Host: "node", Addr: fmt.Sprint(i), Cores: 2, Running: 1, Completed: 3, FastAborts: i % 2})
+		}
+		rows := workerRows(ws)
+		if len(rows) != min(n, maxWorkerRows) {
+			t.Errorf("%d workers: %d rows, want %d", n, len(rows), min(n, maxWorkerRows))
+		}
+		var workers, running, aborts int
+		var cores float64
+		for _, r := range rows {
+			workers += max(r.Count, 1)
+			cores += r.Cores
+			running += r.Running
+			aborts += r.FastAborts
+		}
+		if workers != n || cores != float64(2*n) || running != n || aborts != n/2 {
+			t.Errorf("%d workers: rows count %d workers, %v cores, %d running, %d fast aborts", n, workers, cores, running, aborts)
+		}
+		if n > maxWorkerRows {
+			if last := rows[len(rows)-1]; last.Name != fmt.Sprintf("%d more workers", n-maxWorkerRows+1) {
+				t.Errorf("%d workers: last row %q", n, last.Name)
+			}
+		}
 	}
 }
