@@ -8,7 +8,9 @@
 // optional interfaces: it ships files (batch.FileShipper), aborts
 // stragglers itself and counts them (batch.StragglerAborter), listens for
 // workers (batch.Listener) and reports the master's capacity
-// (batch.CapacityReporter).
+// (batch.CapacityReporter). A worker in this same process can do the work
+// of a job that carries it (batch.Job.Do) without a process: see
+// Driver.InProcess.
 package wq
 
 import (
@@ -48,17 +50,18 @@ type Driver struct {
 	ownMaster bool // Close closes m
 	t         *batch.Jobs
 
-	mu   sync.Mutex // orders Submit's add before the loop's set of one task
-	wake chan struct{}
-	stop context.CancelFunc
-	done chan struct{}
+	mu     sync.Mutex // orders Submit's add before the loop's set of one task
+	inproc *inProcessJobs
+	wake   chan struct{}
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 // New returns a driver that submits jobs to m. Close does not close m;
 // Open returns a driver that owns a master of its own.
 func New(m *workqueue.Master) *Driver {
 	ctx, stop := context.WithCancel(context.Background())
-	d := &Driver{m: m, t: batch.NewJobs(), wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
+	d := &Driver{m: m, t: batch.NewJobs(), inproc: newInProcessJobs(), wake: make(chan struct{}, 1), stop: stop, done: make(chan struct{})}
 	go d.loop(ctx)
 	return d
 }
@@ -90,6 +93,17 @@ func (d *Driver) Submit(ctx context.Context, job *batch.Job) (string, error) {
 			MemoryMB: job.Resources.MemoryMB,
 			DiskMB:   job.Resources.DiskMB,
 		},
+	}
+	key := ""
+	if job.Do != nil {
+		var env string
+		key, env = d.inproc.mark(job)
+		task.Env = append(task.Env[:len(task.Env):len(task.Env)], env)
+		defer func() {
+			if key != "" {
+				d.inproc.forget("", key) // not submitted
+			}
+		}()
 	}
 	for _, f := range job.Inputs {
 		local, remote, err := shipNames(dir, f)
@@ -125,6 +139,10 @@ func (d *Driver) Submit(ctx context.Context, job *batch.Job) (string, error) {
 	if err := d.t.Add(id, batch.Status{State: batch.Queued, Submitted: time.Now()}); err != nil {
 		d.m.Cancel(n)
 		return "", err
+	}
+	if key != "" {
+		d.inproc.submitted(id, key)
+		key = ""
 	}
 	select {
 	case d.wake <- struct{}{}:
@@ -168,9 +186,11 @@ func (d *Driver) loop(ctx context.Context) {
 		case err != nil:
 			return // cancelled by Close, or the master was closed
 		}
+		ev := resultEvent(r)
 		d.mu.Lock()
-		d.t.Set(resultEvent(r))
+		d.t.Set(ev)
 		d.mu.Unlock()
+		d.inproc.forget(ev.ID, "")
 	}
 }
 
@@ -236,6 +256,7 @@ func (d *Driver) Remove(ctx context.Context, id string) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Failed, Err: batch.ErrRemoved, Ended: time.Now()}})
+	d.inproc.forget(id, "")
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -22,6 +23,14 @@ import (
 // real worker connected to it.
 func newWorkQueue(t *testing.T) *wq.Driver {
 	t.Helper()
+	return newWorkQueueWith(t, false)
+}
+
+// newWorkQueueWith is newWorkQueue, the worker doing jobs that carry their
+// work (batch.Job.Do) in this process if inProcess, as a master's own
+// worker does.
+func newWorkQueueWith(t *testing.T, inProcess bool) *wq.Driver {
+	t.Helper()
 	d, err := wq.Open(workqueue.Config{Addr: "127.0.0.1:0"})
 	if err != nil {
 		t.Fatal(err)
@@ -31,11 +40,15 @@ func newWorkQueue(t *testing.T) *wq.Driver {
 	workdir := t.TempDir() // removed after the worker stops
 	go func() {
 		defer close(done)
-		worker.Run(ctx, worker.Config{
+		cfg := worker.Config{
 			Masters: []string{fmt.Sprintf("127.0.0.1:%d", d.Port())},
 			Cores:   4, MemoryMB: 1000, DiskMB: 1000,
 			Workdir: workdir, MinBackoff: 50 * time.Millisecond,
-		})
+		}
+		if inProcess {
+			cfg.InProcess = d.InProcess
+		}
+		worker.Run(ctx, cfg)
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -157,4 +170,45 @@ func TestWorkQueueDriver(t *testing.T) {
 func TestWorkQueueDriverClose(t *testing.T) {
 	// Work Queue reports no start before a task ends: give it time to.
 	batchtest.CloseStarted(t, newWorkQueue(t), func(*batchtest.Recorder, string) { time.Sleep(300 * time.Millisecond) })
+}
+
+// TestInProcess: a worker in this process does the work of a job that
+// carries it (Do) instead of its command, its outputs shipped back as a
+// command's would be; a failing Do fails the job with its error; a job
+// without Do runs its command.
+func TestInProcess(t *testing.T) {
+	d := newWorkQueueWith(t, true)
+	t.Cleanup(func() { batchtest.Close(t, d) })
+	rec := batchtest.Record(t, d)
+	dir := t.TempDir()
+	var calls atomic.Int32
+	do := func(content string, err error) func(context.Context) error {
+		return func(context.Context) error {
+			calls.Add(1)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(dir, "sub", "cells.matrix"), []byte(content), 0o644)
+		}
+	}
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	ok := batchtest.Submit(t, d, &batch.Job{Command: "exit 7", Dir: dir, Outputs: []batch.File{{Path: "sub/cells.matrix", Remote: "cells.matrix"}},
+		Do: do("done here\n", nil)})
+	if ev := rec.Final(t, ok); ev.State != batch.Done || ev.ExitCode != 0 {
+		t.Errorf("job with Do: %v exit %d %v %s", ev.State, ev.ExitCode, ev.Err, ev.Stderr)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "sub", "cells.matrix")); string(b) != "done here\n" {
+		t.Errorf("its output: %q, %v", b, err)
+	}
+	failed := batchtest.Submit(t, d, &batch.Job{Command: "true", Dir: dir, Do: do("", errors.New("no such item"))})
+	if ev := rec.Final(t, failed); ev.State != batch.Done || ev.ExitCode != 1 || !strings.Contains(string(ev.Stderr), "no such item") {
+		t.Errorf("job whose Do fails: %v exit %d %v %q", ev.State, ev.ExitCode, ev.Err, ev.Stderr)
+	}
+	plain := batchtest.Submit(t, d, &batch.Job{Command: "echo ran", Dir: dir})
+	if ev := rec.Final(t, plain); ev.ExitCode != 0 || string(ev.Stdout) != "ran\n" {
+		t.Errorf("job without Do: exit %d %q", ev.ExitCode, ev.Stdout)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("Do called %d times, want 2", n)
+	}
 }

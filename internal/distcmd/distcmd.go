@@ -275,7 +275,15 @@ func (f *Flags) addThisMachine(d batch.Driver, wqcfg workqueue.Config, own *OwnW
 		fmt.Fprintf(msgs, "%s: this machine's %d cores take jobs too, while %s's queue holds them\n", tool, cores, f.BatchType)
 		return batch.NewHybrid(local, cores, d), func() {}, nil
 	}
-	stop, err := own.Start(l.Port(), wqcfg)
+	// The blocks it takes are done in this process, with the function
+	// the master has open, not by a process per block.
+	var inProcess func(*wire.TaskSpec) func(context.Context, string) error
+	if ip, ok := d.(interface {
+		InProcess(*wire.TaskSpec) func(context.Context, string) error
+	}); ok {
+		inProcess = ip.InProcess
+	}
+	stop, err := own.Start(l.Port(), wqcfg, inProcess)
 	if err != nil {
 		return nil, nil, err
 	}

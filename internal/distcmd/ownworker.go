@@ -73,11 +73,14 @@ func (w *OwnWorker) joined(info workqueue.WorkerInfo) {
 }
 
 // Start connects the worker to the master listening on port with cfg's
-// password and TLS, and returns the function that stops it. Once a worker
+// password and TLS, and returns the function that stops it. inProcess, if
+// not nil, does in this process the jobs whose work the master has at hand
+// (worker.Config.InProcess). Once a worker
 // joins from this machine it finishes the tasks it holds and takes no
 // more.
-func (w *OwnWorker) Start(port int, cfg workqueue.Config) (stop func(), err error) {
+func (w *OwnWorker) Start(port int, cfg workqueue.Config, inProcess func(*wire.TaskSpec) func(context.Context, string) error) (stop func(), err error) {
 	wcfg := worker.Config{
+		InProcess:  inProcess,
 		Masters:    []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(port))},
 		Cores:      float64(w.cores),
 		Password:   cfg.Password,

@@ -95,7 +95,7 @@ func TestOwnWorkerYields(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer m.Close()
-	stop, err := own.Start(m.Port(), cfg)
+	stop, err := own.Start(m.Port(), cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

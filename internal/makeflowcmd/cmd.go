@@ -706,7 +706,7 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 			}
 		}
 		if own != nil {
-			if stopOwn, err = own.Start(port, *wqcfg); err != nil {
+			if stopOwn, err = own.Start(port, *wqcfg, nil); err != nil { // rules have no work at hand: they run as commands
 				d.Close(context.Background())
 				return nil, nil, err
 			}

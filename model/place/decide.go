@@ -209,16 +209,12 @@ func hybridTime(work, local, remote, start float64) float64 {
 func (c *Cluster) perJob() float64 { return c.Dispatch.V + c.JobCost.V }
 
 // hereJobCost is what a job of a hybrid All-Pairs or Wavefront run costs
-// on this machine's cores beyond its cells: nothing on a batch system,
-// where the master does the job in its own process with the function it
-// has open (batch.Job.Do), and the cluster's job cost on Work Queue, where
-// this machine is a worker that runs the job's command.
-func (c *Cluster) hereJobCost() float64 {
-	if c.Kind == "wq" {
-		return c.JobCost.V
-	}
-	return 0
-}
+// on this machine's cores beyond its cells: nothing, since the master does
+// the job in its own process with the function it has open (batch.Job.Do)
+// — on a batch system, and on Work Queue, where the master's own worker
+// does it so (batch/wq's Driver.InProcess) — not as a process that loads
+// the function and reads the inputs again.
+func (c *Cluster) hereJobCost() float64 { return 0 }
 
 func (c *Cluster) inputs(now time.Time) []Input {
 	if c == nil {

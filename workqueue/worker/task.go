@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -89,6 +90,11 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 		t.status, t.exit, t.output = resultInputMissing, -1, []byte(err.Error()+"\n")
 		return false
 	}
+	if hook := s.w.cfg.InProcess; hook != nil {
+		if do := hook(t.spec); do != nil {
+			return t.runInProcess(do, s, sandbox)
+		}
+	}
 	if f := s.w.cfg.Foreman; f != nil {
 		return t.runOnForeman(f, s, sandbox)
 	}
@@ -136,6 +142,40 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 		t.status, t.exit = resultMaxRunTime, -1
 	case res.Signal != 0:
 		t.status, t.exit = resultSignal, int(res.Signal)
+	}
+	return true
+}
+
+// runInProcess does the task's work in this process (Config.InProcess):
+// it reports that it ran, with exit status 0, or 1 and the error as its
+// output.
+func (t *task) runInProcess(do func(context.Context, string) error, s *session, sandbox *os.File) bool {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if wt := t.spec.WallTime; wt > 0 {
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(wt)*time.Second)
+		defer cancel()
+	}
+	t.mu.Lock()
+	if t.stopped {
+		t.mu.Unlock()
+		return false
+	}
+	t.cancel = cancel
+	t.mu.Unlock()
+	started := time.Now()
+	err := do(ctx, sandbox.Name())
+	t.mu.Lock()
+	t.cancel = nil
+	t.mu.Unlock()
+	t.execUsec = time.Since(started).Microseconds()
+	s.w.log.Debug("task done in process", "task", t.spec.ID, "seconds", time.Since(started).Seconds(), "err", err)
+	t.status, t.exit, t.output = resultSuccess, 0, nil
+	switch {
+	case err != nil && t.spec.WallTime > 0 && errors.Is(err, context.DeadlineExceeded):
+		t.status, t.exit = resultMaxRunTime, -1
+	case err != nil:
+		t.exit, t.output = 1, []byte(err.Error()+"\n")
 	}
 	return true
 }

@@ -112,6 +112,13 @@ type Config struct {
 	// Ready, if set, is called once with the workspace path when the worker
 	// has set up and is about to connect.
 	Ready func(workspace string)
+	// InProcess, if set, is asked first for each task: it returns a
+	// function that does the task's work in this process instead of its
+	// command, leaving its outputs in sandbox, or nil to run the command.
+	// A master's own worker, in the master's process, so does the jobs
+	// whose work the master has at hand (batch/wq's Driver.InProcess). An
+	// error fails the task with exit status 1 and the error as its output.
+	InProcess func(spec *wire.TaskSpec) func(ctx context.Context, sandbox string) error
 	// Foreman, if set, runs the tasks on workers of its own instead of
 	// here: the worker is then a foreman, and offers its master what the
 	// foreman's workers offer, not this machine's resources.
