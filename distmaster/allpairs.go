@@ -80,6 +80,7 @@ type AllPairsResult struct {
 	Skipped  int // blocks already complete at the start
 	TrackerCounts
 	MeanJob   time.Duration // mean running time of the jobs that finished
+	HereJobs  int           // jobs done in the master's process
 	Predicted time.Duration // what the cluster model predicted, if it chose the job size
 	Elapsed   time.Duration
 }
@@ -181,7 +182,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	}
 	defer os.RemoveAll(cfg.WorkDir)
 	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
-	res.TrackerCounts, res.MeanJob = st.TrackerCounts, st.MeanJob
+	res.TrackerCounts, res.MeanJob, res.HereJobs = st.TrackerCounts, st.MeanJob, st.HereJobs
 	res.Computed = ck.Cells() - res.Resumed
 	if err := ck.Sync(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("checkpoint %s: %w", ck.Path(), err)

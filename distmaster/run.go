@@ -278,6 +278,8 @@ type loopStats struct {
 	// and finished their blocks: what the cluster's jobs cost, which the
 	// blocks done in the master's process (batch.Job.Do) do not say.
 	MeanJob time.Duration
+	// HereJobs counts the jobs done in the master's process.
+	HereJobs int
 }
 
 // RefusedError is the error of a run stopped because the batch system
@@ -312,9 +314,9 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	}
 	submitted := map[string]*jobInfo{}
 	var ran time.Duration // by the jobs that ran as processes and finished
-	var ranJobs int
+	var ranJobs, hereJobs int
 	stats := func() loopStats {
-		st := loopStats{TrackerCounts: tr.Counts()}
+		st := loopStats{TrackerCounts: tr.Counts(), HereJobs: hereJobs}
 		if ranJobs > 0 {
 			st.MeanJob = ran / time.Duration(ranJobs)
 		}
@@ -422,6 +424,9 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		if jobErr == nil && !info.here.Load() && !info.started.IsZero() {
 			ran += ended.Sub(info.started)
 			ranJobs++
+		}
+		if info.here.Load() {
+			hereJobs++
 		}
 		if cfg.JobEnded != nil {
 			cfg.JobEnded(JobEnd{

@@ -76,6 +76,7 @@ type WavefrontResult struct {
 	Blocks   int // blocks of the region
 	TrackerCounts
 	MeanJob   time.Duration
+	HereJobs  int           // jobs done in the master's process
 	Predicted time.Duration // what the model predicted, if it chose the block size
 	Elapsed   time.Duration
 }
@@ -153,7 +154,7 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	}
 	defer os.RemoveAll(cfg.WorkDir)
 	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
-	res.TrackerCounts, res.MeanJob = st.TrackerCounts, st.MeanJob
+	res.TrackerCounts, res.MeanJob, res.HereJobs = st.TrackerCounts, st.MeanJob, st.HereJobs
 	res.Computed = r.computed
 	var fe *FailedError
 	if errors.As(runErr, &fe) {

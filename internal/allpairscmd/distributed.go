@@ -105,7 +105,7 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	if o.verbose || o.explain {
 		rate := float64(res.Computed) / max(res.Elapsed.Seconds(), 1e-9)
 		fmt.Fprintf(explain, "%d cells computed in %v (%.0f cells/s), %d were already in the checkpoint; %s\n",
-			res.Computed, res.Elapsed.Round(time.Millisecond), rate, res.Resumed, distcmd.Summary(d, res.TrackerCounts, res.MeanJob))
+			res.Computed, res.Elapsed.Round(time.Millisecond), rate, res.Resumed, distcmd.Summary(d, res.TrackerCounts, res.MeanJob, res.HereJobs))
 		if res.Predicted > 0 && err == nil && o.dist.Cluster == nil {
 			fmt.Fprintf(explain, "the cluster model predicted %v for the whole problem on its hosts; this run took %v\n",
 				res.Predicted.Round(time.Second), res.Elapsed.Round(time.Second))

@@ -438,3 +438,23 @@ cmp -l "$1" "$2" 2>/dev/null | wc -l`)
 		t.Errorf("stderr does not report the fast abort:\n%s", errs)
 	}
 }
+
+// TestWorkQueueHybrid: with -T wq --hybrid and no other worker, the
+// master's own worker does every block in the master's process, and the
+// result is the multicore one.
+func TestWorkQueueHybrid(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	a := dataDir(t, rng, 7)
+	dir := t.TempDir()
+	code, out, errs := runBinary(t, dir, "-T", "wq", "-p", "0", "--hybrid", "--job-size", "3", "-v", "-o", "out.txt", "builtin:bytediff", a, a)
+	if code != 0 || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr:\n%s", code, out, errs)
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out.txt"))
+	if lines := sorted(string(got)); !slices.Equal(lines, naive(t, a, a, false)) {
+		t.Errorf("%d lines, want the %d of the naive run", len(lines), 49)
+	}
+	if !strings.Contains(errs, "9 jobs, 9 done here by the master's own worker") {
+		t.Errorf("-v did not say the jobs were done here:\n%s", errs)
+	}
+}

@@ -343,11 +343,13 @@ func FastAborts(d batch.Driver, counts distmaster.TrackerCounts) int {
 }
 
 // Summary describes the jobs of a run in one line.
-func Summary(d batch.Driver, counts distmaster.TrackerCounts, meanJob time.Duration) string {
+func Summary(d batch.Driver, counts distmaster.TrackerCounts, meanJob time.Duration, hereJobs int) string {
 	s := fmt.Sprintf("%d jobs", counts.Jobs)
 	if h, ok := d.(*batch.Hybrid); ok {
 		c := h.Counts()
 		s += fmt.Sprintf(", %d done here (%d of them taken from the queue), %d on the cluster", c.Local, c.Moved, c.Remote)
+	} else if hereJobs > 0 {
+		s += fmt.Sprintf(", %d done here by the master's own worker", hereJobs)
 	}
 	if meanJob > 0 {
 		s += fmt.Sprintf(", mean %v as a process", meanJob.Round(time.Millisecond))

@@ -88,7 +88,7 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 		PlacedJobSize: o.placedBlock,
 		States:        p.states,
 	})
-	fmt.Fprintf(explain, "blocks of %d×%d: %s\n", res.JobSize, res.JobSize, distcmd.Summary(d, res.TrackerCounts, res.MeanJob))
+	fmt.Fprintf(explain, "blocks of %d×%d: %s\n", res.JobSize, res.JobSize, distcmd.Summary(d, res.TrackerCounts, res.MeanJob, res.HereJobs))
 	if res.Predicted > 0 && err == nil && o.dist.Cluster == nil {
 		fmt.Fprintf(explain, "the model predicted %v; this run took %v\n", res.Predicted.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond))
 	}
