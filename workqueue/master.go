@@ -28,6 +28,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +36,7 @@ import (
 
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/sched"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -314,11 +316,14 @@ type Stats struct {
 	FastAborts, SpeculativeCopies   int
 	WorkersConnected, WorkersJoined int
 	WorkersRemoved, WorkersLost     int
-	CoresTotal, CoresInUse          float64
-	MemoryTotal, MemoryInUse        int64
-	DiskTotal, DiskInUse            int64
-	GPUsTotal, GPUsInUse            int64
-	BytesSent, BytesReceived        int64
+	// WorkersReleased counts the workers released because their pool
+	// gives this master fewer (see Config.Project).
+	WorkersReleased          int
+	CoresTotal, CoresInUse   float64
+	MemoryTotal, MemoryInUse int64
+	DiskTotal, DiskInUse     int64
+	GPUsTotal, GPUsInUse     int64
+	BytesSent, BytesReceived int64
 	// Capacity is Eq. 4.5 over the recent tasks, CapacityWeighted the
 	// exponentially weighted form; both 0 until a task has finished.
 	Capacity, CapacityWeighted float64
@@ -588,6 +593,7 @@ func openFileLimit() uint64 {
 func (m *Master) advertise() {
 	tick := time.NewTicker(m.cfg.AdvertiseInterval)
 	defer tick.Stop()
+	enforcing := false // some pool has decided about this master
 	for {
 		reply := make(chan []byte, 1)
 		if !m.send(evStatus{kind: "catalog", reply: reply}) {
@@ -607,6 +613,9 @@ func (m *Master) advertise() {
 			}
 			cancel()
 		}
+		if fromPools(rec) || enforcing {
+			enforcing = m.readPoolDecisions(rec)
+		}
 		select {
 		case <-tick.C:
 		case <-m.queueFilled:
@@ -621,6 +630,37 @@ func (m *Master) advertise() {
 			return
 		}
 	}
+}
+
+// fromPools reports whether a master's record counts workers of a pool.
+func fromPools(rec catalog.Record) bool {
+	for _, e := range strings.Split(rec.String("workers_by_pool"), ",") {
+		if name, _, _ := strings.Cut(e, ":"); name != "" && name != "unmanaged" {
+			return true
+		}
+	}
+	return false
+}
+
+// readPoolDecisions asks the catalogs what the pools give this master,
+// rec being its record, and has the loop enforce it (seed 000 §4.5.1). It
+// reports whether any pool gives it workers; when no catalog answers, the
+// last decisions stay.
+func (m *Master) readPoolDecisions(rec catalog.Record) bool {
+	self := enforce.Self{Name: rec.String("name"), Port: int(rec.Int("port"))}
+	for _, addr := range m.cfg.Catalogs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		recs, err := catalog.Query(ctx, addr, "")
+		cancel()
+		if err != nil {
+			m.log.Warn("reading the pools' decisions", "catalog", addr, "err", err)
+			continue
+		}
+		byPool := enforce.ForMaster(enforce.Decisions(recs), self)
+		m.send(evPoolDecisions{byPool})
+		return len(byPool) > 0
+	}
+	return true
 }
 
 func owner() string {
