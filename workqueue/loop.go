@@ -429,8 +429,10 @@ func (l *loop) workerStats() []WorkerStats {
 	for _, id := range ids {
 		w := l.workers[id]
 		used, total, n, _ := l.s.WorkerLoad(w.id)
+		_, draining, _ := l.s.Holds(w.id)
 		ws = append(ws, WorkerStats{
-			Host: w.hello.Host, Addr: w.addr,
+			Draining: draining,
+			Host:     w.hello.Host, Addr: w.addr,
 			Cores: total.Cores, CoresInUse: used.Cores,
 			Running: n, Completed: int(w.completed.Load()), FastAborts: w.fastAborts,
 			Joined: w.joined,

@@ -355,7 +355,10 @@ type WorkerStats struct {
 	Running           int // tasks on it now
 	Completed         int // tasks it finished
 	FastAborts        int // its tasks aborted as stragglers
-	Joined            time.Time
+	// Draining: it gets no new tasks, being beyond its pool's decision,
+	// and is released once it holds none.
+	Draining bool
+	Joined   time.Time
 }
 
 // Workers returns the connected workers, in the order they connected.
