@@ -4,10 +4,13 @@
 // connect over TCP (or TLS) and speak CCTools' protocol 9, so both
 // rightsize workers and Debian's work_queue_worker serve it; with a
 // password, a worker must prove it knows it before the master does. With a
-// project name it advertises itself to catalogs, including its capacity,
-// so that workers started with -M and factories find it. Connections that have
-// not finished their handshake are bounded in number and time, so that a
-// flood of them cannot starve the application of file descriptors.
+// project name it advertises itself to catalogs, including its capacity and
+// its workers by pool, so that workers started with -M, factories and pools
+// find it; a pool's workers beyond what the pool's decision in the catalog
+// gives it get no new task and are released once they hold none (package
+// enforce). Connections that have not finished their handshake are bounded
+// in number and time, so that a flood of them cannot starve the
+// application of file descriptors.
 //
 // Matching, how many tasks a worker is trusted with, speculative copies,
 // fast abort, which report of a task is taken, keepalive and worker
@@ -48,7 +51,10 @@ type Config struct {
 	// port). Use "127.0.0.1:0" or ":0" for any free port; Port reports it.
 	Addr string
 	// Project, if set, is advertised to Catalogs so that workers and factories
-	// can find the master by name.
+	// can find the master by name. Every AdvertiseInterval while workers of
+	// a pool are connected, the master also reads from Catalogs what each
+	// pool gives it (package enforce) and releases the excess, never a
+	// worker that holds a task.
 	Project string
 	// Catalogs are the catalog servers ("host:port") to advertise to
 	// (default catalog.DefaultAddrs()).

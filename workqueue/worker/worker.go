@@ -22,7 +22,9 @@
 // not schedule, retry or decide anything: the master does. It can be told
 // to drain (Config.Drain): it then tells the master it has no room left
 // and takes no more tasks. With a Foreman (Config.Foreman) it runs no
-// command itself: the foreman's own workers do.
+// command itself: the foreman's own workers do. A worker of a pool that
+// follows it (Config.FollowPool) chooses its next master by the pool's
+// decision in the catalog (package enforce).
 package worker
 
 import (
