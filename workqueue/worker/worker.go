@@ -102,9 +102,9 @@ type Config struct {
 	// it, gone away or could not be reached: it reads the pool's record
 	// from Catalogs and picks one of the pool's masters at random,
 	// weighted by the workers each may still take from the pool (package
-	// enforce), never at once the one that released it. Until the
-	// catalogs hold a decision of the pool, it connects to Masters (or
-	// Project's) as without it.
+	// enforce), never at once the one that released it. While the
+	// catalogs hold no decision of the pool (or none answers), it connects
+	// to Masters (or Project's) as without it.
 	FollowPool bool
 	// BillingCycle, if set, is the period the worker's resources are
 	// billed by: a worker whose idle or connect timeout has passed leaves
@@ -406,8 +406,7 @@ func (w *worker) loop(ctx context.Context) error {
 // set or the master's catalog record says so.
 func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
 	if w.byPool {
-		t, found, err := w.poolTarget(ctx)
-		if found || err != nil {
+		if t, found, err := w.poolTarget(ctx); found {
 			if err != nil {
 				return nil, "", err
 			}
@@ -484,15 +483,15 @@ func (w *worker) lookup(ctx context.Context) ([]target, error) {
 }
 
 // poolTarget picks the next master by the pool's decision in the first
-// catalog that answers: found is false when it holds none.
+// catalog that answers: found is false when it holds none, or none
+// answers; err, when found, says that no master has room.
 func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var errs []error
 	for _, addr := range w.cfg.Catalogs {
 		recs, err := catalog.Query(ctx, addr, "")
 		if err != nil {
-			errs = append(errs, err)
+			w.log.Debug("reading the pool's decision", "catalog", addr, "err", err)
 			continue
 		}
 		slots, found := enforce.Slots(w.cfg.Pool, recs)
@@ -507,7 +506,7 @@ func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err erro
 		w.log.Debug("master chosen by the pool's decision", "pool", w.cfg.Pool, "master", slots[i].Addr, "slots", slots)
 		return target{addr: slots[i].Addr, ssl: slots[i].SSL}, true, nil
 	}
-	return t, false, errors.Join(errs...)
+	return t, false, nil
 }
 
 // wholeCores is the core count as reported: CCTools masters read whole
