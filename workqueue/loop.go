@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/model/capacity"
+	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/sched"
 )
 
@@ -56,6 +57,9 @@ type (
 	}
 	// evForsaken: a worker gave an attempt back (CCTools' FORSAKEN).
 	evForsaken struct{ a *attempt }
+	// evPoolDecisions: the workers each pool gives this master, as the
+	// catalog says now.
+	evPoolDecisions struct{ byPool map[string]int }
 )
 
 // tickInterval is how often fast abort and keepalives are checked.
@@ -75,6 +79,11 @@ type loop struct {
 	window capacity.Window
 	ewma   capacity.EWMA
 	st     Stats
+
+	// pools holds the workers each pool gives this master (package
+	// enforce); draining counts the workers given no new tasks.
+	pools    map[string]int
+	draining int
 }
 
 func newLoop(m *Master) *loop {
@@ -102,6 +111,7 @@ func (l *loop) run() {
 				l.s.Heard(w.id, time.Unix(0, w.lastHeard.Load()))
 			}
 			l.apply(l.s.Tick(now), now)
+			l.enforcePools(now)
 		case <-l.m.done:
 			return // each worker connection releases its worker
 		}
@@ -163,7 +173,57 @@ func (l *loop) handle(ev event) {
 		l.apply(acts[1:], now)
 	case evForsaken:
 		l.forsaken(ev.a, now)
+	case evPoolDecisions:
+		l.pools = ev.byPool
+		l.enforcePools(now)
 	}
+}
+
+// enforcePools carries out the pools' decisions (seed 000 §4.5.1): the
+// workers of a pool beyond what it gives this master get no new tasks,
+// and each is released once it holds none, to serve another master.
+func (l *loop) enforcePools(now time.Time) {
+	if len(l.pools) == 0 && l.draining == 0 {
+		return
+	}
+	ws := make([]enforce.Worker, 0, len(l.workers))
+	for _, w := range l.workers {
+		if n, draining, ok := l.s.Holds(w.id); ok {
+			ws = append(ws, enforce.Worker{ID: int(w.id), Pool: w.poolName(), Holds: n, Draining: draining, Joined: w.joined})
+		}
+	}
+	surplus := map[int]bool{}
+	for _, id := range enforce.Surplus(l.pools, ws) {
+		surplus[id] = true
+	}
+	for _, ew := range ws {
+		id := sched.WorkerID(ew.ID)
+		switch {
+		case surplus[ew.ID] && ew.Holds == 0:
+			if ew.Draining {
+				l.draining--
+			}
+			l.releaseWorker(l.workers[id], now)
+		case surplus[ew.ID] && !ew.Draining:
+			l.draining++
+			l.m.log.Info("worker draining: beyond its pool's decision", "worker", l.workers[id].addr,
+				"pool", ew.Pool, "decision", l.pools[ew.Pool], "tasks", ew.Holds)
+			l.apply(l.s.Drain(id, true, now), now)
+		case !surplus[ew.ID] && ew.Draining:
+			l.draining--
+			l.apply(l.s.Drain(id, false, now), now)
+		}
+	}
+}
+
+// releaseWorker lets a worker that holds no task go, to serve another
+// master.
+func (l *loop) releaseWorker(w *workerConn, now time.Time) {
+	delete(l.workers, w.id)
+	l.st.WorkersReleased++
+	l.m.log.Info("worker released: beyond its pool's decision", "worker", w.addr, "pool", w.poolName(), "decision", l.pools[w.poolName()])
+	l.apply(l.s.WorkerLeft(w.id, now), now)
+	w.release()
 }
 
 // apply carries out the scheduler's actions.
@@ -253,6 +313,9 @@ func workerAddr(w *workerConn) string {
 func (l *loop) workerLeft(w *workerConn, err error, now time.Time) {
 	if _, ok := l.workers[w.id]; !ok {
 		return
+	}
+	if _, draining, _ := l.s.Holds(w.id); draining {
+		l.draining--
 	}
 	delete(l.workers, w.id)
 	l.st.WorkersLost++
@@ -366,8 +429,10 @@ func (l *loop) workerStats() []WorkerStats {
 	for _, id := range ids {
 		w := l.workers[id]
 		used, total, n, _ := l.s.WorkerLoad(w.id)
+		_, draining, _ := l.s.Holds(w.id)
 		ws = append(ws, WorkerStats{
-			Host: w.hello.Host, Addr: w.addr,
+			Draining: draining,
+			Host:     w.hello.Host, Addr: w.addr,
 			Cores: total.Cores, CoresInUse: used.Cores,
 			Running: n, Completed: int(w.completed.Load()), FastAborts: w.fastAborts,
 			Joined: w.joined,

@@ -4,10 +4,13 @@
 // connect over TCP (or TLS) and speak CCTools' protocol 9, so both
 // rightsize workers and Debian's work_queue_worker serve it; with a
 // password, a worker must prove it knows it before the master does. With a
-// project name it advertises itself to catalogs, including its capacity,
-// so that workers started with -M and factories find it. Connections that have
-// not finished their handshake are bounded in number and time, so that a
-// flood of them cannot starve the application of file descriptors.
+// project name it advertises itself to catalogs, including its capacity and
+// its workers by pool, so that workers started with -M, factories and pools
+// find it; a pool's workers beyond what the pool's decision in the catalog
+// gives it get no new task and are released once they hold none (package
+// enforce). Connections that have not finished their handshake are bounded
+// in number and time, so that a flood of them cannot starve the
+// application of file descriptors.
 //
 // Matching, how many tasks a worker is trusted with, speculative copies,
 // fast abort, which report of a task is taken, keepalive and worker
@@ -28,6 +31,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -35,6 +39,7 @@ import (
 
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/sched"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -46,7 +51,10 @@ type Config struct {
 	// port). Use "127.0.0.1:0" or ":0" for any free port; Port reports it.
 	Addr string
 	// Project, if set, is advertised to Catalogs so that workers and factories
-	// can find the master by name.
+	// can find the master by name. Every AdvertiseInterval while workers of
+	// a pool are connected, the master also reads from Catalogs what each
+	// pool gives it (package enforce) and releases the excess, never a
+	// worker that holds a task.
 	Project string
 	// Priority is advertised with Project: a worker that serves several
 	// projects prefers the master with the highest (CCTools'
@@ -318,11 +326,14 @@ type Stats struct {
 	FastAborts, SpeculativeCopies   int
 	WorkersConnected, WorkersJoined int
 	WorkersRemoved, WorkersLost     int
-	CoresTotal, CoresInUse          float64
-	MemoryTotal, MemoryInUse        int64
-	DiskTotal, DiskInUse            int64
-	GPUsTotal, GPUsInUse            int64
-	BytesSent, BytesReceived        int64
+	// WorkersReleased counts the workers released because their pool
+	// gives this master fewer (see Config.Project).
+	WorkersReleased          int
+	CoresTotal, CoresInUse   float64
+	MemoryTotal, MemoryInUse int64
+	DiskTotal, DiskInUse     int64
+	GPUsTotal, GPUsInUse     int64
+	BytesSent, BytesReceived int64
 	// Capacity is Eq. 4.5 over the recent tasks, CapacityWeighted the
 	// exponentially weighted form; both 0 until a task has finished.
 	Capacity, CapacityWeighted float64
@@ -354,7 +365,10 @@ type WorkerStats struct {
 	Running           int // tasks on it now
 	Completed         int // tasks it finished
 	FastAborts        int // its tasks aborted as stragglers
-	Joined            time.Time
+	// Draining: it gets no new tasks, being beyond its pool's decision,
+	// and is released once it holds none.
+	Draining bool
+	Joined   time.Time
 }
 
 // Workers returns the connected workers, in the order they connected.
@@ -592,6 +606,7 @@ func openFileLimit() uint64 {
 func (m *Master) advertise() {
 	tick := time.NewTicker(m.cfg.AdvertiseInterval)
 	defer tick.Stop()
+	enforcing := false // some pool has decided about this master
 	for {
 		reply := make(chan []byte, 1)
 		if !m.send(evStatus{kind: "catalog", reply: reply}) {
@@ -611,6 +626,9 @@ func (m *Master) advertise() {
 			}
 			cancel()
 		}
+		if fromPools(rec) || enforcing {
+			enforcing = m.readPoolDecisions(rec)
+		}
 		select {
 		case <-tick.C:
 		case <-m.queueFilled:
@@ -625,6 +643,37 @@ func (m *Master) advertise() {
 			return
 		}
 	}
+}
+
+// fromPools reports whether a master's record counts workers of a pool.
+func fromPools(rec catalog.Record) bool {
+	for _, e := range strings.Split(rec.String("workers_by_pool"), ",") {
+		if name, _, _ := strings.Cut(e, ":"); name != "" && name != "unmanaged" {
+			return true
+		}
+	}
+	return false
+}
+
+// readPoolDecisions asks the catalogs what the pools give this master,
+// rec being its record, and has the loop enforce it (seed 000 §4.5.1). It
+// reports whether any pool gives it workers; when no catalog answers, the
+// last decisions stay.
+func (m *Master) readPoolDecisions(rec catalog.Record) bool {
+	self := enforce.Self{Name: rec.String("name"), Port: int(rec.Int("port"))}
+	for _, addr := range m.cfg.Catalogs {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		recs, err := catalog.Query(ctx, addr, "")
+		cancel()
+		if err != nil {
+			m.log.Warn("reading the pools' decisions", "catalog", addr, "err", err)
+			continue
+		}
+		byPool := enforce.ForMaster(enforce.Decisions(recs), self)
+		m.send(evPoolDecisions{byPool})
+		return len(byPool) > 0
+	}
+	return true
 }
 
 func owner() string {

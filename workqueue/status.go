@@ -53,6 +53,7 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 		"workers_by_pool":              l.workersByPool(),
 		"workers_joined":               st.WorkersJoined,
 		"workers_removed":              st.WorkersRemoved,
+		"workers_released":             st.WorkersReleased,
 		"workers_lost":                 st.WorkersLost,
 		"workers_fast_aborted":         st.FastAborts,
 		"cores_total":                  st.CoresTotal,

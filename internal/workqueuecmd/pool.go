@@ -68,12 +68,17 @@ The pool reads the file again when it changes; a bad edit is reported, with
 its file and line, and the last good policy stays in force.
 
 Each worker is submitted for one master, and tells it the pool's name (the
-master counts them in workers_by_pool). Workers that end are replaced while
-their master still needs them. The pool never removes a worker that runs a
-task: workers beyond a master's decision leave when idle, after -t (or, with
-a billing cycle, near the end of their cycle). Masters do not release a
-pool's excess workers, and workers do not move between masters. On exit, and
-on SIGINT or SIGTERM, it removes every worker it submitted.
+master counts them in workers_by_pool). The decision is enforced as seed 000
+§4.5 says: the pool's record lists the workers it gives each master; a master
+that has more of the pool's workers gives the excess no new task and releases
+each once it holds none; a released worker, or one whose master is gone,
+picks its next master among the pool's at random, weighted by the workers each
+may still take (--stay: it serves only the master it was submitted for).
+Workers that end are replaced while the masters still need them, never for a
+move. The pool never removes a worker that runs a task: workers no master has
+room for leave after -t (or, with a billing cycle, near the end of their
+cycle). On exit, and on SIGINT or SIGTERM, it removes every worker it
+submitted.
 
 The masters' addresses are those the catalog heard them from: the execution
 hosts must reach them there.`,
@@ -118,7 +123,8 @@ hosts must reach them there.`,
 	f.Int64Var(&o.cfg.Worker.DiskMB, "disk", 0, "disk per worker in MB, likewise")
 	f.StringArrayVar(&o.cfg.Worker.Env, "env", nil, "NAME=value to set in the workers' environment (repeatable)")
 	f.StringVarP(&o.extraOptions, "extra-options", "E", "", "further options for the workers")
-	f.StringVar(&o.workerBinary, "worker-binary", "", "run this worker program instead of this program's worker command (it must take --from-factory, and --billing-cycle with a billing cycle)")
+	f.StringVar(&o.workerBinary, "worker-binary", "", "run this worker program instead of this program's worker command (it must take --from-factory, --follow-pool unless --stay, and --billing-cycle with a billing cycle)")
+	f.BoolVar(&o.cfg.Stay, "stay", false, "keep each worker with the master it was submitted for, instead of moving to the masters the decision gives room")
 	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "further options for the batch system (sbatch, qsub), or submit-file lines (condor)")
 	f.StringVarP(&o.scratch, "scratch-dir", "S", "", "where the jobs' scripts and output are kept; must be shared with the execution hosts (default: the working directory)")
 	f.Var(cmdutil.Seconds(&o.cfg.Interval), "interval", "how often to read the catalog and publish the decision (default 10s)")

@@ -39,6 +39,7 @@ type workerOptions struct {
 	singleShot   bool
 	features     []string
 	pool         string
+	followPool   bool
 	billingCycle time.Duration
 	wallTime     time.Duration
 	parentDeath  bool
@@ -157,6 +158,7 @@ to the foreman once and from it to each of its workers once.`,
 	f.BoolVar(&o.singleShot, "single-shot", false, "exit after the first session with a master")
 	f.StringArrayVar(&o.features, "feature", nil, "a user-defined feature to announce (repeatable)")
 	f.StringVar(&o.pool, "from-factory", "", "the name of the worker pool or factory that started this worker, told to the master")
+	f.BoolVar(&o.followPool, "follow-pool", false, "with --from-factory NAME: once its first master releases it, goes away or cannot be reached, choose each next master by pool NAME's decision in the catalog (-C), at random, weighted by the workers each may still take")
 	f.Var(cmdutil.Seconds(&o.billingCycle), "billing-cycle", "leave only near the end of a billing cycle of this long, counted from the start, once idle or without a master (0: no cycle)")
 	// CCTools' names, so that work_queue_factory --worker-binary and its
 	// users' scripts can run this worker as they run work_queue_worker.
@@ -194,7 +196,10 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 		Project: o.project, Cores: o.cores, MemoryMB: o.memory, DiskMB: o.disk, GPUs: o.gpus,
 		Workdir: o.workdir, IdleTimeout: o.idle, ConnectTimeout: o.connect,
 		MinBackoff: o.minBackoff, MaxBackoff: o.maxBackoff, SingleShot: o.singleShot, Features: o.features,
-		Pool: o.pool, BillingCycle: o.billingCycle,
+		Pool: o.pool, FollowPool: o.followPool, BillingCycle: o.billingCycle,
+	}
+	if o.followPool && o.pool == "" {
+		return cfg, cmdutil.Usagef("--follow-pool needs --from-factory NAME, the pool's name")
 	}
 	if o.timeout > 0 {
 		cfg.IdleTimeout, cfg.ConnectTimeout = o.timeout, o.timeout

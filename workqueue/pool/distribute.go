@@ -13,6 +13,10 @@ import (
 type Master struct {
 	Project string
 	Addr    string // "host:port", as the workers reach it
+	// Name and Port identify it as its record does (Name is the host
+	// name it advertises), for the masters to find their decision.
+	Name string
+	Port int
 	// Tasks is the master's tasks waiting or running.
 	Tasks int
 	// Connected is the workers connected to it, from any source.
@@ -161,6 +165,8 @@ func round(out, idx []int, potential []float64, total int) {
 type Assignment struct {
 	Project string
 	Addr    string
+	Name    string
+	Port    int
 	Need    int // W_max_needed
 	Workers int // the decision
 }

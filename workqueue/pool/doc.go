@@ -12,10 +12,13 @@
 //
 // Each worker is submitted for one master, with the pool's name (it tells
 // the master, which counts the workers of each pool in its
-// workers_by_pool). The pool never removes a worker that runs a task: a
-// master's workers beyond the decision leave when idle, at their idle
-// timeout or, with a billing cycle, near the end of their cycle. Masters
-// releasing a pool's excess workers, and workers choosing a master by the
-// decision (seed 000 §4.5.1–4.5.2), are not done: the workers serve the
-// master they were submitted for.
+// workers_by_pool). The decision is enforced as seed 000 §4.5 says, by the
+// masters and workers themselves (package enforce): the pool's record
+// lists the workers it gives each master; a master gives its workers of
+// the pool beyond that no new task and releases each once it holds none,
+// and a released worker (or one whose master is gone) picks its next
+// master among the pool's at random, weighted by the workers each may
+// still take. The pool never removes a worker that runs a task: workers
+// no master has room for leave at their idle timeout or, with a billing
+// cycle, near the end of their cycle.
 package pool

@@ -1,8 +1,11 @@
 package pool
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
@@ -46,11 +49,15 @@ type Decision struct {
 // I/O, driven with logical time as factory.Plan is, whose job bookkeeping
 // and failure handling it uses.
 //
-// Each worker is submitted for one master. The plan submits a worker for a
-// master whose decision is more than the workers it has submitted for it,
-// within max_workers in all. It never removes a worker: a master's workers
-// beyond its decision leave when idle, at their idle timeout (or, with a
-// billing cycle, near the end of their cycle).
+// Each worker is submitted for one master, its first; after that it
+// serves the masters as package enforce says. The plan submits a worker
+// for a master whose decision is more than the workers it has from the
+// pool (its workers_by_pool) and those submitted for it and not started,
+// while the pool has fewer jobs than its decision in all and max_workers.
+// It never removes a worker: a master releases those of its workers beyond
+// its decision once they hold no task, and they move to another master or
+// leave at their idle timeout (or, with a billing cycle, near the end of
+// their cycle).
 //
 // A Plan is not safe for concurrent use.
 type Plan struct {
@@ -64,6 +71,7 @@ type Plan struct {
 	total   int               // jobs not ended
 
 	masters   []Master
+	received  map[string]int // master → its workers from this pool, as it says (-1: it does not)
 	known     bool
 	decision  []Assignment
 	decided   int // the last pool decision, in workers
@@ -116,11 +124,17 @@ func (p *Plan) decide(now time.Time) {
 	var ms []Master
 	var share, needs []int
 	want := 0
-	for _, m := range p.masters {
+	p.received = map[string]int{}
+	masters := slices.Clone(p.masters)
+	slices.SortStableFunc(masters, func(a, b Master) int {
+		return cmp.Or(strings.Compare(a.Project, b.Project), strings.Compare(a.Addr, b.Addr))
+	})
+	for _, m := range masters {
 		e := pol.shareOf(m.Project)
 		if e < 0 {
 			continue // not this pool's
 		}
+		p.received[m.Addr] = m.Received
 		if m.Received < 0 {
 			// A guess: those of ours running, as far as it says
 			// workers are connected.
@@ -152,7 +166,7 @@ func (p *Plan) decide(now time.Time) {
 	p.decision = make([]Assignment, len(ms))
 	p.decided = 0
 	for i, m := range ms {
-		p.decision[i] = Assignment{Project: m.Project, Addr: m.Addr, Need: needs[i], Workers: dec[i]}
+		p.decision[i] = Assignment{Project: m.Project, Addr: m.Addr, Name: m.Name, Port: m.Port, Need: needs[i], Workers: dec[i]}
 		p.decided += dec[i]
 	}
 }
@@ -166,6 +180,23 @@ func (p *Plan) runningFor(addr string) int {
 		}
 	}
 	return n
+}
+
+// has counts the workers master addr has from this pool or will have: those
+// it says are connected and the jobs submitted for it that have not
+// started; for a master that does not say (no workers_by_pool), the jobs
+// submitted for it.
+func (p *Plan) has(addr string) int {
+	r, ok := p.received[addr]
+	if !ok || r < 0 {
+		return p.ours[addr]
+	}
+	for id, m := range p.master {
+		if m == addr && !p.running[id] {
+			r++
+		}
+	}
+	return r
 }
 
 // Next says what to do at now.
@@ -182,11 +213,16 @@ func (p *Plan) Next(now time.Time) Decision {
 	want := 0
 	if p.known {
 		for _, a := range p.decision {
-			if n := a.Workers - p.ours[a.Addr]; n > 0 {
+			if n := a.Workers - p.has(a.Addr); n > 0 {
 				shorts = append(shorts, short{a.Addr, n})
 				want += n
 			}
 		}
+		// Workers move between masters (package enforce): never more
+		// jobs than the decision in all, so that a master's excess,
+		// released, serves the others before new workers are
+		// submitted.
+		want = min(want, p.decided-p.total)
 	}
 	// Never more than max_workers in all, whoever they were for.
 	want = max(0, min(want, p.policy.MaxWorkers-p.total))
@@ -247,7 +283,7 @@ func (p *Plan) Ended(ev batch.Event, now time.Time) factory.Outcome {
 }
 
 // Decision returns the last distribution decision, one assignment per
-// master the policy serves, in the order the masters were observed.
+// master the policy serves, by project and address.
 func (p *Plan) Decision() []Assignment { return append([]Assignment(nil), p.decision...) }
 
 // Counts returns a snapshot of the plan: its jobs, and for each master

@@ -160,3 +160,38 @@ func TestPlanPolicyReload(t *testing.T) {
 		t.Fatalf("after the reload, submitted %v", got)
 	}
 }
+
+// TestPlanLetsWorkersMove: when the shares change, the master that loses
+// workers releases them to the one that gains (package enforce): the plan
+// submits none for the move, counting each master's workers by what it
+// says it has from the pool, and submits again once the pool is short in
+// all.
+func TestPlanLetsWorkersMove(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	p, err := NewPlan(policy(t, "max_workers: 4\ndistribution: a=1, b=1\ndecision: D1\n"), Limits{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Observe([]Master{{Project: "a", Addr: "A", Tasks: 10, Received: 0}, {Project: "b", Addr: "B", Tasks: 10, Received: 0}}, t0)
+	jobs := 0
+	if got := submitAll(p, p.Next(t0), &jobs); got["A"] != 2 || got["B"] != 2 {
+		t.Fatalf("submitted %v, want A:2 B:2", got)
+	}
+	p.SetPolicy(policy(t, "max_workers: 4\ndistribution: a=1, b=3\ndecision: D1\n"))
+	// A still has its two; B its two: the decision is a:1, b:3.
+	p.Observe([]Master{{Project: "a", Addr: "A", Tasks: 10, Connected: 2, Received: 2}, {Project: "b", Addr: "B", Tasks: 10, Connected: 2, Received: 2}}, t0)
+	if d := p.Next(t0); len(d.Submit) != 0 || FormatDecision(p.Decision()) != "a:1, b:3" {
+		t.Fatalf("decision %s, submitted %v; want a:1, b:3 and none submitted", FormatDecision(p.Decision()), d.Submit)
+	}
+	// A released one, which B now has.
+	p.Observe([]Master{{Project: "a", Addr: "A", Tasks: 10, Connected: 1, Received: 1}, {Project: "b", Addr: "B", Tasks: 10, Connected: 3, Received: 3}}, t0)
+	if d := p.Next(t0); len(d.Submit) != 0 {
+		t.Fatalf("after the move, submitted %v", d.Submit)
+	}
+	// A worker of B's ends: one is submitted, for B.
+	p.Ended(batch.Event{ID: "j4", Status: batch.Status{State: batch.Done}}, t0)
+	p.Observe([]Master{{Project: "a", Addr: "A", Tasks: 10, Connected: 1, Received: 1}, {Project: "b", Addr: "B", Tasks: 10, Connected: 2, Received: 2}}, t0)
+	if d := p.Next(t0); len(d.Submit) != 1 || d.Submit[0] != "B" {
+		t.Fatalf("after a worker ended, submitted %v, want [B]", d.Submit)
+	}
+}

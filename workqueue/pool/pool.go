@@ -15,6 +15,7 @@ import (
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
@@ -38,9 +39,14 @@ type Config struct {
 	// PasswordFile is the masters' password file, given to the workers.
 	PasswordFile string
 	// Worker says what each worker job runs: a worker program that takes
-	// CCTools' flags and --from-factory (and --billing-cycle when the
-	// policy has one), such as this program's worker.
+	// CCTools' flags and --from-factory, --follow-pool (unless Stay) and
+	// -C (the catalogs), and --billing-cycle when the policy has one, such
+	// as this program's worker.
 	Worker factory.Worker
+	// Stay keeps each worker with the master it was submitted for: without
+	// it, a worker a master releases, or whose master is gone, serves the
+	// next master the pool's decision gives room (package enforce).
+	Stay bool
 	// Limits say how failures are met.
 	Limits Limits
 	// Interval is how often the catalog is asked about the masters and the
@@ -260,7 +266,11 @@ func (p *pool) act(ctx context.Context, retry *time.Timer) error {
 // job returns the batch job of a worker for the master at addr.
 func (p *pool) job(addr string) *batch.Job {
 	w := p.cfg.Worker
-	w.Args = append([]string{"--from-factory", p.cfg.Name}, w.Args...)
+	pre := []string{"--from-factory", p.cfg.Name}
+	if !p.cfg.Stay {
+		pre = append(pre, "--follow-pool", "-C", strings.Join(p.cfg.Catalogs, ","))
+	}
+	w.Args = append(pre, w.Args...)
 	if c := p.plan.Policy().BillingCycle; c > 0 {
 		w.Args = append(w.Args, "--billing-cycle", strconv.Itoa(max(1, int(c/time.Second))))
 	}
@@ -313,8 +323,8 @@ func (p *pool) publish(ctx context.Context) {
 	pol := p.plan.Policy()
 	s := FormatDecision(dec)
 	rec := catalog.Record{
-		"type": "wq_pool", "name": p.cfg.Name, "port": 0, "owner": os.Getenv("USER"),
-		"decision": s, "decision_policy": pol.Decision.String(),
+		"type": enforce.PoolType, "name": p.cfg.Name, "port": 0, "owner": os.Getenv("USER"),
+		"decision": s, "assignments": assignments(dec), "decision_policy": pol.Decision.String(),
 		"max_workers": pol.MaxWorkers, "workers": c.Queued + c.Running,
 		"workers_queued": c.Queued, "workers_running": c.Running,
 		"lifetime": max(180, 3*int(p.cfg.Interval.Seconds())),
@@ -333,6 +343,16 @@ func (p *pool) publish(ctx context.Context) {
 	if p.cfg.Report != nil {
 		p.cfg.Report(Report{Decision: dec, Workers: ours, Counts: c})
 	}
+}
+
+// assignments is the decision as the masters and the workers read it.
+func assignments(dec []Assignment) []enforce.Assignment {
+	out := make([]enforce.Assignment, len(dec))
+	for i, a := range dec {
+		host, _, _ := net.SplitHostPort(a.Addr)
+		out[i] = enforce.Assignment{Project: a.Project, Name: a.Name, Port: a.Port, Address: host, Workers: a.Workers}
+	}
+	return out
 }
 
 // askTimeout bounds one question to the catalog.
@@ -368,27 +388,8 @@ func (p *pool) ask(ctx context.Context, answers chan<- answer) {
 // this pool's name in its workers_by_pool.
 func masterOf(m catalog.Master, pool string) Master {
 	tasks, workers, capacity := factory.RecordDemand(m.Record)
-	return Master{Project: m.Project, Addr: m.Addr(), Tasks: tasks, Connected: workers,
-		Received: received(m.Record, pool), Capacity: capacity}
-}
-
-// received reads this pool's workers from a record's workers_by_pool
-// ("pool-a:3,unmanaged:2"): -1 if the record has none, as CCTools'
-// masters.
-func received(r catalog.Record, pool string) int {
-	v, ok := r["workers_by_pool"].(string)
-	if !ok {
-		return -1
-	}
-	for _, e := range strings.Split(v, ",") {
-		name, n, _ := strings.Cut(strings.TrimSpace(e), ":")
-		if name == pool {
-			if k, err := strconv.Atoi(n); err == nil && k >= 0 {
-				return k
-			}
-		}
-	}
-	return 0
+	return Master{Project: m.Project, Addr: m.Addr(), Name: m.Name, Port: m.Port, Tasks: tasks, Connected: workers,
+		Received: enforce.Received(m.Record, pool), Capacity: capacity}
 }
 
 // removeAll removes every worker job that has not ended and waits, for a

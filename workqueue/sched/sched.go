@@ -294,6 +294,9 @@ type worker struct {
 	speed   float64         // sum over finished tasks of time / category mean
 	samples int
 	results int // results it returned: what it has proved
+	// draining: it gets no new task (Drain), as its master is to
+	// release it once it holds none.
+	draining bool
 }
 
 // mean slowness relative to the category means; 1 when unknown.
@@ -939,7 +942,7 @@ func (s *Scheduler) limit(w *worker) int {
 // hasRoom reports whether w may take another task.
 func (s *Scheduler) hasRoom(w *worker) bool {
 	free := w.total.add(w.used, -1)
-	return (free.Cores > 1e-9 || free.GPUs > 0) && len(w.tasks) < s.limit(w)
+	return !w.draining && (free.Cores > 1e-9 || free.GPUs > 0) && len(w.tasks) < s.limit(w)
 }
 
 func (s *Scheduler) anyFree() bool { return len(s.room) > 0 }
@@ -996,7 +999,7 @@ func (s *Scheduler) choose(t *task, copy bool) (*worker, Resources) {
 func (s *Scheduler) yield(t *task, acts []Action) (*worker, Resources, []Action) {
 	for _, id := range s.order {
 		w := s.workers[id]
-		if s.shuns(t, id) {
+		if w.draining || s.shuns(t, id) {
 			continue
 		}
 		var copies []*task
@@ -1091,6 +1094,29 @@ func (s *Scheduler) TaskState(id TaskID) State {
 		return Running
 	}
 	return Waiting
+}
+
+// Drain stops (on) giving worker id new tasks, or resumes (off); the
+// tasks it holds run on. Its master drains a worker it is to release
+// (package enforce) and releases it once Holds says it holds none.
+func (s *Scheduler) Drain(id WorkerID, on bool, now time.Time) []Action {
+	w, ok := s.workers[id]
+	if !ok || w.draining == on {
+		return nil
+	}
+	w.draining = on
+	s.touch(w)
+	return s.dispatch(nil, now)
+}
+
+// Holds reports how many tasks worker id runs or sends the outputs of,
+// and whether it is draining.
+func (s *Scheduler) Holds(id WorkerID) (tasks int, draining, ok bool) {
+	w, ok := s.workers[id]
+	if !ok {
+		return 0, false, false
+	}
+	return len(w.tasks) + len(w.fetches), w.draining, true
 }
 
 // WorkerLoad reports a worker's resources in use and in total, and how many

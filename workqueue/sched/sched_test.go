@@ -342,3 +342,39 @@ func TestAbortedTaskShunsItsWorker(t *testing.T) {
 		t.Errorf("with one worker, the task goes back to it: %v", d)
 	}
 }
+
+// TestDrain: a draining worker finishes what it holds, outputs included,
+// and gets nothing new; its tasks' successors go elsewhere; undrained, it
+// takes tasks again.
+func TestDrain(t *testing.T) {
+	s := New(Config{})
+	s.WorkerJoined(1, "h1", Resources{Cores: 1}, t0)
+	s.Submit(Task{ID: 1}, t0)
+	s.Submit(Task{ID: 2}, t0)
+	if acts := s.Drain(1, true, at(1)); len(acts) != 0 {
+		t.Fatalf("draining dispatched %v", acts)
+	}
+	if n, draining, ok := s.Holds(1); n != 1 || !draining || !ok {
+		t.Fatalf("Holds = %d %v %v, want 1 true true", n, draining, ok)
+	}
+	if acts := s.TaskDone(1, 1, true, at(2)); len(dispatches(acts)) != 0 {
+		t.Fatalf("a draining worker got a task: %v", acts)
+	}
+	if n, _, _ := s.Holds(1); n != 1 {
+		t.Fatalf("sending its outputs, it holds %d tasks, want 1", n)
+	}
+	s.Fetched(1, 1, at(3))
+	if n, _, _ := s.Holds(1); n != 0 {
+		t.Fatalf("after its outputs, it holds %d tasks, want 0", n)
+	}
+	if got := dispatches(s.WorkerJoined(2, "h2", Resources{Cores: 1}, at(4))); got[2] != 2 {
+		t.Fatalf("task 2 should go to the new worker: %v", got)
+	}
+	s.Submit(Task{ID: 3}, at(5))
+	if got := dispatches(s.Drain(1, false, at(6))); got[3] != 1 {
+		t.Errorf("undrained, worker 1 should take task 3: %v", got)
+	}
+	if _, _, ok := s.Holds(9); ok {
+		t.Errorf("Holds found an unknown worker")
+	}
+}

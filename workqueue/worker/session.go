@@ -166,6 +166,11 @@ func (s *session) hello() error {
 			wire.Hello{Protocol: wire.Protocol, Host: host, OS: osName, Arch: arch(), Version: Version},
 			wire.Info{Key: "worker-id", Value: s.w.id},
 		}
+		// The pool first, so that the master knows it when the worker
+		// joins (it may hold more of the pool's workers than it is given).
+		if s.w.cfg.Pool != "" {
+			msgs = append(msgs, wire.Info{Key: "from-factory", Value: s.w.cfg.Pool})
+		}
 		for _, f := range s.w.cfg.Features {
 			msgs = append(msgs, wire.Feature{Name: f})
 		}
@@ -176,9 +181,6 @@ func (s *session) hello() error {
 			wire.Info{Key: "tasks_running", Value: "0"},
 			wire.Info{Key: "worker-end-time", Value: "0"},
 		)
-		if s.w.cfg.Pool != "" {
-			msgs = append(msgs, wire.Info{Key: "from-factory", Value: s.w.cfg.Pool})
-		}
 		for _, m := range msgs {
 			if err := c.Send(m); err != nil {
 				return err

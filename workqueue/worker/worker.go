@@ -22,7 +22,9 @@
 // not schedule, retry or decide anything: the master does. It can be told
 // to drain (Config.Drain): it then tells the master it has no room left
 // and takes no more tasks. With a Foreman (Config.Foreman) it runs no
-// command itself: the foreman's own workers do.
+// command itself: the foreman's own workers do. A worker of a pool that
+// follows it (Config.FollowPool) chooses its next master by the pool's
+// decision in the catalog (package enforce).
 package worker
 
 import (
@@ -34,14 +36,17 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	mrand "math/rand/v2"
 	"net"
 	"os"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/rightsize/rightsize/internal/proc"
 	"github.com/rightsize/rightsize/model"
 	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
@@ -92,6 +97,15 @@ type Config struct {
 	// told to the master ("info from-factory", as CCTools' factory does),
 	// which counts the workers of each pool (workers_by_pool).
 	Pool string
+	// FollowPool, with Pool, makes the worker choose its masters by the
+	// pool's decision (seed 000 §4.5.2) once its first master has released
+	// it, gone away or could not be reached: it reads the pool's record
+	// from Catalogs and picks one of the pool's masters at random,
+	// weighted by the workers each may still take from the pool (package
+	// enforce), never at once the one that released it. While the
+	// catalogs hold no decision of the pool (or none answers), it connects
+	// to Masters (or Project's) as without it.
+	FollowPool bool
 	// BillingCycle, if set, is the period the worker's resources are
 	// billed by: a worker whose idle or connect timeout has passed leaves
 	// only near the end of a cycle counted from its start (in the last
@@ -183,13 +197,16 @@ func (c *Config) validate() error {
 	if len(c.Masters) == 0 && c.Project == "" {
 		return errors.New("need a master address or a project name")
 	}
+	if c.FollowPool && c.Pool == "" {
+		return errors.New("following a pool needs the pool's name")
+	}
 	if c.Project != "" {
 		if _, err := regexp.Compile("^(" + c.Project + ")$"); err != nil {
 			return fmt.Errorf("project pattern: %w", err)
 		}
-		if len(c.Catalogs) == 0 {
-			c.Catalogs = catalog.DefaultAddrs()
-		}
+	}
+	if (c.Project != "" || c.FollowPool) && len(c.Catalogs) == 0 {
+		c.Catalogs = catalog.DefaultAddrs()
 	}
 	if c.Cores < 0 || c.MemoryMB < 0 || c.DiskMB < 0 || c.GPUs < 0 {
 		return errors.New("resources must not be negative")
@@ -304,6 +321,11 @@ type worker struct {
 	id        string
 	keeper    *proc.Keeper
 	issued    wire.Challenges // challenges sent to masters: never answered
+
+	// byPool: the next master is chosen by the pool's decision
+	// (FollowPool), not avoid, the master that released the worker last.
+	byPool bool
+	avoid  string
 }
 
 // CycleEnding says whether a worker started at started and billed by
@@ -329,6 +351,7 @@ func (w *worker) loop(ctx context.Context) error {
 	lastSession := time.Now()
 	for {
 		conn, addr, err := w.connect(ctx)
+		w.byPool, w.avoid = w.cfg.FollowPool, ""
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -363,6 +386,7 @@ func (w *worker) loop(ctx context.Context) error {
 		case errors.Is(err, errRelease):
 			w.log.Info("released", "master", addr)
 			backoff = 0 // reconnect at once, as CCTools does after release
+			w.avoid = addr
 		default:
 			w.log.Warn("disconnected", "master", addr, "reason", err)
 			backoff = w.cfg.MinBackoff
@@ -388,6 +412,15 @@ func (w *worker) loop(ctx context.Context) error {
 // connect dials the first reachable master, over TLS when Config.TLS is
 // set or the master's catalog record says so.
 func (w *worker) connect(ctx context.Context) (net.Conn, string, error) {
+	if w.byPool {
+		if t, found, err := w.poolTarget(ctx); found {
+			if err != nil {
+				return nil, "", err
+			}
+			conn, err := w.dial(ctx, t)
+			return conn, t.addr, err
+		}
+	}
 	targets := make([]target, len(w.cfg.Masters))
 	for i, a := range w.cfg.Masters {
 		targets[i] = target{addr: a}
@@ -454,6 +487,33 @@ func (w *worker) lookup(ctx context.Context) ([]target, error) {
 		targets[i] = target{addr: m.Addr(), ssl: ssl}
 	}
 	return targets, err
+}
+
+// poolTarget picks the next master by the pool's decision in the first
+// catalog that answers: found is false when it holds none, or none
+// answers; err, when found, says that no master has room.
+func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, addr := range w.cfg.Catalogs {
+		recs, err := catalog.Query(ctx, addr, "")
+		if err != nil {
+			w.log.Debug("reading the pool's decision", "catalog", addr, "err", err)
+			continue
+		}
+		slots, found := enforce.Slots(w.cfg.Pool, recs)
+		if !found {
+			return t, false, nil
+		}
+		slots = slices.DeleteFunc(slots, func(s enforce.Slot) bool { return s.Addr == w.avoid })
+		i := enforce.Choose(slots, mrand.Float64())
+		if i < 0 {
+			return t, true, fmt.Errorf("no master of pool %s may take another of its workers", w.cfg.Pool)
+		}
+		w.log.Debug("master chosen by the pool's decision", "pool", w.cfg.Pool, "master", slots[i].Addr, "slots", slots)
+		return target{addr: slots[i].Addr, ssl: slots[i].SSL}, true, nil
+	}
+	return t, false, nil
 }
 
 // wholeCores is the core count as reported: CCTools masters read whole

@@ -1,0 +1,267 @@
+// Package enforce is how masters and workers carry out a worker pool's
+// decision (seed 000 §4.5), without a central coordinator: each reads the
+// pool's record from the catalog. A pool publishes, with its decision, the
+// workers it gives each master (Assignments, under the record's
+// "assignments"). A master that holds more of a pool's workers than the
+// pool gives it stops giving the excess new tasks and releases each once
+// it holds none (Surplus): it never stops a task. A worker of the pool
+// that needs a master picks one at random, weighted by the slots each has
+// left, its decision less the workers it has from the pool (Slots, Choose).
+//
+// Everything here is a pure function of what the catalog says; the master
+// and the worker drive it.
+package enforce
+
+import (
+	"encoding/json"
+	"errors"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rightsize/rightsize/workqueue/catalog"
+)
+
+// PoolType is the catalog type of a pool's record.
+const PoolType = "wq_pool"
+
+// Assignment is a pool's decision for one master.
+type Assignment struct {
+	Project string `json:"project"`
+	// Name and Port identify the master as its own record does: Name is
+	// the host name it advertises.
+	Name string `json:"name"`
+	Port int    `json:"port"`
+	// Address is where the catalog heard the master from, where the
+	// pool's workers reach it.
+	Address string `json:"address"`
+	Workers int    `json:"workers"`
+}
+
+// Addr is where the pool's workers reach the master, "host:port".
+func (a Assignment) Addr() string {
+	host := a.Address
+	if host == "" {
+		host = a.Name
+	}
+	return netJoin(host, a.Port)
+}
+
+func netJoin(host string, port int) string {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(port)
+}
+
+// Decision is one pool's published decision.
+type Decision struct {
+	Pool        string
+	Assignments []Assignment
+}
+
+// Decisions reads the pools' decisions out of catalog records: each record
+// of type PoolType with a name and assignments. A record whose assignments
+// cannot be read is skipped.
+func Decisions(recs []catalog.Record) []Decision {
+	var out []Decision
+	for _, r := range recs {
+		if r.String("type") != PoolType || r.String("name") == "" {
+			continue
+		}
+		as, err := assignments(r["assignments"])
+		if err != nil {
+			continue
+		}
+		out = append(out, Decision{Pool: r.String("name"), Assignments: as})
+	}
+	return out
+}
+
+// assignments decodes a record's "assignments" field.
+func assignments(v any) ([]Assignment, error) {
+	if v == nil {
+		return nil, errors.New("no assignments")
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var as []Assignment
+	if err := json.Unmarshal(b, &as); err != nil {
+		return nil, err
+	}
+	return as, nil
+}
+
+// Self identifies a master as its own catalog record does.
+type Self struct {
+	Name string // the host name it advertises
+	Port int
+}
+
+// ForMaster returns, for each pool that has decided about master self,
+// the workers it gives it: the decisions a master enforces.
+func ForMaster(ds []Decision, self Self) map[string]int {
+	out := map[string]int{}
+	for _, d := range ds {
+		for _, a := range d.Assignments {
+			if a.Name == self.Name && a.Port == self.Port {
+				out[d.Pool] = a.Workers
+			}
+		}
+	}
+	return out
+}
+
+// Worker is one of a master's connected workers, as Surplus sees it.
+type Worker struct {
+	ID       int
+	Pool     string // the pool that started it, or ""
+	Holds    int    // tasks it runs or sends the outputs of
+	Draining bool   // already given no new tasks
+	Joined   time.Time
+}
+
+// Surplus returns the IDs of the workers a master gives no new tasks, and
+// releases once they hold none: for each pool with a decision, as many of
+// its workers as it has beyond the decision. It picks those that hold
+// fewest tasks, then those already draining, then the newest, so that a
+// worker that just joined beyond the decision is released at once and one
+// that runs tasks finishes them first. Workers of pools without a
+// decision, and of none, are never surplus.
+func Surplus(decisions map[string]int, ws []Worker) []int {
+	byPool := map[string][]Worker{}
+	for _, w := range ws {
+		if _, ok := decisions[w.Pool]; ok && w.Pool != "" {
+			byPool[w.Pool] = append(byPool[w.Pool], w)
+		}
+	}
+	var out []int
+	for _, pool := range slices.Sorted(maps.Keys(byPool)) {
+		held := byPool[pool]
+		excess := len(held) - max(decisions[pool], 0)
+		if excess <= 0 {
+			continue
+		}
+		slices.SortStableFunc(held, func(a, b Worker) int {
+			switch {
+			case a.Holds != b.Holds:
+				return a.Holds - b.Holds
+			case a.Draining != b.Draining:
+				if a.Draining {
+					return -1
+				}
+				return 1
+			case !a.Joined.Equal(b.Joined):
+				return b.Joined.Compare(a.Joined)
+			}
+			return b.ID - a.ID
+		})
+		for _, w := range held[:excess] {
+			out = append(out, w.ID)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Slot is a master a pool's worker may serve, and how many more of the
+// pool's workers it may take.
+type Slot struct {
+	Addr      string // "host:port", where the catalog heard it
+	SSL       bool   // its record says it wants TLS
+	Remaining int
+}
+
+// Slots returns, for pool's decision among the catalog records recs, the
+// masters that may take more of its workers: for each assignment, its
+// workers less those the master's record says it has from the pool
+// (workers_by_pool), in the decision's order. Masters without a record in
+// recs are left out: they are gone. It reports false when recs hold no
+// decision of pool.
+func Slots(pool string, recs []catalog.Record) ([]Slot, bool) {
+	var dec *Decision
+	for _, d := range Decisions(recs) {
+		if d.Pool == pool {
+			dec = &d
+			break
+		}
+	}
+	if dec == nil {
+		return nil, false
+	}
+	masters := catalog.Masters(recs)
+	var out []Slot
+	for _, a := range dec.Assignments {
+		for _, m := range masters {
+			if m.Name != a.Name || m.Port != a.Port || m.Project != a.Project {
+				continue
+			}
+			ssl, _ := m.Record["ssl"].(bool)
+			if n := a.Workers - FromPool(m.Record, pool); n > 0 {
+				out = append(out, Slot{Addr: a.Addr(), SSL: ssl, Remaining: n})
+			}
+			break
+		}
+	}
+	return out, true
+}
+
+// FromPool reads pool's workers from a master record's workers_by_pool
+// ("pool-a:3,unmanaged:2"), 0 when it lists none.
+func FromPool(r catalog.Record, pool string) int {
+	n, _ := fromPool(r, pool)
+	return n
+}
+
+// fromPool is FromPool, also reporting whether the record has a
+// workers_by_pool at all.
+func fromPool(r catalog.Record, pool string) (int, bool) {
+	v, ok := r["workers_by_pool"].(string)
+	if !ok {
+		return 0, false
+	}
+	for _, e := range strings.Split(v, ",") {
+		name, n, _ := strings.Cut(strings.TrimSpace(e), ":")
+		if name == pool {
+			if k, err := strconv.Atoi(n); err == nil && k >= 0 {
+				return k, true
+			}
+		}
+	}
+	return 0, true
+}
+
+// Received reads pool's workers from a master record's workers_by_pool, or
+// -1 when the record has none (as CCTools' masters).
+func Received(r catalog.Record, pool string) int {
+	n, ok := fromPool(r, pool)
+	if !ok {
+		return -1
+	}
+	return n
+}
+
+// Choose picks a slot at random, with probability proportional to its
+// remaining workers: r is uniform in [0, 1). It returns -1 when no slot
+// has room.
+func Choose(slots []Slot, r float64) int {
+	total := 0
+	for _, s := range slots {
+		total += max(s.Remaining, 0)
+	}
+	if total == 0 {
+		return -1
+	}
+	x := int(r * float64(total))
+	for i, s := range slots {
+		if x < max(s.Remaining, 0) {
+			return i
+		}
+		x -= max(s.Remaining, 0)
+	}
+	return len(slots) - 1
+}
