@@ -44,6 +44,7 @@ type factoryOptions struct {
 	scratch      string
 	interval     time.Duration
 	decision     string
+	strategy     string
 	log          logFlags
 }
 
@@ -66,6 +67,15 @@ rejects and workers that fail are reported, with the batch system's or the
 worker's message, and pause submissions; after --max-failures in a row the
 factory gives up. On exit, and on SIGINT or SIGTERM, it removes every worker
 it submitted.
+
+--strategy says how the workers missing at one time are asked for (seed 004's
+provisioning strategies): one-at-a-time (a batch job per worker, the default),
+additive (jobs of 1, 2, 3, ... workers), exponential (1, 2, 4, 8, ...),
+all-at-once (one job), or optimal (one job of as many as the batch system has
+free; local and slurm only). A job of k workers runs one worker with k times
+--cores, --memory and --disk, which leaves when all of it is idle. Coarse
+requests suit an idle cluster, fine ones a busy one, whose scheduler can
+backfill them.
 
 HOST must be the master's address as the execution hosts reach it: on a
 cluster, the submit host's name, not 127.0.0.1.`,
@@ -129,6 +139,7 @@ cluster, the submit host's name, not 127.0.0.1.`,
 	f.StringVar(&o.decision, "decision", "D3", "how many workers: D1 (one per task), D2 (D1 rising by --max-change), D3 (each master's tasks, at most its capacity), D4 (D3 with --default-capacity until a master reports one), D5 (D3 rising by --max-change), D6 (D4 rising by --max-change)")
 	f.Float64Var(&o.limits.MaxChange, "max-change", 60, "D2, D5, D6: most workers added a minute")
 	f.IntVar(&o.limits.DefaultCapacity, "default-capacity", 20, "D4, D6: the capacity, in tasks, of a master that has not reported one")
+	f.StringVar(&o.strategy, "strategy", "one-at-a-time", "how missing workers become batch jobs: one-at-a-time, additive, exponential, all-at-once or optimal")
 	for _, name := range []string{"min-workers", "max-workers", "workers-per-cycle"} {
 		f.MarkHidden(name)
 	}
@@ -171,6 +182,12 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 		return cfg, cmdutil.Usagef("--decision D7 needs a billing cycle: use workqueue pool, whose policy file has one")
 	}
 	cfg.Limits.Policy = policy
+	if cfg.Limits.Strategy, err = factory.ParseStrategy(o.strategy); err != nil {
+		return cfg, cmdutil.Usagef("--strategy: %v", err)
+	}
+	if cfg.Limits.Strategy == factory.Optimal && o.batchType != "local" && o.batchType != "slurm" {
+		return cfg, cmdutil.Usagef("--strategy optimal needs a batch system that says what it has free: local or slurm")
+	}
 	if len(args) == 2 {
 		if _, err := strconv.ParseUint(args[1], 10, 16); err != nil {
 			return cfg, cmdutil.Usagef("bad port %q", args[1])

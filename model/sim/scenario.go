@@ -116,6 +116,18 @@ type Factory struct {
 	DefaultCapacity int     `json:"default_capacity"`
 }
 
+// request returns the worker of a batch request of k workers: one worker
+// with k times the resources, as factory.Worker.Request makes it.
+func (f *Factory) request(k int) *WorkerGroup {
+	g := f.Worker
+	if k > 1 {
+		g.Cores *= float64(k)
+		g.MemoryMB *= int64(k)
+		g.DiskMB *= int64(k)
+	}
+	return &g
+}
+
 // TaskGroup is Count alike tasks.
 type TaskGroup struct {
 	Count    int     `json:"count"`

@@ -626,10 +626,10 @@ func (e *engine) factory(now time.Time) {
 		e.res.FactoryErr = next.Err.Error()
 		return
 	}
-	for range next.Submit {
-		w := e.newWorker(&f.Worker, nil)
+	for _, k := range next.Requests {
+		w := e.newWorker(f.request(k), nil)
 		w.job = fmt.Sprint(w.id)
-		e.plan.Submitted(w.job)
+		e.plan.Submitted(w.job, k)
 		e.res.JobsSubmitted++
 		kind := evJobStart
 		if f.FailStart > 0 && e.rng.Float64() < f.FailStart {

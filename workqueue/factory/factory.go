@@ -173,6 +173,9 @@ func (c *Config) validate() (password []byte, project *regexp.Regexp, err error)
 	if c.Limits.TasksPerWorker == 0 {
 		c.Limits.TasksPerWorker = max(w.Cores, 1)
 	}
+	if _, ok := c.Driver.(batch.FreeReporter); c.Limits.Strategy == Optimal && !ok {
+		return nil, nil, errors.New("factory: the optimal strategy needs a batch system that says what it has free (local or slurm)")
+	}
 	if c.Interval <= 0 {
 		c.Interval = 10 * time.Second
 	}
@@ -182,8 +185,8 @@ func (c *Config) validate() (password []byte, project *regexp.Regexp, err error)
 	return password, project, nil
 }
 
-// job returns the batch job that runs one worker.
-func (c *Config) job() *batch.Job {
+// job returns the batch job of a request of k workers.
+func (c *Config) job(k int) *batch.Job {
 	var target []string
 	if c.Project != "" {
 		target = []string{"-M", c.Project, "-C", strings.Join(c.Catalogs, ",")}
@@ -191,7 +194,21 @@ func (c *Config) job() *batch.Job {
 		host, port, _ := net.SplitHostPort(c.Master)
 		target = []string{host, port}
 	}
-	return c.Worker.Job(c.PasswordFile, target...)
+	return c.Worker.Request(k).Job(c.PasswordFile, target...)
+}
+
+// Request returns the worker that stands for a request of k workers (see
+// Strategy): one worker offering k times w's cores, memory and disk, its
+// job asking the batch system for as much. A w without cores counts as one
+// core a worker.
+func (w Worker) Request(k int) Worker {
+	if k <= 1 {
+		return w
+	}
+	w.Cores = k * max(w.Cores, 1)
+	w.MemoryMB *= int64(k)
+	w.DiskMB *= int64(k)
+	return w
 }
 
 // Job returns the batch job that runs one worker with the password file
@@ -248,7 +265,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	f := &factory{cfg: cfg, log: cfg.Logger, plan: plan, job: cfg.job(), password: password, project: project}
+	f := &factory{cfg: cfg, log: cfg.Logger, plan: plan, password: password, project: project}
 	return f.run(ctx)
 }
 
@@ -257,7 +274,6 @@ type factory struct {
 	cfg      Config
 	log      *slog.Logger
 	plan     *Plan
-	job      *batch.Job
 	password []byte
 	project  *regexp.Regexp
 
@@ -272,7 +288,8 @@ type answer struct {
 }
 
 func (f *factory) run(ctx context.Context) error {
-	f.log.Info("factory started", "command", f.job.Command, "min", f.plan.lim.Min, "max", f.plan.lim.Max)
+	f.log.Info("factory started", "command", f.cfg.job(1).Command, "min", f.plan.lim.Min, "max", f.plan.lim.Max,
+		"strategy", f.plan.lim.Strategy)
 	answers := make(chan answer)
 	askCtx, stopAsking := context.WithCancel(ctx)
 	asked := make(chan struct{})
@@ -317,6 +334,9 @@ func (f *factory) act(ctx context.Context, retry *time.Timer) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if f.plan.lim.Strategy == Optimal {
+			f.observeFree(ctx)
+		}
 		d := f.plan.Next(time.Now())
 		switch {
 		case d.Err != nil:
@@ -327,18 +347,34 @@ func (f *factory) act(ctx context.Context, retry *time.Timer) error {
 		case d.Submit == 0:
 			return nil
 		}
-		id, err := f.cfg.Driver.Submit(ctx, f.job)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		for _, k := range d.Requests {
+			id, err := f.cfg.Driver.Submit(ctx, f.cfg.job(k))
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				f.plan.SubmitFailed(err, time.Now())
+				f.log.Warn("worker not submitted", "workers", k, "err", err, "failures", f.plan.Counts().Failures)
+				break
 			}
-			f.plan.SubmitFailed(err, time.Now())
-			f.log.Warn("worker not submitted", "err", err, "failures", f.plan.Counts().Failures)
-			continue
+			f.plan.Submitted(id, k)
+			f.log.Debug("worker submitted", "job", id, "workers", k)
 		}
-		f.plan.Submitted(id)
-		f.log.Debug("worker submitted", "job", id)
 	}
+}
+
+// observeFree tells the plan how many workers the batch system could
+// start now.
+func (f *factory) observeFree(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	cores, err := f.cfg.Driver.(batch.FreeReporter).FreeCores(ctx)
+	if err != nil {
+		f.log.Warn("cannot learn what the batch system has free", "err", err)
+		f.plan.ObserveFree(-1)
+		return
+	}
+	f.plan.ObserveFree(cores / max(f.cfg.Worker.Cores, 1))
 }
 
 // event records a change in one worker job.
