@@ -267,7 +267,7 @@ type Decision struct {
 type Plan struct {
 	lim  Limits
 	jobs map[string]job // jobs not ended
-	free int             // workers the batch system could start now; -1: not known
+	free int            // workers the batch system could start now; -1: not known
 
 	queued, running int
 	demand          Demand
