@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/model/place"
 )
@@ -328,7 +329,7 @@ func TestParseTestOnly(t *testing.T) {
 		{out: "sbatch: error: invalid partition specified: foo\n", err: "no start time"},
 		{out: "sbatch: Job 1 to start at soon using 1 processors\n", err: `cannot parse "soon"`},
 	} {
-		got, err := parseTestOnly(tc.out, loc)
+		got, err := shape.ParseTestOnly(tc.out, loc)
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {

@@ -1,0 +1,56 @@
+package shape_test
+
+import (
+	"context"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/batch/shape"
+	"github.com/rightsize/rightsize/internal/testutil"
+)
+
+// TestSlurmChoose asks the real SLURM where candidates would start: on
+// its idle node a job of all the cores for 2 minutes finishes before one
+// core for 4; once a job holds all cores but one for 5 minutes, the one
+// core for 4 minutes, which starts at once, finishes first.
+func TestSlurmChoose(t *testing.T) {
+	testutil.NeedBatchSystem(t, "slurm")
+	out, err := exec.Command("sinfo", "--noheader", "--format=%c").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cores, err := strconv.Atoi(strings.Fields(string(out))[0])
+	if err != nil || cores < 2 {
+		t.Skipf("skipping: needs a SLURM node of 2 cores or more (sinfo says %q)", out)
+	}
+	ctx := context.Background()
+	s := shape.Slurm{}
+	cands := []shape.Shape{{Cores: 1, Wall: 4 * time.Minute}, {Cores: cores, Wall: 2 * time.Minute}, {Cores: cores + 1, Wall: time.Minute}}
+	c, err := s.Choose(ctx, cands)
+	if err != nil || c.Index != 1 {
+		t.Fatalf("idle: chose %+v, %v; want all %d cores for 2 minutes", c, err, cores)
+	}
+	if _, err := s.Start(ctx, cands[2]); err == nil {
+		t.Errorf("a job of %d cores on a node of %d: SLURM predicted a start", cores+1, cores)
+	}
+
+	blocker, err := exec.Command("sbatch", "--parsable", "--job-name=shape-blocker", "--cpus-per-task="+strconv.Itoa(cores-1),
+		"--time=5", "--output=/dev/null", "--wrap=sleep 300").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(blocker))
+	t.Cleanup(func() { exec.Command("scancel", id).Run() })
+	// SLURM starts it at its next pass; until then the prediction would
+	// be of an idle node.
+	if out, err := exec.Command("scontrol", "wait_job", id).CombinedOutput(); err != nil {
+		t.Fatalf("scontrol wait_job %s: %v %s", id, err, out)
+	}
+	c, err = s.Choose(ctx, cands)
+	if err != nil || c.Index != 0 || c.Start > 10*time.Second {
+		t.Errorf("busy: chose %+v, %v; want one core for 4 minutes, at once", c, err)
+	}
+}
