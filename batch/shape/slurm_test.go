@@ -3,6 +3,7 @@ package shape_test
 import (
 	"context"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,18 +38,16 @@ func TestSlurmChoose(t *testing.T) {
 		t.Errorf("a job of %d cores on a node of %d: SLURM predicted a start", cores+1, cores)
 	}
 
+	started := filepath.Join(t.TempDir(), "started")
 	blocker, err := exec.Command("sbatch", "--parsable", "--job-name=shape-blocker", "--cpus-per-task="+strconv.Itoa(cores-1),
-		"--time=5", "--output=/dev/null", "--wrap=sleep 300").Output()
+		"--time=5", "--output=/dev/null", "--wrap=echo started > "+started+"; sleep 300").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
 	id := strings.TrimSpace(string(blocker))
 	t.Cleanup(func() { exec.Command("scancel", id).Run() })
-	// SLURM starts it at its next pass; until then the prediction would
-	// be of an idle node.
-	if out, err := exec.Command("scontrol", "wait_job", id).CombinedOutput(); err != nil {
-		t.Fatalf("scontrol wait_job %s: %v %s", id, err, out)
-	}
+	// Until it runs, the prediction would be of an idle node.
+	testutil.WaitLine(t, started)
 	c, err = s.Choose(ctx, cands)
 	if err != nil || c.Index != 0 || c.Start > 10*time.Second {
 		t.Errorf("busy: chose %+v, %v; want one core for 4 minutes, at once", c, err)
