@@ -17,7 +17,8 @@
 //     lifetimes (preemption, failed nodes), deaths the master is told of
 //     and silent ones only keepalive finds;
 //   - a batch system for the factory: queue waits and jobs that fail to
-//     start.
+//     start, or a mock LRM with slots that requests wait for room in
+//     (LRM, seed 004's).
 //
 // A Scenario is read from JSON (Load); Run returns a Result with the
 // makespan, utilisation, worker time, transfer volume and a timeline
