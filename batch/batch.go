@@ -25,7 +25,8 @@
 // fetches outputs, so the Job type has files with remote names and a cache
 // flag, and nothing in the Driver contract assumes a shared filesystem. What
 // only some drivers can do is asked through small optional interfaces
-// (FileShipper, StragglerAborter, Listener, CapacityReporter), as net/http
+// (FileShipper, StragglerAborter, Listener, CapacityReporter,
+// FreeReporter), as net/http
 // does with http.Flusher. Package batchtest checks a driver against the
 // contract.
 //
@@ -297,6 +298,14 @@ type Listener interface {
 type CapacityReporter interface {
 	Driver
 	Capacity() float64
+}
+
+// A FreeReporter is a Driver that can say how many cores its system has
+// free now, for a caller that sizes its requests by what would start at
+// once (the factory's Optimal strategy).
+type FreeReporter interface {
+	Driver
+	FreeCores(ctx context.Context) (int, error)
 }
 
 // ShipsFiles reports whether d sends jobs' files to where they run.

@@ -342,3 +342,17 @@ func (d *Local) Close(ctx context.Context) error {
 	d.t.Close()
 	return err
 }
+
+var _ FreeReporter = (*Local)(nil)
+
+// FreeCores returns the slots no job holds, less the cores of the jobs
+// waiting for them.
+func (d *Local) FreeCores(ctx context.Context) (int, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.free
+	for _, j := range d.waiting {
+		n -= j.cores
+	}
+	return max(n, 0), nil
+}

@@ -346,3 +346,21 @@ func TestMissingCommands(t *testing.T) {
 		}
 	}
 }
+
+func TestParseSinfoCores(t *testing.T) {
+	for _, tt := range []struct {
+		out  string
+		want int
+		ok   bool
+	}{
+		{"0/2/0/2\n", 2, true},
+		{"4/12/0/16\n1/3/0/4\n", 12, true},
+		{"", 0, false},
+		{"n/a\n", 0, false},
+	} {
+		got, err := parseSinfoCores(tt.out)
+		if (err == nil) != tt.ok || got != tt.want {
+			t.Errorf("parseSinfoCores(%q) = %d, %v", tt.out, got, err)
+		}
+	}
+}

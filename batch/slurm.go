@@ -30,7 +30,12 @@ func NewSlurm(opts Options) (Driver, error) {
 	if err := t.need("sbatch", "SLURM"); err != nil {
 		return nil, err
 	}
-	return newQueueDriver(&slurm{tools: t}, opts)
+	s := &slurm{tools: t}
+	d, err := newQueueDriver(s, opts)
+	if err != nil {
+		return nil, err
+	}
+	return slurmDriver{d.(*queueDriver), s}, nil
 }
 
 type slurm struct {
@@ -155,4 +160,57 @@ func (s *slurm) history(ctx context.Context, ids []string) map[string]observatio
 		m[f[0]] = slurmObservation(f[1], "exit code "+f[2])
 	}
 	return m
+}
+
+var _ FreeReporter = (*slurmDriver)(nil)
+
+// slurmDriver is the SLURM driver: the queue driver, which can also say
+// what SLURM has free.
+type slurmDriver struct {
+	*queueDriver
+	s *slurm
+}
+
+// FreeCores returns the cores SLURM's nodes have idle (sinfo's %C:
+// allocated/idle/other/total), less those of this driver's jobs still
+// pending, which SLURM will give them first.
+func (d slurmDriver) FreeCores(ctx context.Context) (int, error) {
+	out, err := run(ctx, d.s.path("sinfo"), "--noheader", "--format=%C")
+	if err != nil {
+		return 0, err
+	}
+	idle, err := parseSinfoCores(out)
+	if err != nil {
+		return 0, err
+	}
+	d.mu.Lock()
+	for id, j := range d.jobs {
+		if st, err := d.t.Status(id); err == nil && st.State == Queued {
+			idle -= max(j.Resources.Cores, 1)
+		}
+	}
+	d.mu.Unlock()
+	return max(idle, 0), nil
+}
+
+// parseSinfoCores reads the idle cores from sinfo --format=%C lines
+// ("A/I/O/T", one a partition), the most any line lists: partitions can
+// share nodes.
+func parseSinfoCores(out string) (int, error) {
+	most, seen := 0, false
+	for _, line := range strings.Fields(out) {
+		f := strings.Split(line, "/")
+		if len(f) != 4 {
+			return 0, fmt.Errorf("sinfo --format=%%C printed %q, not A/I/O/T", line)
+		}
+		idle, err := strconv.Atoi(f[1])
+		if err != nil {
+			return 0, fmt.Errorf("sinfo --format=%%C printed %q, not A/I/O/T", line)
+		}
+		most, seen = max(most, idle), true
+	}
+	if !seen {
+		return 0, fmt.Errorf("sinfo --format=%%C printed nothing")
+	}
+	return most, nil
 }

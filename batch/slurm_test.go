@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -91,5 +92,26 @@ func TestSlurmCancelledOutside(t *testing.T) {
 	}
 	if !strings.Contains(string(ev.Stderr), "CANCELLED") {
 		t.Errorf("stderr tail lacks slurmstepd's message: %q", ev.Stderr)
+	}
+}
+
+// TestSlurmFreeCores: SLURM's driver says how many cores its node has
+// idle, less those its own pending jobs will take.
+func TestSlurmFreeCores(t *testing.T) {
+	testutil.NeedBatchSystem(t, "slurm")
+	d := newTestSlurm(t)
+	defer batchtest.Close(t, d)
+	fr, ok := d.(batch.FreeReporter)
+	if !ok {
+		t.Fatal("the SLURM driver is not a FreeReporter")
+	}
+	out, err := exec.Command("sinfo", "--noheader", "--format=%c").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, _ := strconv.Atoi(strings.Fields(string(out))[0])
+	free, err := fr.FreeCores(context.Background())
+	if err != nil || free < 0 || free > total {
+		t.Fatalf("FreeCores = %d, %v; the node has %d", free, err, total)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/factory"
@@ -44,6 +45,8 @@ type factoryOptions struct {
 	scratch      string
 	interval     time.Duration
 	decision     string
+	strategy     string
+	shapes       string
 	log          logFlags
 }
 
@@ -66,6 +69,24 @@ rejects and workers that fail are reported, with the batch system's or the
 worker's message, and pause submissions; after --max-failures in a row the
 factory gives up. On exit, and on SIGINT or SIGTERM, it removes every worker
 it submitted.
+
+--strategy says how the workers missing at one time are asked for (seed 004's
+provisioning strategies): one-at-a-time (a batch job per worker, the default),
+additive (jobs of 1, 2, 3, ... workers), exponential (1, 2, 4, 8, ...),
+all-at-once (one job), or optimal (one job of as many as the batch system has
+free; local and slurm only). A job of k workers runs one worker with k times
+--cores, --memory and --disk, which leaves when all of it is idle. Coarse
+requests suit an idle cluster, fine ones a busy one, whose scheduler can
+backfill them.
+
+--shapes lets each worker job take one of several shapes, CORESxWALL
+(e.g. 4x2h,16x30m): each job is submitted as the shape predicted to finish
+first (seed 002's SA, starting from when the batch system would start it):
+on slurm, by SLURM's own prediction (sbatch --test-only); on local, by a
+conservative-backfilling model of the cores free; elsewhere the first shape.
+A job of k workers takes k times the shape's cores. A worker of C cores counts
+as C/--cores workers, and the batch system ends it at its wall time (it is then
+replaced).
 
 HOST must be the master's address as the execution hosts reach it: on a
 cluster, the submit host's name, not 127.0.0.1.`,
@@ -129,6 +150,8 @@ cluster, the submit host's name, not 127.0.0.1.`,
 	f.StringVar(&o.decision, "decision", "D3", "how many workers: D1 (one per task), D2 (D1 rising by --max-change), D3 (each master's tasks, at most its capacity), D4 (D3 with --default-capacity until a master reports one), D5 (D3 rising by --max-change), D6 (D4 rising by --max-change)")
 	f.Float64Var(&o.limits.MaxChange, "max-change", 60, "D2, D5, D6: most workers added a minute")
 	f.IntVar(&o.limits.DefaultCapacity, "default-capacity", 20, "D4, D6: the capacity, in tasks, of a master that has not reported one")
+	f.StringVar(&o.strategy, "strategy", "one-at-a-time", "how missing workers become batch jobs: one-at-a-time, additive, exponential, all-at-once or optimal")
+	f.StringVar(&o.shapes, "shapes", "", "candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first")
 	for _, name := range []string{"min-workers", "max-workers", "workers-per-cycle"} {
 		f.MarkHidden(name)
 	}
@@ -171,6 +194,20 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 		return cfg, cmdutil.Usagef("--decision D7 needs a billing cycle: use workqueue pool, whose policy file has one")
 	}
 	cfg.Limits.Policy = policy
+	if o.shapes != "" {
+		if cfg.Shapes, err = shape.Parse(o.shapes); err != nil {
+			return cfg, cmdutil.Usagef("--shapes: %v", err)
+		}
+		if o.batchType == "slurm" {
+			cfg.Chooser = shape.Slurm{Args: strings.Fields(o.batchOptions)}
+		}
+	}
+	if cfg.Limits.Strategy, err = factory.ParseStrategy(o.strategy); err != nil {
+		return cfg, cmdutil.Usagef("--strategy: %v", err)
+	}
+	if cfg.Limits.Strategy == factory.Optimal && o.batchType != "local" && o.batchType != "slurm" {
+		return cfg, cmdutil.Usagef("--strategy optimal needs a batch system that says what it has free: local or slurm")
+	}
 	if len(args) == 2 {
 		if _, err := strconv.ParseUint(args[1], 10, 16); err != nil {
 			return cfg, cmdutil.Usagef("bad port %q", args[1])

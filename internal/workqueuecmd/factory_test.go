@@ -33,6 +33,9 @@ func TestFactoryUsageErrors(t *testing.T) {
 		{"factory", "-T", "local", "--max-failures", "0", "h", "1"},
 		{"factory", "-T", "local", "--env", "NOEQUALS", "h", "1"},
 		{"factory", "-T", "local", "-t", "soon", "h", "1"},
+		{"factory", "-T", "local", "--strategy", "greedy", "h", "1"},
+		{"factory", "-T", "local", "--shapes", "4", "h", "1"},
+		{"factory", "-T", "sge", "--strategy", "optimal", "h", "1"}, // sge does not say what is free
 	}
 	for _, args := range cases {
 		if code, _, stderr := run(context.Background(), args...); code != cmdutil.ExitUsage {

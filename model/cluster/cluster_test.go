@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/model/place"
 )
@@ -325,10 +326,12 @@ func TestParseTestOnly(t *testing.T) {
 	}{
 		{out: testOnlySample, want: time.Date(2026, 11, 25, 1, 16, 57, 0, loc)},
 		{out: "sbatch: Job 36 to start at 2026-11-24T10:00:00 using 4 processors on nodes n[1-2] in partition batch", want: time.Date(2026, 11, 24, 10, 0, 0, 0, loc)},
+		// SLURM's end of time: it cannot say when.
+		{out: "sbatch: Job 1559 to start at 18359-02-25T19:15:57 using 2 processors on nodes vm in partition debug", want: shape.Never},
 		{out: "sbatch: error: invalid partition specified: foo\n", err: "no start time"},
 		{out: "sbatch: Job 1 to start at soon using 1 processors\n", err: `cannot parse "soon"`},
 	} {
-		got, err := parseTestOnly(tc.out, loc)
+		got, err := shape.ParseTestOnly(tc.out, loc)
 		switch {
 		case tc.err != "":
 			if err == nil || !strings.Contains(err.Error(), tc.err) {

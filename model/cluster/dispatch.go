@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/model/place"
 )
 
@@ -128,23 +129,6 @@ const assumedJobCost = 0.05
 // whose queue holds it longer is measured at that.
 const probeLimit = 2 * time.Minute
 
-// parseTestOnly reads what `sbatch --test-only` says of a job it would
-// submit ("sbatch: Job 36 to start at 2026-11-25T00:15:51 using 1
-// processors on nodes vm in partition debug") and returns when the job
-// would start, in loc (SLURM prints local time).
-func parseTestOnly(out string, loc *time.Location) (time.Time, error) {
-	_, rest, ok := strings.Cut(out, " to start at ")
-	if !ok {
-		return time.Time{}, fmt.Errorf("sbatch --test-only: %q: no start time", strings.TrimSpace(out))
-	}
-	stamp, _, _ := strings.Cut(strings.TrimSpace(rest), " ")
-	t, err := time.ParseInLocation("2006-01-02T15:04:05", stamp, loc)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("sbatch --test-only: %w", err)
-	}
-	return t, nil
-}
-
 // queueWait asks SLURM when a one-core job submitted now would start,
 // without submitting it, and returns the wait.
 func queueWait(ctx context.Context, o Options) (time.Duration, error) {
@@ -159,7 +143,7 @@ func queueWait(ctx context.Context, o Options) (time.Duration, error) {
 	if err != nil {
 		return 0, fmt.Errorf("sbatch --test-only: %w: %s", err, strings.TrimSpace(string(out)))
 	}
-	start, err := parseTestOnly(string(out), time.Local)
+	start, err := shape.ParseTestOnly(string(out), time.Local)
 	if err != nil {
 		return 0, err
 	}

@@ -99,8 +99,16 @@ type Factory struct {
 	// Worker is what each submitted worker is (its Count, Arrive and
 	// Lifetime are not used).
 	Worker WorkerGroup `json:"worker"`
-	// QueueWait is how long a submitted worker waits in the batch queue.
+	// QueueWait is how long a submitted worker waits in the batch queue,
+	// unless LRM is set.
 	QueueWait Dist `json:"queue_wait"`
+	// LRM, if set, is a batch system with slots that the requests wait
+	// for room in, instead of QueueWait.
+	LRM *LRM `json:"lrm,omitempty"`
+	// Strategy is how the factory turns the workers it lacks into batch
+	// requests (factory.Strategy: one-at-a-time, the default, additive,
+	// exponential, all-at-once, or optimal, which needs an LRM).
+	Strategy string `json:"strategy"`
 	// Interval is how often the factory looks at the master (default 5).
 	Interval float64 `json:"interval"`
 	// IdleTimeout is how long a worker stays without a task before it
@@ -114,6 +122,18 @@ type Factory struct {
 	Decision        string  `json:"decision"`
 	MaxChange       float64 `json:"max_change"`
 	DefaultCapacity int     `json:"default_capacity"`
+}
+
+// request returns the worker of a batch request of k workers: one worker
+// with k times the resources, as factory.Worker.Request makes it.
+func (f *Factory) request(k int) *WorkerGroup {
+	g := f.Worker
+	if k > 1 {
+		g.Cores *= float64(k)
+		g.MemoryMB *= int64(k)
+		g.DiskMB *= int64(k)
+	}
+	return &g
 }
 
 // TaskGroup is Count alike tasks.
@@ -281,6 +301,20 @@ func (sc *Scenario) check() error {
 		if f.Decision != "" {
 			if _, err := factory.ParsePolicy(f.Decision); err != nil {
 				return fmt.Errorf("factory: %w", err)
+			}
+		}
+		if f.Strategy != "" {
+			s, err := factory.ParseStrategy(f.Strategy)
+			if err != nil {
+				return fmt.Errorf("factory: %w", err)
+			}
+			if s == factory.Optimal && f.LRM == nil {
+				return errors.New("factory: strategy optimal needs an lrm, which says what it has free")
+			}
+		}
+		if f.LRM != nil {
+			if err := f.LRM.check(); err != nil {
+				return fmt.Errorf("factory.lrm: %w", err)
 			}
 		}
 		if f.MaxChange < 0 || f.DefaultCapacity < 0 {

@@ -17,7 +17,8 @@
 //     lifetimes (preemption, failed nodes), deaths the master is told of
 //     and silent ones only keepalive finds;
 //   - a batch system for the factory: queue waits and jobs that fail to
-//     start.
+//     start, or a mock LRM with slots that requests wait for room in
+//     (LRM, seed 004's).
 //
 // A Scenario is read from JSON (Load); Run returns a Result with the
 // makespan, utilisation, worker time, transfer volume and a timeline
@@ -59,12 +60,14 @@ const (
 	evJobFail                   // a factory job fails to start
 	evSteal                     // a master may steal (Masters.Steal)
 	evStolen                    // stolen tasks reach their new master
+	evLRMPoll                   // the LRM's scheduler's periodic pass
+	evLRMPass                   // the LRM's scheduler's pass when slots free
 )
 
 // periodic reports whether events of kind k come round whatever happens:
 // they do not keep a stalled run going.
 func (k eventKind) periodic() bool {
-	return k == evTick || k == evFactory || k == evHeard || k == evSteal
+	return k == evTick || k == evFactory || k == evHeard || k == evSteal || k == evLRMPoll
 }
 
 type event struct {
@@ -110,6 +113,7 @@ type simWorker struct {
 	m        *master
 	lifetime sampler // how long it lives once connected; nil: for ever
 	job      string  // the factory's job, if it is one
+	slots    int     // the LRM's slots its job holds
 	joined   float64 // when it connected; -1 before
 	left     float64 // when it left; -1 before
 	// silent: dead, but the master was not told; it answers nothing.
@@ -146,6 +150,7 @@ type engine struct {
 	tasks     []simTask
 	workers   []*simWorker // by ID - 1
 	queueWait sampler      // the factory's batch queue
+	lrm       *lrm         // or its LRM
 
 	blocks                   *blockRun // nil without Scenario.Blocks
 	blocksDone, blocksFailed int
@@ -282,14 +287,28 @@ func (e *engine) setup() error {
 			}
 			policy = p
 		}
+		var strategy factory.Strategy
+		var err error
+		if f.Strategy != "" {
+			if strategy, err = factory.ParseStrategy(f.Strategy); err != nil {
+				return fmt.Errorf("factory: %w", err)
+			}
+		}
 		plan, err := factory.NewPlan(factory.Limits{Min: f.Min, Max: f.Max,
 			TasksPerWorker: max(1, int(f.Worker.Cores)), Policy: policy,
-			MaxChange: f.MaxChange, DefaultCapacity: f.DefaultCapacity}, e.at(0))
+			MaxChange: f.MaxChange, DefaultCapacity: f.DefaultCapacity, Strategy: strategy}, e.at(0))
 		if err != nil {
 			return err
 		}
 		e.plan = plan
 		e.queueWait = f.QueueWait.sampler(e.src)
+		if f.LRM != nil {
+			e.lrm = newLRM(*f.LRM, e.src)
+			e.push(event{at: e.lrm.conf.FirstPoll, kind: evLRMPoll})
+			for _, t := range e.lrm.rises() {
+				e.push(event{at: t, kind: evLRMPass})
+			}
+		}
 		e.push(event{at: 0, kind: evFactory})
 	}
 	if sc.Blocks != nil {
@@ -384,6 +403,14 @@ func (e *engine) handle(ev event) {
 		e.push(event{at: e.now + e.sc.Master.Tick, kind: evTick})
 	case evFactory:
 		e.factory(now)
+	case evLRMPoll, evLRMPass:
+		ws, at := e.lrm.pass(e.now)
+		for i, w := range ws {
+			e.push(event{at: at[i], kind: evJobStart, worker: w.id})
+		}
+		if ev.kind == evLRMPoll && !e.over() {
+			e.push(event{at: e.now + e.lrm.conf.Poll, kind: evLRMPoll})
+		}
 	case evJobFail:
 		w := e.worker(ev.worker)
 		e.plan.Ended(batch.Event{ID: w.job, Status: batch.Status{State: batch.Failed,
@@ -595,6 +622,10 @@ func (e *engine) leave(w *simWorker, st batch.Status) {
 	e.res.CoreSeconds += w.g.Cores * (e.now - w.joined)
 	if w.job != "" {
 		e.plan.Ended(batch.Event{ID: w.job, Status: st}, e.at(e.now))
+		if e.lrm != nil {
+			e.lrm.release(w.slots)
+			e.push(event{at: e.now, kind: evLRMPass})
+		}
 	}
 }
 
@@ -621,16 +652,24 @@ func (e *engine) factory(now time.Time) {
 		d.Capacities = []factory.MasterCapacity{{Tasks: d.Tasks, Capacity: int(min(c, 1e9))}}
 	}
 	e.plan.Observe(d, now)
+	if e.lrm != nil {
+		e.plan.ObserveFree(e.lrm.free(e.now))
+	}
 	next := e.plan.Next(now)
 	if next.Err != nil {
 		e.res.FactoryErr = next.Err.Error()
 		return
 	}
-	for range next.Submit {
-		w := e.newWorker(&f.Worker, nil)
+	for _, k := range next.Requests {
+		w := e.newWorker(f.request(k), nil)
 		w.job = fmt.Sprint(w.id)
-		e.plan.Submitted(w.job)
+		w.slots = k
+		e.plan.Submitted(w.job, k)
 		e.res.JobsSubmitted++
+		if e.lrm != nil {
+			e.lrm.submit(w, k, e.now)
+			continue
+		}
 		kind := evJobStart
 		if f.FailStart > 0 && e.rng.Float64() < f.FailStart {
 			kind = evJobFail

@@ -21,14 +21,14 @@ func ExamplePlan() {
 		log.Fatal(err)
 	}
 	fmt.Println("nothing known:", p.Next(now).Submit)
-	p.Submitted("101")
+	p.Submitted("101", 1)
 	p.Started("101")
 
 	// The master has 10 tasks: as many workers as allowed.
 	p.Observe(factory.Demand{Masters: 1, Tasks: 10, Workers: 1}, now)
 	fmt.Println("10 tasks:", p.Next(now).Submit)
 	for _, id := range []string{"102", "103", "104"} {
-		p.Submitted(id)
+		p.Submitted(id, 1)
 	}
 
 	// A worker killed is replaced at once; a rejected job pauses submissions.

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -72,6 +73,18 @@ type Config struct {
 	// Limits bound the number of workers and say how to meet failures.
 	Limits Limits
 
+	// Shapes, if set, are the cores and wall times a worker job may have
+	// (seed 002's moldable requests): each request of k workers is
+	// submitted as the candidate (k times its cores, its wall time) that
+	// Chooser predicts to finish first, and counts as its cores over
+	// Worker.Cores workers. Worker.Cores is then the unit (default 1).
+	Shapes []shape.Shape
+	// Chooser picks among the candidates (default: a conservative-
+	// backfilling model of the cores the batch system says it has free,
+	// shape.CB, where it says; else the first candidate). On SLURM, give
+	// shape.Slurm: SLURM's own prediction.
+	Chooser Chooser
+
 	// Interval is how often the masters are asked what they need (default
 	// 10 s). A catalog learns of a master's tasks only as often as the
 	// master advertises (every minute by default).
@@ -82,6 +95,28 @@ type Config struct {
 	// Report, if set, is called from Run's goroutine whenever the counts
 	// change.
 	Report func(Counts)
+}
+
+// A Chooser picks the batch request predicted to finish first among
+// candidates (shape.Slurm, shape.Profile, shape.CB).
+type Chooser interface {
+	Choose(ctx context.Context, candidates []shape.Shape) (shape.Choice, error)
+}
+
+// modelChooser is SAg on a model of the batch system: a machine of the
+// cores it says it has free, holding no job; a batch system that says
+// nothing gets its first candidate.
+type modelChooser struct{ d batch.Driver }
+
+func (m modelChooser) Choose(ctx context.Context, cands []shape.Shape) (shape.Choice, error) {
+	if fr, ok := m.d.(batch.FreeReporter); ok {
+		if free, err := fr.FreeCores(ctx); err == nil && free > 0 {
+			if c, err := shape.NewCB(free).Choose(cands); err == nil {
+				return c, nil
+			}
+		}
+	}
+	return shape.Choice{Index: 0, Shape: cands[0], Finish: cands[0].Wall}, nil
 }
 
 // Worker describes the worker jobs.
@@ -173,6 +208,12 @@ func (c *Config) validate() (password []byte, project *regexp.Regexp, err error)
 	if c.Limits.TasksPerWorker == 0 {
 		c.Limits.TasksPerWorker = max(w.Cores, 1)
 	}
+	if len(c.Shapes) > 0 && c.Chooser == nil {
+		c.Chooser = modelChooser{c.Driver}
+	}
+	if _, ok := c.Driver.(batch.FreeReporter); c.Limits.Strategy == Optimal && !ok {
+		return nil, nil, errors.New("factory: the optimal strategy needs a batch system that says what it has free (local or slurm)")
+	}
 	if c.Interval <= 0 {
 		c.Interval = 10 * time.Second
 	}
@@ -182,8 +223,8 @@ func (c *Config) validate() (password []byte, project *regexp.Regexp, err error)
 	return password, project, nil
 }
 
-// job returns the batch job that runs one worker.
-func (c *Config) job() *batch.Job {
+// job returns the batch job of a request of k workers.
+func (c *Config) job(k int) *batch.Job {
 	var target []string
 	if c.Project != "" {
 		target = []string{"-M", c.Project, "-C", strings.Join(c.Catalogs, ",")}
@@ -191,7 +232,21 @@ func (c *Config) job() *batch.Job {
 		host, port, _ := net.SplitHostPort(c.Master)
 		target = []string{host, port}
 	}
-	return c.Worker.Job(c.PasswordFile, target...)
+	return c.Worker.Request(k).Job(c.PasswordFile, target...)
+}
+
+// Request returns the worker that stands for a request of k workers (see
+// Strategy): one worker offering k times w's cores, memory and disk, its
+// job asking the batch system for as much. A w without cores counts as one
+// core a worker.
+func (w Worker) Request(k int) Worker {
+	if k <= 1 {
+		return w
+	}
+	w.Cores = k * max(w.Cores, 1)
+	w.MemoryMB *= int64(k)
+	w.DiskMB *= int64(k)
+	return w
 }
 
 // Job returns the batch job that runs one worker with the password file
@@ -248,7 +303,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	f := &factory{cfg: cfg, log: cfg.Logger, plan: plan, job: cfg.job(), password: password, project: project}
+	f := &factory{cfg: cfg, log: cfg.Logger, plan: plan, password: password, project: project}
 	return f.run(ctx)
 }
 
@@ -257,7 +312,6 @@ type factory struct {
 	cfg      Config
 	log      *slog.Logger
 	plan     *Plan
-	job      *batch.Job
 	password []byte
 	project  *regexp.Regexp
 
@@ -272,7 +326,8 @@ type answer struct {
 }
 
 func (f *factory) run(ctx context.Context) error {
-	f.log.Info("factory started", "command", f.job.Command, "min", f.plan.lim.Min, "max", f.plan.lim.Max)
+	f.log.Info("factory started", "command", f.cfg.job(1).Command, "min", f.plan.lim.Min, "max", f.plan.lim.Max,
+		"strategy", f.plan.lim.Strategy)
 	answers := make(chan answer)
 	askCtx, stopAsking := context.WithCancel(ctx)
 	asked := make(chan struct{})
@@ -317,6 +372,9 @@ func (f *factory) act(ctx context.Context, retry *time.Timer) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if f.plan.lim.Strategy == Optimal {
+			f.observeFree(ctx)
+		}
 		d := f.plan.Next(time.Now())
 		switch {
 		case d.Err != nil:
@@ -327,18 +385,63 @@ func (f *factory) act(ctx context.Context, retry *time.Timer) error {
 		case d.Submit == 0:
 			return nil
 		}
-		id, err := f.cfg.Driver.Submit(ctx, f.job)
-		if err != nil {
-			if ctx.Err() != nil {
-				return ctx.Err()
+		for _, k := range d.Requests {
+			job, k := f.shaped(ctx, k)
+			id, err := f.cfg.Driver.Submit(ctx, job)
+			if err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				f.plan.SubmitFailed(err, time.Now())
+				f.log.Warn("worker not submitted", "workers", k, "err", err, "failures", f.plan.Counts().Failures)
+				break
 			}
-			f.plan.SubmitFailed(err, time.Now())
-			f.log.Warn("worker not submitted", "err", err, "failures", f.plan.Counts().Failures)
-			continue
+			f.plan.Submitted(id, k)
+			f.log.Debug("worker submitted", "job", id, "workers", k)
 		}
-		f.plan.Submitted(id)
-		f.log.Debug("worker submitted", "job", id)
 	}
+}
+
+// shaped returns the job of a request of k workers and the workers it
+// counts as: with candidate shapes, the one predicted to finish first.
+func (f *factory) shaped(ctx context.Context, k int) (*batch.Job, int) {
+	if len(f.cfg.Shapes) == 0 {
+		return f.cfg.job(k), k
+	}
+	cands := make([]shape.Shape, len(f.cfg.Shapes))
+	for i, s := range f.cfg.Shapes {
+		cands[i] = shape.Shape{Cores: k * s.Cores, Wall: s.Wall}
+	}
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	c, err := f.cfg.Chooser.Choose(ctx, cands)
+	if err != nil {
+		f.log.Warn("cannot predict the candidate shapes; taking the first", "err", err)
+		c = shape.Choice{Shape: cands[0]}
+	}
+	unit := max(f.cfg.Worker.Cores, 1)
+	w := f.cfg
+	w.Worker = w.Worker.Request(max(1, c.Shape.Cores/unit))
+	w.Worker.Cores = c.Shape.Cores
+	job := w.job(1)
+	job.Resources.WallTime = c.Shape.Wall
+	f.log.Debug("request shape chosen", "workers", k, "cores", c.Shape.Cores, "wall", c.Shape.Wall,
+		"predicted_start", c.Start, "predicted_finish", c.Finish)
+	return job, max(1, c.Shape.Cores/unit)
+}
+
+// observeFree tells the plan how many workers the batch system could
+// start now.
+func (f *factory) observeFree(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	cores, err := f.cfg.Driver.(batch.FreeReporter).FreeCores(ctx)
+	if err != nil {
+		f.log.Warn("cannot learn what the batch system has free", "err", err)
+		f.plan.ObserveFree(-1)
+		return
+	}
+	f.plan.ObserveFree(cores / max(f.cfg.Worker.Cores, 1))
 }
 
 // event records a change in one worker job.

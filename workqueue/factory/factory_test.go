@@ -457,7 +457,7 @@ func TestWorkerCommandLine(t *testing.T) {
 		if _, _, err := tt.cfg.validate(); err != nil {
 			t.Fatal(err)
 		}
-		job := tt.cfg.job()
+		job := tt.cfg.job(1)
 		if job.Command != tt.want {
 			t.Errorf("command\n%s\nwant\n%s", job.Command, tt.want)
 		}

@@ -45,6 +45,10 @@ type Limits struct {
 	// DefaultCapacity is D4's and D6's capacity of a master that has not
 	// reported one yet, in tasks (default 20).
 	DefaultCapacity int
+
+	// Strategy is how a deficit of workers becomes batch requests (default
+	// OneAtATime: a job per worker).
+	Strategy Strategy
 }
 
 // Policy is a pool decision of seed 000 (§4.4.4, Eqs. 4.16–4.21): how many
@@ -121,6 +125,9 @@ func (l *Limits) validate() error {
 	}
 	if l.DefaultCapacity <= 0 {
 		l.DefaultCapacity = 20
+	}
+	if l.Strategy < OneAtATime || l.Strategy > Optimal {
+		return fmt.Errorf("factory: unknown %v", l.Strategy)
 	}
 	return nil
 }
@@ -200,23 +207,29 @@ func Classify(st batch.Status) Outcome {
 	return Crashed
 }
 
-// Counts is a snapshot of a plan.
+// Counts is a snapshot of a plan. Workers are counted as the plan counts
+// them: a request of k workers (see Strategy) is k.
 type Counts struct {
 	Queued, Running int // workers submitted and not started; started and not ended
 	Target          int // workers the plan wants now, submitted or running
 	Demand          Demand
 	Known           bool             // whether Demand comes from the masters (else the plan keeps Min)
 	Submitted       int              // workers submitted so far
-	Ended           [Removed + 1]int // workers ended so far, by Outcome
+	Requests        int              // batch jobs submitted so far
+	Ended           [Removed + 1]int // batch jobs ended so far, by Outcome
 	Failures        int              // failures in a row
 }
 
 // Decision is what the plan says to do now.
 type Decision struct {
-	// Submit is how many workers to submit now. Submit them one by one,
-	// telling the plan of each (Submitted or SubmitFailed), or ask Next
-	// again after each.
-	Submit int
+	// Submit is how many workers to submit now, in the batch requests
+	// Requests says: their sizes in workers, in order, as Limits.Strategy
+	// splits Submit. Submit them in that order, telling the plan of each
+	// (Submitted or SubmitFailed), and ask Next again once all are
+	// submitted or one has failed: asking before would split what remains
+	// afresh.
+	Submit   int
+	Requests []int
 	// Retry, when positive, is how long submissions are paused after
 	// failures: ask Next again then.
 	Retry time.Duration
@@ -226,7 +239,7 @@ type Decision struct {
 }
 
 // A Plan decides how many Work Queue workers to keep submitted to a batch
-// system for a set of masters. It is a state machine without I/O: the
+// system for a set of masters, and in what batch requests (Limits.Strategy). It is a state machine without I/O: the
 // caller tells it what happened — jobs submitted, started and ended, what
 // the masters said — with the time it happened, and asks Next what to do.
 //
@@ -234,9 +247,11 @@ type Decision struct {
 // TasksPerWorker to a worker, as Limits.Policy decides from their tasks and
 // capacities (by default no master more than it can keep busy), less the
 // workers connected to them that are not its own; never fewer than Min,
-// never more than Max. When it cannot
-// learn what the masters need, it keeps Min. It never removes a worker that
-// is no longer needed: workers leave at their idle timeout.
+// never more than Max. When it cannot learn what the masters need, it
+// keeps Min. It never removes a worker that is no longer needed: workers
+// leave at their idle timeout. It asks for the workers it lacks in batch
+// requests of one worker or several, as Limits.Strategy splits them; a
+// request of k workers counts as k, queued or running, until it ends.
 //
 // Failures — a job the batch system rejects, a worker that exits with an
 // error — pause submissions for a backoff that doubles with each failure in
@@ -251,13 +266,15 @@ type Decision struct {
 // A Plan is not safe for concurrent use.
 type Plan struct {
 	lim  Limits
-	jobs map[string]bool // jobs not ended: started or not
+	jobs map[string]job // jobs not ended
+	free int            // workers the batch system could start now; -1: not known
 
 	queued, running int
 	demand          Demand
 	known           bool
 	lastMaster      time.Time // when masters were last seen
 	submitted       int
+	requests        int
 	ended           [Removed + 1]int
 
 	rejections, crashes int       // failures in a row of each kind
@@ -275,18 +292,36 @@ func NewPlan(l Limits, now time.Time) (*Plan, error) {
 	if err := l.validate(); err != nil {
 		return nil, err
 	}
-	return &Plan{lim: l, jobs: make(map[string]bool), lastMaster: now, decidedAt: now}, nil
+	return &Plan{lim: l, jobs: make(map[string]job), free: -1, lastMaster: now, decidedAt: now}, nil
 }
 
-// Submitted records that job id was accepted by the batch system.
-func (p *Plan) Submitted(id string) {
+// job is one batch request that has not ended.
+type job struct {
+	workers int
+	started bool
+}
+
+// Submitted records that job id, a request of workers workers (at least
+// 1), was accepted by the batch system.
+func (p *Plan) Submitted(id string, workers int) {
 	if _, ok := p.jobs[id]; ok {
 		return
 	}
-	p.jobs[id] = false
-	p.queued++
-	p.submitted++
+	workers = max(workers, 1)
+	p.jobs[id] = job{workers: workers}
+	p.queued += workers
+	p.submitted += workers
+	p.requests++
+	if p.free > 0 {
+		// They take what was free until the batch system says again.
+		p.free = max(p.free-workers, 0)
+	}
 }
+
+// ObserveFree records how many workers the batch system could start now,
+// for the Optimal strategy; a negative n means it cannot say. Submitted
+// requests are taken from it until it is observed again.
+func (p *Plan) ObserveFree(n int) { p.free = n }
 
 // SubmitFailed records that the batch system refused a submission, with
 // err saying why.
@@ -297,26 +332,27 @@ func (p *Plan) SubmitFailed(err error, now time.Time) {
 
 // Started records that job id is running.
 func (p *Plan) Started(id string) {
-	if started, ok := p.jobs[id]; !ok || started {
+	j, ok := p.jobs[id]
+	if !ok || j.started {
 		return
 	}
-	p.jobs[id] = true
-	p.queued--
-	p.running++
+	p.jobs[id] = job{workers: j.workers, started: true}
+	p.queued -= j.workers
+	p.running += j.workers
 }
 
 // Ended records the final event of job ev.ID and returns how it counts.
 func (p *Plan) Ended(ev batch.Event, now time.Time) Outcome {
 	o := Classify(ev.Status)
-	started, ok := p.jobs[ev.ID]
+	j, ok := p.jobs[ev.ID]
 	if !ok {
 		return o
 	}
 	delete(p.jobs, ev.ID)
-	if started {
-		p.running--
+	if j.started {
+		p.running -= j.workers
 	} else {
-		p.queued--
+		p.queued -= j.workers
 	}
 	p.ended[o]++
 	switch o {
@@ -467,14 +503,22 @@ func (p *Plan) Next(now time.Time) Decision {
 	if now.Before(p.pausedUntil) {
 		return Decision{Retry: p.pausedUntil.Sub(now)}
 	}
-	return Decision{Submit: n}
+	reqs := p.lim.Strategy.Split(n, p.free)
+	total := 0
+	for _, k := range reqs {
+		total += k
+	}
+	if total == 0 {
+		return Decision{}
+	}
+	return Decision{Submit: total, Requests: reqs}
 }
 
 // Counts returns a snapshot of the plan.
 func (p *Plan) Counts() Counts {
 	return Counts{
 		Queued: p.queued, Running: p.running, Target: p.target(p.decided),
-		Demand: p.demand, Known: p.known, Submitted: p.submitted, Ended: p.ended,
+		Demand: p.demand, Known: p.known, Submitted: p.submitted, Requests: p.requests, Ended: p.ended,
 		Failures: max(p.rejections, p.crashes),
 	}
 }

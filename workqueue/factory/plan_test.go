@@ -42,11 +42,13 @@ func (s *sim) fill() (int, Decision) {
 		if d.Submit == 0 {
 			return n, d
 		}
-		s.seq++
-		id := fmt.Sprintf("j%d", s.seq)
-		s.p.Submitted(id)
-		s.jobs = append(s.jobs, id)
-		n++
+		for _, k := range d.Requests {
+			s.seq++
+			id := fmt.Sprintf("j%d", s.seq)
+			s.p.Submitted(id, k)
+			s.jobs = append(s.jobs, id)
+			n += k
+		}
 		if n > 10000 {
 			s.t.Fatal("the plan never stops asking for workers")
 		}
@@ -128,7 +130,7 @@ func TestDemandFallsNoWorkerRemoved(t *testing.T) {
 	s.wantFill(8)
 	s.startAll()
 	s.p.Observe(Demand{Masters: 1, Tasks: 0, Workers: 8}, s.now)
-	if d := s.wantFill(0); d != (Decision{}) {
+	if d := s.wantFill(0); d.Submit != 0 || d.Requests != nil || d.Retry != 0 || d.Err != nil {
 		t.Errorf("decision %+v, want nothing", d)
 	}
 	// They leave at their idle timeout; the minimum stays.
@@ -425,7 +427,7 @@ func TestPolicies(t *testing.T) {
 				}
 				for range tt.want[i] { // submitted and started: the next decision counts them
 					id := fmt.Sprint(p.Counts().Submitted)
-					p.Submitted(id)
+					p.Submitted(id, 1)
 					p.Started(id)
 				}
 				if i+1 < len(tt.want) {

@@ -32,15 +32,26 @@ type Limits struct {
 
 // Decision is what the plan says to do now.
 type Decision struct {
-	// Submit holds the address of the master of each worker to submit now.
-	// Tell the plan of each (Submitted or SubmitFailed).
-	Submit []string
+	// Submit holds the batch requests to submit now: for which master, and
+	// how many workers each (as the policy's strategy splits each master's
+	// share). Submit them in order, telling the plan of each (Submitted or
+	// SubmitFailed), and ask Next again once all are submitted or one has
+	// failed.
+	Submit []Request
 	// Retry, when positive, is how long submissions are paused after
 	// failures: ask Next again then.
 	Retry time.Duration
 	// Err, when set, says the plan has given up: remove every worker and
 	// stop.
 	Err error
+}
+
+// A Request is one batch request of a pool: Workers workers (one worker
+// job offering Workers times a worker's resources, factory.Worker.Request)
+// for the master at Addr.
+type Request struct {
+	Addr    string
+	Workers int
 }
 
 // A Plan decides how many workers a pool keeps for each master: the
@@ -66,6 +77,7 @@ type Plan struct {
 	jobs   *factory.Plan
 
 	master  map[string]string // job → the master it was submitted for
+	size    map[string]int    // job → its workers
 	running map[string]bool   // jobs started
 	ours    map[string]int    // master → its jobs not ended
 	total   int               // jobs not ended
@@ -73,6 +85,7 @@ type Plan struct {
 	masters   []Master
 	received  map[string]int // master → its workers from this pool, as it says (-1: it does not)
 	known     bool
+	free      int // workers the batch system could start now; -1: not known
 	decision  []Assignment
 	decided   int // the last pool decision, in workers
 	decidedAt time.Time
@@ -90,9 +103,13 @@ func NewPlan(pol *Policy, l Limits, now time.Time) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{policy: pol, tpw: tpw, jobs: jobs, master: map[string]string{},
-		running: map[string]bool{}, ours: map[string]int{}, decidedAt: now}, nil
+	return &Plan{policy: pol, tpw: tpw, jobs: jobs, master: map[string]string{}, size: map[string]int{},
+		running: map[string]bool{}, ours: map[string]int{}, free: -1, decidedAt: now}, nil
 }
+
+// ObserveFree records how many workers the batch system could start now,
+// for the optimal strategy; a negative n means it cannot say.
+func (p *Plan) ObserveFree(n int) { p.free = n }
 
 // SetPolicy replaces the policy, as when its file changes.
 func (p *Plan) SetPolicy(pol *Policy) { p.policy = pol }
@@ -171,12 +188,12 @@ func (p *Plan) decide(now time.Time) {
 	}
 }
 
-// runningFor counts the jobs submitted for master addr that run.
+// runningFor counts the workers submitted for master addr that run.
 func (p *Plan) runningFor(addr string) int {
 	n := 0
 	for id, m := range p.master {
 		if m == addr && p.running[id] {
-			n++
+			n += p.size[id]
 		}
 	}
 	return n
@@ -226,6 +243,9 @@ func (p *Plan) Next(now time.Time) Decision {
 	}
 	// Never more than max_workers in all, whoever they were for.
 	want = max(0, min(want, p.policy.MaxWorkers-p.total))
+	if p.policy.Strategy == factory.Optimal {
+		want = min(want, max(p.free, 0))
+	}
 	c := p.jobs.Counts()
 	p.jobs.Observe(factory.Demand{Masters: c.Demand.Masters, Tasks: c.Queued + c.Running + want}, now)
 	if !p.known {
@@ -235,26 +255,39 @@ func (p *Plan) Next(now time.Time) Decision {
 	if d.Err != nil || d.Retry > 0 || d.Submit == 0 {
 		return Decision{Retry: d.Retry, Err: d.Err}
 	}
-	// Hand the workers out one at a time to the master most short.
-	var out []string
+	// Hand the workers out one at a time to the master most short, then
+	// split each master's into requests.
+	given := map[string]int{}
+	var order []string
 	for range min(d.Submit, want) {
 		sort.SliceStable(shorts, func(i, j int) bool { return shorts[i].n > shorts[j].n })
-		out = append(out, shorts[0].addr)
+		if given[shorts[0].addr] == 0 {
+			order = append(order, shorts[0].addr)
+		}
+		given[shorts[0].addr]++
 		shorts[0].n--
+	}
+	var out []Request
+	for _, addr := range order {
+		for _, k := range p.policy.Strategy.Split(given[addr], given[addr]) {
+			out = append(out, Request{Addr: addr, Workers: k})
+		}
 	}
 	return Decision{Submit: out}
 }
 
-// Submitted records that job id, a worker for master addr, was accepted by
-// the batch system.
-func (p *Plan) Submitted(id, addr string) {
+// Submitted records that job id, a request of workers workers for master
+// addr, was accepted by the batch system.
+func (p *Plan) Submitted(id, addr string, workers int) {
 	if _, ok := p.master[id]; ok {
 		return
 	}
-	p.jobs.Submitted(id)
+	workers = max(workers, 1)
+	p.jobs.Submitted(id, workers)
 	p.master[id] = addr
-	p.ours[addr]++
-	p.total++
+	p.size[id] = workers
+	p.ours[addr] += workers
+	p.total += workers
 }
 
 // SubmitFailed records that the batch system refused a submission.
@@ -271,13 +304,15 @@ func (p *Plan) Started(id string) {
 // Ended records the final event of job ev.ID and returns how it counts.
 func (p *Plan) Ended(ev batch.Event, now time.Time) factory.Outcome {
 	if addr, ok := p.master[ev.ID]; ok {
+		k := p.size[ev.ID]
 		delete(p.master, ev.ID)
 		delete(p.running, ev.ID)
-		p.ours[addr]--
+		delete(p.size, ev.ID)
+		p.ours[addr] -= k
 		if p.ours[addr] == 0 {
 			delete(p.ours, addr)
 		}
-		p.total--
+		p.total -= k
 	}
 	return p.jobs.Ended(ev, now)
 }
@@ -287,7 +322,7 @@ func (p *Plan) Ended(ev batch.Event, now time.Time) factory.Outcome {
 func (p *Plan) Decision() []Assignment { return append([]Assignment(nil), p.decision...) }
 
 // Counts returns a snapshot of the plan: its jobs, and for each master
-// the jobs submitted for it and not ended.
+// the workers submitted for it and not ended.
 func (p *Plan) Counts() (factory.Counts, map[string]int) {
 	ours := make(map[string]int, len(p.ours))
 	for k, v := range p.ours {

@@ -22,12 +22,12 @@ func policy(t *testing.T, text string) *Policy {
 // submitAll submits what d says, as a driver would, with job IDs j1, j2…
 func submitAll(p *Plan, d Decision, next *int) map[string]int {
 	per := map[string]int{}
-	for _, addr := range d.Submit {
+	for _, r := range d.Submit {
 		*next++
 		id := fmt.Sprintf("j%d", *next)
-		p.Submitted(id, addr)
+		p.Submitted(id, r.Addr, r.Workers)
 		p.Started(id)
-		per[addr]++
+		per[r.Addr] += r.Workers
 	}
 	return per
 }
@@ -123,7 +123,7 @@ func TestPlanEndsAndFailures(t *testing.T) {
 	}
 	p.Ended(batch.Event{ID: "j1", Status: batch.Status{State: batch.Done, ExitCode: 137}}, t0)
 	d := p.Next(t0)
-	if len(d.Submit) != 1 || d.Submit[0] != "A" {
+	if len(d.Submit) != 1 || d.Submit[0] != (Request{Addr: "A", Workers: 1}) {
 		t.Fatalf("after a kill: %+v", d)
 	}
 	p.SubmitFailed(errors.New("sbatch: error: too many jobs"), t0)
@@ -191,7 +191,43 @@ func TestPlanLetsWorkersMove(t *testing.T) {
 	// A worker of B's ends: one is submitted, for B.
 	p.Ended(batch.Event{ID: "j4", Status: batch.Status{State: batch.Done}}, t0)
 	p.Observe([]Master{{Project: "a", Addr: "A", Tasks: 10, Connected: 1, Received: 1}, {Project: "b", Addr: "B", Tasks: 10, Connected: 2, Received: 2}}, t0)
-	if d := p.Next(t0); len(d.Submit) != 1 || d.Submit[0] != "B" {
+	if d := p.Next(t0); len(d.Submit) != 1 || d.Submit[0].Addr != "B" {
 		t.Fatalf("after a worker ended, submitted %v, want [B]", d.Submit)
+	}
+}
+
+// TestPlanStrategy: the policy's strategy splits each master's share into
+// batch requests, counted as their workers; optimal asks for no more than
+// the batch system has free.
+func TestPlanStrategy(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	ms := []Master{{Project: "a", Addr: "A", Tasks: 10, Received: -1}, {Project: "b", Addr: "B", Tasks: 3, Received: -1}}
+	p, err := NewPlan(policy(t, "max_workers: 100\ndistribution: a=50, b=50\ndecision: D1\nstrategy: additive"), Limits{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Observe(ms, t0)
+	d := p.Next(t0)
+	want := []Request{{"A", 1}, {"A", 2}, {"A", 3}, {"A", 4}, {"B", 1}, {"B", 2}}
+	if fmt.Sprint(d.Submit) != fmt.Sprint(want) {
+		t.Fatalf("requests %v, want %v", d.Submit, want)
+	}
+	jobs := 0
+	submitAll(p, d, &jobs)
+	if d := p.Next(t0); len(d.Submit) != 0 {
+		t.Errorf("asked again for %v", d.Submit)
+	}
+	if _, ours := p.Counts(); ours["A"] != 10 || ours["B"] != 3 {
+		t.Errorf("workers by master %v", ours)
+	}
+
+	p, err = NewPlan(policy(t, "max_workers: 100\ndistribution: a=50\ndecision: D1\nstrategy: optimal"), Limits{}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Observe(ms[:1], t0)
+	p.ObserveFree(4)
+	if d := p.Next(t0); fmt.Sprint(d.Submit) != fmt.Sprint([]Request{{"A", 4}}) {
+		t.Errorf("optimal with 4 free: %v", d.Submit)
 	}
 }

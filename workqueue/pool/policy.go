@@ -25,6 +25,7 @@ import (
 //	default_capacity: 20
 //	billing_cycle: 20m
 //	decision: D7
+//	strategy: additive
 type Policy struct {
 	// MaxWorkers bounds the workers the pool keeps submitted (required).
 	MaxWorkers int
@@ -44,6 +45,9 @@ type Policy struct {
 	// Decision is how the masters' tasks and capacities become their needs
 	// (default D6, or D7 with a billing cycle).
 	Decision factory.Policy
+	// Strategy is how a master's missing workers become batch requests
+	// (factory.Strategy; default one-at-a-time, a job per worker).
+	Strategy factory.Strategy
 
 	decisionLine int // where decision was given, for errors
 }
@@ -113,8 +117,10 @@ func (p *Policy) set(key, value string) error {
 		p.BillingCycle, err = duration(value)
 	case "decision":
 		p.Decision, err = factory.ParsePolicy(value)
+	case "strategy":
+		p.Strategy, err = factory.ParseStrategy(value)
 	default:
-		return errors.New("unknown setting (max_workers, distribution, max_change, default_capacity, billing_cycle, decision)")
+		return errors.New("unknown setting (max_workers, distribution, max_change, default_capacity, billing_cycle, decision, strategy)")
 	}
 	return err
 }

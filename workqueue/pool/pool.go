@@ -237,6 +237,9 @@ func (p *pool) act(ctx context.Context, retry *time.Timer) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if p.plan.Policy().Strategy == factory.Optimal {
+			p.observeFree(ctx)
+		}
 		d := p.plan.Next(time.Now())
 		switch {
 		case d.Err != nil:
@@ -247,25 +250,44 @@ func (p *pool) act(ctx context.Context, retry *time.Timer) error {
 		case len(d.Submit) == 0:
 			return nil
 		}
-		for _, addr := range d.Submit {
-			id, err := p.cfg.Driver.Submit(ctx, p.job(addr))
+		for _, r := range d.Submit {
+			id, err := p.cfg.Driver.Submit(ctx, p.job(r))
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				p.plan.SubmitFailed(err, time.Now())
-				p.log.Warn("worker not submitted", "master", addr, "err", err)
+				p.log.Warn("worker not submitted", "master", r.Addr, "workers", r.Workers, "err", err)
 				break
 			}
-			p.plan.Submitted(id, addr)
-			p.log.Debug("worker submitted", "job", id, "master", addr)
+			p.plan.Submitted(id, r.Addr, r.Workers)
+			p.log.Debug("worker submitted", "job", id, "master", r.Addr, "workers", r.Workers)
 		}
 	}
 }
 
-// job returns the batch job of a worker for the master at addr.
-func (p *pool) job(addr string) *batch.Job {
-	w := p.cfg.Worker
+// observeFree tells the plan how many workers the batch system could
+// start now; one that cannot say gets none under the optimal strategy.
+func (p *pool) observeFree(ctx context.Context) {
+	fr, ok := p.cfg.Driver.(batch.FreeReporter)
+	if !ok {
+		p.log.Warn("strategy optimal: this batch system does not say what it has free (local and slurm do); submitting nothing")
+		p.plan.ObserveFree(-1)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cores, err := fr.FreeCores(ctx)
+	if err != nil {
+		p.log.Warn("cannot learn what the batch system has free", "err", err)
+		cores = -1
+	}
+	p.plan.ObserveFree(cores / max(p.cfg.Worker.Cores, 1))
+}
+
+// job returns the batch job of request r.
+func (p *pool) job(r Request) *batch.Job {
+	w := p.cfg.Worker.Request(r.Workers)
 	pre := []string{"--from-factory", p.cfg.Name}
 	if !p.cfg.Stay {
 		pre = append(pre, "--follow-pool", "-C", strings.Join(p.cfg.Catalogs, ","))
@@ -274,7 +296,7 @@ func (p *pool) job(addr string) *batch.Job {
 	if c := p.plan.Policy().BillingCycle; c > 0 {
 		w.Args = append(w.Args, "--billing-cycle", strconv.Itoa(max(1, int(c/time.Second))))
 	}
-	host, port, _ := net.SplitHostPort(addr)
+	host, port, _ := net.SplitHostPort(r.Addr)
 	return w.Job(p.cfg.PasswordFile, host, port)
 }
 
