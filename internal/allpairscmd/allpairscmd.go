@@ -145,10 +145,10 @@ Grid Engine's qstat, HTCondor's condor_status, a Work Queue project's workers
 in the catalog), and predicts the run on this machine, distributed on the
 cluster, and hybrid (this machine's cores take jobs as one more worker from
 the start while the cluster's arrive). It runs where it predicts fastest,
-staying here unless the cluster is predicted more than 5% faster. --explain
-prints what it measured and where each input came from, each prediction, the
-choice and its reason, and after the run the prediction against the time
-taken; -v says the choice in one line. Each run's prediction and time are
+staying here unless the cluster is predicted more than 5% and half a second
+faster. --explain prints what it measured and where each input came from,
+each prediction, the choice and its reason, and after the run the prediction
+against the time taken; -v says the choice in one line. Each run's prediction and time are
 kept in ~/.cache/rightsize/runs.jsonl, and the next run of the same function
 corrects its predictions by them. RIGHTSIZE_CLUSTER=none stays here.
 

@@ -116,12 +116,12 @@ SLURM's sinfo, Grid Engine's qstat, HTCondor's condor_status, a Work Queue
 project's workers in the catalog), and predicts the run on this machine's
 cores, in blocks on the cluster, and hybrid (this machine's cores take blocks
 as one more worker from the start). It runs where it predicts fastest,
-staying here unless the cluster is predicted more than 5% faster. --explain
-prints what it measured and where each input came from, each prediction, the
-choice and its reason, and after the run the prediction against the time
-taken; -v says the choice in one line. Each run's prediction and time are
-kept in ~/.cache/rightsize/runs.jsonl and correct the next run's predictions
-for the same function. RIGHTSIZE_CLUSTER=none stays here.
+staying here unless the cluster is predicted more than 5% and half a second
+faster. --explain prints what it measured and where each input came from,
+each prediction, the choice and its reason, and after the run the prediction
+against the time taken; -v says the choice in one line. Each run's
+prediction and time are kept in ~/.cache/rightsize/runs.jsonl and correct the
+next run's predictions for the same function. RIGHTSIZE_CLUSTER=none stays here.
 
 Distributed mode (-T wq|local|slurm|sge|condor) cuts the problem into square
 blocks and runs each as a job — this same program in sub-problem mode, with

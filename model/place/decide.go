@@ -140,10 +140,17 @@ func Seconds(s float64) string {
 // apart.
 const localMargin = 0.05
 
+// localMinGain is the least time, in seconds, a cluster mode must be
+// predicted to save before it is chosen over this machine: a run shorter
+// than that is over before a cluster could matter, and the models' error
+// on such times (a sampled call of a few milliseconds on a loaded machine)
+// is larger than the gain.
+const localMinGain = 0.5
+
 // choose picks the fastest prediction, preferring multicore within
-// localMargin (this machine is the one without queues, stragglers or lost
-// workers) and hybrid to distributed within it (this machine's cores start
-// at once), and says why.
+// localMargin and localMinGain (this machine is the one without queues,
+// stragglers or lost workers) and hybrid to distributed within localMargin
+// (this machine's cores start at once), and says why.
 func (d *Decision) choose() {
 	local, dist, hy := d.Predictions[0], d.Predictions[1], d.Predictions[2]
 	best := hy
@@ -159,6 +166,8 @@ func (d *Decision) choose() {
 		d.Mode, d.Reason = Multicore, "this machine is predicted fastest"
 	case local.Seconds <= best.Seconds*(1+localMargin):
 		d.Mode, d.Reason = Multicore, fmt.Sprintf("the %s run is predicted less than %.0f%% faster", best.Mode, 100*localMargin)
+	case local.Seconds-best.Seconds < localMinGain:
+		d.Mode, d.Reason = Multicore, fmt.Sprintf("the %s run is predicted to save less than %.1f s", best.Mode, localMinGain)
 	default:
 		d.Mode = best.Mode
 		d.Reason = fmt.Sprintf("predicted %.1f× faster than this machine alone", local.Seconds/best.Seconds)
