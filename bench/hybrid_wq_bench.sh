@@ -4,8 +4,9 @@
 # against `allpairs --local` on the same problem, interleaved, ROUNDS times.
 # What it measures is what a hybrid run costs when the cluster brings
 # nothing. OLD=path/to/allpairs adds another build's hybrid run (e.g. one
-# whose own worker ran each block as a process). Environment: N (40),
-# BUSY_MS (10), ROUNDS (2).
+# whose own worker ran each block as a process). FUNC=builtin:bytediff
+# (with SIZE bytes an item, default 2000) times a fast function instead of
+# busy.c. Environment: N (40), BUSY_MS (10), ROUNDS (2), FUNC, SIZE.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-40}
@@ -16,13 +17,14 @@ rm -rf "$out"
 mkdir -p "$out/bin" "$out/A"
 make -s build
 gcc -O2 -o "$out/bin/busy" bench/csrc/busy.c
-for i in $(seq 1 "$N"); do head -c 2000 /dev/urandom > "$out/A/item$i"; done
+for i in $(seq 1 "$N"); do head -c "${SIZE:-2000}" /dev/urandom > "$out/A/item$i"; done
+fn=${FUNC:-$out/bin/busy}
 export XDG_CACHE_HOME=$out/cache XDG_CONFIG_HOME=$out/config RIGHTSIZE_CLUSTER=none
 run() {
   local label=$1 prog=$2; shift 2
   local start end
   start=$(date +%s.%N)
-  "$prog" -q -o "$out/out.txt" "$@" "$out/bin/busy" "$out/A" "$out/A" 2> "$out/$label.err"
+  "$prog" -q -o "$out/out.txt" "$@" "$fn" "$out/A" "$out/A" 2> "$out/$label.err"
   end=$(date +%s.%N)
   printf '%-12s %6.2f s  %s\n' "$label" "$(echo "$end - $start" | bc)" "$(grep -o '[0-9]* jobs.*' "$out/$label.err" | head -1)"
 }
