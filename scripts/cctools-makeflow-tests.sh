@@ -44,21 +44,34 @@ if command -v work_queue_worker >/dev/null; then
   ln -s "$(command -v work_queue_worker)" "$work/work_queue/src/work_queue_worker"
 fi
 cd "$work/makeflow/test" || exit 1
+# step SECONDS ARGS...: runs `sh ARGS` in a process group of its own for at
+# most SECONDS, then kills whatever of the group is left: a test that gives
+# up leaves its makeflow behind (waiting for a worker that never came).
+step() {
+  local secs=$1 pid rc
+  shift
+  setsid timeout -k 5 "$secs" sh "$@" &
+  pid=$!
+  wait "$pid"
+  rc=$?
+  kill -KILL -- -"$pid" 2>/dev/null
+  return "$rc"
+}
 pass=0 fail=0 skip=0
 for t in ${pattern}*.sh; do
   [ -e "$t" ] || continue
-  if ! timeout 30 sh "$t" check_needed >/dev/null 2>&1; then
+  if ! step 30 "$t" check_needed >/dev/null 2>&1; then
     echo "skip  $t"
     skip=$((skip + 1))
     continue
   fi
-  if timeout 60 sh "$t" prepare >/dev/null 2>&1 && timeout 120 sh "$t" run >"$t.log" 2>&1; then
+  if step 60 "$t" prepare >/dev/null 2>&1 && step 120 "$t" run >"$t.log" 2>&1; then
     echo "pass  $t"
     pass=$((pass + 1))
   else
     echo "FAIL  $t"
     fail=$((fail + 1))
   fi
-  timeout 60 sh "$t" clean >/dev/null 2>&1
+  step 60 "$t" clean >/dev/null 2>&1
 done
 echo "$pass passed, $fail failed, $skip skipped (check_needed) of $((pass + fail + skip))"
