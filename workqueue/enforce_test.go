@@ -54,20 +54,20 @@ func TestPoolDecisionEnforced(t *testing.T) {
 	}
 	// Two tasks that run until the gate opens, one on each worker.
 	submit(a, 2, "while [ ! -e "+gate+" ]; do sleep 0.02; done")
-	waitUntil(t, "both of A's workers running a task", func() bool {
+	waitMinute(t, "both of A's workers running a task", func() bool {
 		ws := a.Workers()
 		return len(ws) == 2 && ws[0].Running == 1 && ws[1].Running == 1
 	})
 
 	publish(1, 1)
-	waitUntil(t, "one of A's workers draining, its task still running", func() bool {
+	waitMinute(t, "one of A's workers draining, its task still running", func() bool {
 		ws := a.Workers()
 		return len(ws) == 2 && (ws[0].Draining && ws[0].Running == 1) != (ws[1].Draining && ws[1].Running == 1)
 	})
 	if err := os.WriteFile(gate, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, "the drained worker released and serving B", func() bool {
+	waitMinute(t, "the drained worker released and serving B", func() bool {
 		return len(a.Workers()) == 1 && len(b.Workers()) == 1
 	})
 	if n := a.Stats().WorkersReleased; n != 1 {
@@ -86,14 +86,8 @@ func TestPoolDecisionEnforced(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing the test after a minute.
-func waitUntil(t *testing.T, what string, cond func() bool) {
+// waitMinute waits for cond, failing the test after a minute.
+func waitMinute(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, time.Minute, cond)
 }

@@ -32,16 +32,12 @@ func startForeman(t *testing.T, m *workqueue.Master) *workqueue.Master {
 // waitForWorker returns m's one worker once it offers cores cores.
 func waitForWorker(t *testing.T, m *workqueue.Master, cores float64) workqueue.WorkerStats {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
-		if ws := m.Workers(); len(ws) == 1 && ws[0].Cores == cores {
-			return ws[0]
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("workers %+v, want one of %v cores", m.Workers(), cores)
-		}
-	}
+	var ws []workqueue.WorkerStats
+	testutil.WaitFor(t, fmt.Sprintf("one worker of %v cores", cores), 30*time.Second, func() bool {
+		ws = m.Workers()
+		return len(ws) == 1 && ws[0].Cores == cores
+	})
+	return ws[0]
 }
 
 // TestForeman: a master's tasks, with every kind of file, run on the two
@@ -80,16 +76,10 @@ func TestForemanCancel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
-		if _, err := os.Stat(started); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task never started behind the foreman")
-		}
-	}
+	testutil.WaitFor(t, "the task to start behind the foreman", 30*time.Second, func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
 	if !m.Cancel(id) {
 		t.Fatal("Cancel found no task")
 	}
@@ -98,11 +88,7 @@ func TestForemanCancel(t *testing.T) {
 	if r := got["next"]; r == nil || !r.OK() || strings.TrimSpace(string(r.Output)) != "next" {
 		t.Fatalf("next task: %+v", r)
 	}
-	for deadline := time.Now().Add(30 * time.Second); fm.Stats().TasksRunning != 0; <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatalf("the cancelled task still runs behind the foreman: %+v", fm.Stats())
-		}
-	}
+	testutil.WaitFor(t, "the cancelled task to stop behind the foreman", 30*time.Second, func() bool { return fm.Stats().TasksRunning == 0 })
 	if r, err := m.Wait(context.Background()); !errors.Is(err, workqueue.ErrEmpty) {
 		t.Errorf("Wait after the cancelled task: %+v, %v; want nothing outstanding", r, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue/wire"
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
@@ -116,13 +117,7 @@ func TestForgedPoolName(t *testing.T) {
 	m := startMaster(t, Config{})
 	startWorker(t, m, worker.Config{Cores: 1, Pool: "honest"})
 	startWorker(t, m, worker.Config{Cores: 1, Pool: "honest:50,other"})
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(30 * time.Second); m.Stats().WorkersConnected < 2; <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatal("the workers did not connect")
-		}
-	}
+	testutil.WaitFor(t, "the workers to connect", 30*time.Second, func() bool { return m.Stats().WorkersConnected == 2 })
 	reply := make(chan []byte, 1)
 	m.send(evStatus{kind: "catalog", reply: reply})
 	if got := decodeRecord(<-reply)["workers_by_pool"]; got != "honest:1,unmanaged:1" {

@@ -88,11 +88,5 @@ func busy(t *testing.T, mine string) bool {
 // after 5 minutes.
 func waitIdle(t *testing.T, mine string) {
 	t.Helper()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(5 * time.Minute); busy(t, mine); <-tick.C {
-		if time.Now().After(deadline) {
-			t.Fatal("SLURM did not become idle in 5 minutes")
-		}
-	}
+	testutil.WaitFor(t, "SLURM to become idle", 5*time.Minute, func() bool { return !busy(t, mine) })
 }

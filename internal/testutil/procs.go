@@ -163,19 +163,30 @@ func keptGroups(program int) (map[int]bool, bool) {
 	return groups, found
 }
 
+// WaitFor returns once cond holds, looking every 10 ms, and fails the
+// test if it does not within timeout: for state another process or a
+// remote peer changes, which announces nothing to wait on.
+func WaitFor(t testing.TB, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(timeout); !cond(); <-tick.C {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+	}
+}
+
 // WaitLine returns the content of the file at path, without its newline,
 // once a line has been written there whole (a port file, say); it fails
 // the test after 30 s.
 func WaitLine(t testing.TB, path string) string {
 	t.Helper()
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for deadline := time.Now().Add(30 * time.Second); ; <-tick.C {
-		if b, err := os.ReadFile(path); err == nil && strings.HasSuffix(string(b), "\n") {
-			return strings.TrimSpace(string(b))
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s was not written", path)
-		}
-	}
+	var line string
+	WaitFor(t, path+" to be written", 30*time.Second, func() bool {
+		b, err := os.ReadFile(path)
+		line = strings.TrimSpace(string(b))
+		return err == nil && strings.HasSuffix(string(b), "\n")
+	})
+	return line
 }

@@ -167,14 +167,8 @@ func testWorker(dir string) factory.Worker {
 		IdleTimeout: 2 * time.Second, Dir: dir}
 }
 
-// waitFor polls cond until it holds.
+// waitFor waits for cond, failing the test after waitTimeout.
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testutil.WaitFor(t, what, waitTimeout, cond)
 }
