@@ -16,8 +16,9 @@ import (
 
 // A block job carries, besides its command, the same work done in the
 // master's process (batch.Job.Do), with the function the master opened:
-// a local driver opened with batch.Options.InProcess — this machine's
-// share of a hybrid run — then computes the block without starting this
+// a local driver opened with batch.Options.InProcess, or the master's own
+// Work Queue worker (batch/wq's Driver.InProcess) — this machine's share
+// of a hybrid run — then computes the block without starting this
 // program, loading the function and reading the inputs again, which can
 // cost as much as the block's cells. Either way the cells end up in the
 // job directory's cells.matrix, relative to the block, for absorb.

@@ -4,7 +4,10 @@
 // times from their earlier runs, the makespan models of package model,
 // the decision of package model/place), serves its live status page with
 // --http (statuspage.go, package status) and writes its HTML report with
-// --report (report.go, package report).
+// --report (report.go, package report). It reads the JX form too (jx.go,
+// package jx), holds CCTools' run flags (runflags.go, container.go), and
+// is also makeflow_analyze, which checks and describes a workflow without
+// running it (analyze.go).
 //
 // It holds only flag handling and what the command prints; everything a
 // program embedding Makeflow would need is in package makeflow.

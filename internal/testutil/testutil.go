@@ -5,7 +5,8 @@
 // configuration of their own), starting a catalog server (StartCatalog),
 // and watching a run's status page (statuspage.go: a function whose calls
 // wait until released, the page's address, loading it in headless
-// Chromium with LoadPage).
+// Chromium with LoadPage), and waiting for state another process changes
+// (WaitFor, WaitLine).
 //
 // Outside CI a test whose component is missing is skipped with a message that
 // says how to install it; under CI=true it fails, because CI installs every
