@@ -524,27 +524,34 @@ func (f *factory) ask(ctx context.Context, answers chan<- answer) {
 // removeAll removes every worker job that has not ended and waits, for a
 // while, until the batch system confirms that each has.
 func (f *factory) removeAll() {
-	ids := f.plan.Jobs()
+	RemoveAll(f.cfg.Driver, f.log, f.plan.Jobs, f.event)
+}
+
+// RemoveAll removes every worker job of d that jobs lists and waits, up
+// to a minute, until d's events (passed to event, which updates what jobs
+// lists) confirm that each has ended. The factory and the pool end so.
+func RemoveAll(d batch.Driver, log *slog.Logger, jobs func() []string, event func(batch.Event)) {
+	ids := jobs()
 	if len(ids) == 0 {
 		return
 	}
-	f.log.Info("removing workers", "jobs", len(ids))
+	log.Info("removing workers", "jobs", len(ids))
 	ctx, cancel := context.WithTimeout(context.Background(), removeTimeout)
 	defer cancel()
 	for _, id := range ids {
-		if err := f.cfg.Driver.Remove(ctx, id); err != nil {
-			f.log.Warn("removing worker", "job", id, "err", err)
+		if err := d.Remove(ctx, id); err != nil {
+			log.Warn("removing worker", "job", id, "err", err)
 		}
 	}
-	for len(f.plan.Jobs()) > 0 {
+	for len(jobs()) > 0 {
 		select {
-		case ev, ok := <-f.cfg.Driver.Events():
+		case ev, ok := <-d.Events():
 			if !ok {
 				return
 			}
-			f.event(ev)
+			event(ev)
 		case <-ctx.Done():
-			f.log.Warn("workers not confirmed removed", "jobs", f.plan.Jobs())
+			log.Warn("workers not confirmed removed", "jobs", jobs())
 			return
 		}
 	}

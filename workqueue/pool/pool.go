@@ -417,28 +417,5 @@ func masterOf(m catalog.Master, pool string) Master {
 // removeAll removes every worker job that has not ended and waits, for a
 // while, until the batch system confirms that each has.
 func (p *pool) removeAll() {
-	ids := p.plan.Jobs()
-	if len(ids) == 0 {
-		return
-	}
-	p.log.Info("removing workers", "jobs", len(ids))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	for _, id := range ids {
-		if err := p.cfg.Driver.Remove(ctx, id); err != nil {
-			p.log.Warn("removing worker", "job", id, "err", err)
-		}
-	}
-	for len(p.plan.Jobs()) > 0 {
-		select {
-		case ev, ok := <-p.cfg.Driver.Events():
-			if !ok {
-				return
-			}
-			p.event(ev)
-		case <-ctx.Done():
-			p.log.Warn("workers not confirmed removed", "jobs", p.plan.Jobs())
-			return
-		}
-	}
+	factory.RemoveAll(p.cfg.Driver, p.log, p.plan.Jobs, p.event)
 }
