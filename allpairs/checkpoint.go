@@ -254,29 +254,42 @@ func (c *Checkpoint) Has(x, y int) bool { return c.have.has(x*c.m + y) }
 // reporting whether it was added. The record is handed to the operating
 // system before Add returns.
 func (c *Checkpoint) Add(x, y int, value []byte) (bool, error) {
-	if x < 0 || y < 0 || x >= c.n || y >= c.m {
-		return false, fmt.Errorf("checkpoint %s: cell (%d,%d) is outside the %d×%d matrix", c.path, x, y, c.n, c.m)
+	n, err := c.AddRecords([]sparsematrix.Record{{X: x, Y: y, Value: value}})
+	return n > 0, err
+}
+
+// AddRecords appends, in one write, the cells of recs that are not in the
+// file yet, and returns how many it added. A process killed meanwhile
+// leaves all of them or none (but a torn last record, which the next open
+// drops). A cell outside the matrix is an error, and nothing is written.
+func (c *Checkpoint) AddRecords(recs []sparsematrix.Record) (int, error) {
+	for _, r := range recs {
+		if r.X < 0 || r.Y < 0 || r.X >= c.n || r.Y >= c.m {
+			return 0, fmt.Errorf("checkpoint %s: cell (%d,%d) is outside the %d×%d matrix", c.path, r.X, r.Y, c.n, c.m)
+		}
 	}
 	before := c.cells
-	err := c.addNew([]sparsematrix.Record{{X: x, Y: y, Value: value}})
-	return c.cells > before, err
+	err := c.addNew(recs)
+	return int(c.cells - before), err
 }
 
 // addNew appends, in one write, the cells of recs that are not in the
-// checkpoint yet (and are in the matrix).
+// checkpoint yet (and are in the matrix); a cell twice in recs is written
+// once.
 func (c *Checkpoint) addNew(recs []sparsematrix.Record) error {
 	fresh := c.fresh[:0]
 	for _, r := range recs {
-		if r.X < c.n && r.Y < c.m && !c.Has(r.X, r.Y) {
+		if r.X < c.n && r.Y < c.m && c.have.set(r.X*c.m+r.Y) {
 			fresh = append(fresh, r)
 		}
 	}
 	if err := c.w.AppendRecords(fresh); err != nil {
+		for _, r := range fresh {
+			c.have.clear(r.X*c.m + r.Y)
+		}
 		return fmt.Errorf("checkpoint %s: %w", c.path, err)
 	}
-	for _, r := range fresh {
-		c.add(r.X, r.Y)
-	}
+	c.cells += int64(len(fresh))
 	c.fresh = fresh[:0]
 	return nil
 }
@@ -367,3 +380,6 @@ func (b bitset) set(i int) bool {
 	b[i/64] |= 1 << (i % 64)
 	return true
 }
+
+// clear unmarks i.
+func (b bitset) clear(i int) { b[i/64] &^= 1 << (i % 64) }

@@ -298,3 +298,57 @@ func TestLinesEscaped(t *testing.T) {
 		t.Errorf("lines:\n%q\nwant\n%q", got, want)
 	}
 }
+
+// TestCheckpointAddRecords: a batch of cells is written once each, those
+// already in the checkpoint skipped, and one outside the matrix refuses the
+// whole batch; reopened, the file holds what was added.
+func TestCheckpointAddRecords(t *testing.T) {
+	set := makeSet(t, "a", "b", "c")
+	of := allpairs.CheckpointOf{A: set, B: set, Func: bytediff}
+	path := filepath.Join(t.TempDir(), "out.matrix")
+	ck, err := allpairs.OpenCheckpoint(path, of)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := func(x, y int) sparsematrix.Record {
+		return sparsematrix.Record{X: x, Y: y, Value: fmt.Appendf(nil, "%d,%d", x, y)}
+	}
+	if _, err := ck.Add(0, 0, []byte("0,0")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		recs    []sparsematrix.Record
+		added   int
+		wantErr string
+	}{
+		{"new, old and twice", []sparsematrix.Record{rec(0, 0), rec(0, 1), rec(2, 2), rec(0, 1)}, 2, ""},
+		{"outside the matrix", []sparsematrix.Record{rec(1, 1), rec(3, 0)}, 0, "cell (3,0) is outside the 3×3 matrix"},
+		{"negative", []sparsematrix.Record{rec(1, 1), {X: -1, Y: 0}}, 0, "cell (-1,0) is outside"},
+		{"none", nil, 0, ""},
+	} {
+		added, err := ck.AddRecords(tc.recs)
+		if added != tc.added || (err == nil) != (tc.wantErr == "") || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("%s: added %d, %v; want %d, %q", tc.name, added, err, tc.added, tc.wantErr)
+		}
+	}
+	if ck.Cells() != 3 {
+		t.Errorf("%d cells, want 3", ck.Cells())
+	}
+	ck.Close()
+	var records int
+	if err := sparsematrix.Scan(path, func(sparsematrix.Record) error { records++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if records != 3 {
+		t.Errorf("the file holds %d records, want 3 (each cell once)", records)
+	}
+	ck, err = allpairs.OpenCheckpoint(path, of)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ck.Close()
+	if got, want := cellsOf(t, ck, 3, 3), []string{"0,0", "0,1", "2,2"}; !slices.Equal(got, want) {
+		t.Errorf("reopened: cells %v, want %v", got, want)
+	}
+}

@@ -317,18 +317,25 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 }
 
 // absorb appends the cells the block's job returned to the checkpoint,
-// turning their block-relative coordinates into the matrix's.
+// turning their block-relative coordinates into the matrix's; those before
+// a bad record are kept.
 func (r *apRun) absorb(b int, dir string) (bool, error) {
 	bl := r.blocks[b]
 	diagonal := r.p.Symmetric && bl.x == bl.y
+	var cells []sparsematrix.Record
 	err := scanCells(dir, func(rec sparsematrix.Record) error {
 		if rec.X >= bl.w || rec.Y >= bl.h || diagonal && rec.X > rec.Y {
 			return fmt.Errorf("cell (%d,%d) is outside the %d×%d block", rec.X, rec.Y, bl.w, bl.h)
 		}
-		// A cell kept by an earlier run or attempt is not added again.
-		_, err := r.ck.Add(bl.x+rec.X, bl.y+rec.Y, rec.Value)
-		return err
+		cells = append(cells, sparsematrix.Record{X: bl.x + rec.X, Y: bl.y + rec.Y, Value: rec.Value})
+		return nil
 	})
+	// The cells that came back reach the checkpoint in one write, as a
+	// block's cells come back (a cell kept by an earlier run or attempt is
+	// not added again), so that a master killed meanwhile leaves whole
+	// blocks.
+	_, werr := r.ck.AddRecords(cells)
+	err = errors.Join(err, werr)
 	if r.p.Progress != nil {
 		r.p.Progress(r.ck.Cells())
 	}
@@ -351,32 +358,51 @@ func (r *apRun) failed(int, *BlockError) {}
 func (r *apRun) parents(int) []int { return nil }
 
 // SampleAllPairs times fn on pairs of items spread over the matrix, for
-// about budget, parallel calls at a time (place.SampleCalls), reading the
-// items' contents for functions that take them in memory.
+// about budget, parallel calls at a time (place.SampleCalls): the pairs of
+// a few items of A and of B, as a block of a run pairs them. A function
+// that takes its inputs in memory gets them read before the calls are
+// timed, as a run reads an item once for many cells: reading it at each
+// call cost more than the call of a fast function.
 func SampleAllPairs(ctx context.Context, budget time.Duration, cells int64, parallel int, a, b *allpairs.Set, fn funcs.Pair) place.Sample {
 	inMemory := fn.Info().Kind.InMemory()
-	input := func(it allpairs.Item) (funcs.Input, float64) {
-		in := funcs.Input{Path: it.Path}
-		if !inMemory {
-			fi, err := os.Stat(it.Path)
-			if err != nil {
-				return in, 0
-			}
-			return in, float64(fi.Size())
+	// Up to 8 items of each set, spread over it, fewer when they are big.
+	k := 8
+	if inMemory {
+		if perItem := float64(a.Bytes()+b.Bytes()) / float64(len(a.Items)+len(b.Items)); perItem > 0 {
+			k = min(k, max(1, int(sampleMemory/2/perItem)))
 		}
-		if data, err := os.ReadFile(it.Path); err == nil {
-			in.Data = data
-		}
-		return in, float64(len(in.Data))
 	}
+	inputs := func(s *allpairs.Set) []funcs.Input {
+		ins := make([]funcs.Input, min(len(s.Items), k))
+		for i := range ins {
+			it := s.Items[i*len(s.Items)/len(ins)]
+			ins[i].Path = it.Path
+			if inMemory {
+				// A file that cannot be read gets the call's error.
+				ins[i].Data, _ = os.ReadFile(it.Path)
+			}
+		}
+		return ins
+	}
+	size := func(in funcs.Input) float64 {
+		if inMemory {
+			return float64(len(in.Data))
+		}
+		if fi, err := os.Stat(in.Path); err == nil {
+			return float64(fi.Size())
+		}
+		return 0
+	}
+	as, bs := inputs(a), inputs(b)
 	return place.SampleCalls(ctx, budget, cells, parallel, func(ctx context.Context, i int) (float64, error) {
-		// Pairs spread over the matrix, not one pair again and again.
-		x, nx := input(a.Items[(i*7919)%len(a.Items)])
-		y, ny := input(b.Items[(i*7907+1)%len(b.Items)])
+		x, y := as[i%len(as)], bs[i/len(as)%len(bs)]
 		_, err := fn.Call(ctx, x, y)
-		return nx + ny, err
+		return size(x) + size(y), err
 	})
 }
+
+// sampleMemory bounds the bytes of the items SampleAllPairs holds.
+const sampleMemory = 512 << 20
 
 // chooseJobSize sizes the jobs with the models, from the function's
 // measured cell time (or a sample of its own) and the cluster's inputs,

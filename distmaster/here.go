@@ -1,6 +1,7 @@
 package distmaster
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -66,13 +67,18 @@ func (c gatedCell) Call(ctx context.Context, x, y, d funcs.Input) ([]byte, error
 }
 
 // cellsFile creates dir's cells.matrix and calls fill with a writer on
-// it, returning fill's error, or the file's.
+// it, returning fill's error, or the file's. The writes are buffered: the
+// file is read only once the job has ended, and a crash loses the job.
 func cellsFile(dir string, fill func(w *sparsematrix.Writer) error) error {
 	f, err := os.Create(filepath.Join(dir, "cells.matrix"))
 	if err != nil {
 		return err
 	}
-	err = fill(sparsematrix.NewWriter(f))
+	buf := bufio.NewWriterSize(f, 1<<16)
+	err = fill(sparsematrix.NewWriter(buf))
+	if ferr := buf.Flush(); err == nil {
+		err = ferr
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -308,50 +308,51 @@ func TestHybridJobCells(t *testing.T) {
 }
 
 func TestSampleCallsRunsInParallel(t *testing.T) {
-	const parallel, maxCalls = 3, 50
-	// Each call waits for the others of its round: the sample finishes
-	// only if a round's calls run at once.
-	var mu sync.Mutex
-	rounds := map[int]chan struct{}{}
-	arrived := map[int]int{}
-	meet := func(i int) error {
-		r := i / parallel
-		size := min(parallel, maxCalls-r*parallel)
-		mu.Lock()
-		if rounds[r] == nil {
-			rounds[r] = make(chan struct{})
-		}
-		all := rounds[r]
-		if arrived[r]++; arrived[r] == size {
-			close(all)
-		}
-		mu.Unlock()
-		select {
-		case <-all:
-			return nil
-		case <-time.After(time.Minute):
-			return fmt.Errorf("call %d: the other calls of its round did not come", i)
-		}
-	}
-	var failed atomic.Value
+	const parallel, maxSamples = 3, 50
+	// The first round's calls wait for each other: the sample finishes
+	// only if they run at once.
+	var (
+		arrived atomic.Int32
+		first   = make(chan struct{})
+		failed  atomic.Value
+		mu      sync.Mutex
+		seen    = map[int]int{}
+	)
 	call := func(_ context.Context, i int) (float64, error) {
-		if err := meet(i); err != nil {
-			failed.Store(err)
+		mu.Lock()
+		seen[i]++
+		mu.Unlock()
+		if i < parallel {
+			if arrived.Add(1) == parallel {
+				close(first)
+			}
+			select {
+			case <-first:
+			case <-time.After(time.Minute):
+				failed.Store(fmt.Errorf("call %d: the other calls of the first round did not come", i))
+			}
 		}
 		return 10, nil
 	}
-	// A huge problem: only the limit of calls stops the sample.
+	// A huge problem: only the limit of samples stops it. The calls take
+	// microseconds, so each sample after the first round is many calls.
 	s := SampleCalls(context.Background(), time.Hour, 1<<50, parallel, call)
 	if err := failed.Load(); err != nil {
 		t.Fatal(err)
 	}
-	if s.Calls != maxCalls-parallel || s.MeanBytes != 10 {
-		t.Errorf("sample of %d calls on %v bytes, want %d (the first round not counted) on 10", s.Calls, s.MeanBytes, maxCalls-parallel)
+	if s.Calls <= maxSamples-parallel || s.MeanBytes != 10 {
+		t.Errorf("sample of %d calls on %v bytes, want more than %d (several a sample, the first round not counted) on 10", s.Calls, s.MeanBytes, maxSamples-parallel)
+	}
+	// Every call had inputs of its own: the indices are 0, 1, 2, … once each.
+	for i := range len(seen) {
+		if seen[i] != 1 {
+			t.Fatalf("call %d made %d times, want once (of %d calls)", i, seen[i], len(seen))
+		}
 	}
 	// A problem of one call: one round is more than its share, and it
 	// counts.
-	clear(rounds)
-	clear(arrived)
+	arrived.Store(0)
+	first = make(chan struct{})
 	if s := SampleCalls(context.Background(), time.Hour, 1, parallel, call); s.Calls != parallel {
 		t.Errorf("sample of %d calls for a problem of one, want %d", s.Calls, parallel)
 	}
