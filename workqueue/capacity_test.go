@@ -43,9 +43,9 @@ func TestBandwidthLimitedMasterAdvertisesCapacityOne(t *testing.T) {
 	const size, bandwidth = 48 << 10, 32 << 10 // 1.5 s of transfer a task
 	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond,
 		Bandwidth: bandwidth})
-	startWorker(t, m, worker.Config{})
+	startWorker(t, m, worker.Config{Cores: 1}) // one task at a time: each task's own transfer
 	for range 2 {
-		task := &Task{Command: "cat in > /dev/null"}
+		task := &Task{Command: "sleep 0.1"} // ten times shorter than its input on the link
 		task.AddInputBuffer(make([]byte, size), "in", false)
 		if _, err := m.Submit(task); err != nil {
 			t.Fatal(err)
