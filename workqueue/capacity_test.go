@@ -13,30 +13,31 @@ import (
 
 func TestStatsCapacityTasks(t *testing.T) {
 	for _, c := range []struct {
-		name             string
-		window, weighted float64
-		want             int
+		name              string
+		workers, weighted float64
+		want              int
 	}{
 		{"nothing measured", 0, 0, 0},
-		{"window rounded down", 6.9, 3, 6},
+		{"workers rounded down", 6.9, 3, 6},
 		{"weighted before the window", 0, 4.2, 4},
 		{"below one worker", 0.3, 1, 1},
 		{"weighted below one worker", 0, 0.2, 1},
 		{"no cost per task", math.Inf(1), 1, 1e9},
 		{"nonsense", math.NaN(), 0, 0},
 	} {
-		st := Stats{Capacity: c.window, CapacityWeighted: c.weighted}
+		st := Stats{Capacity: c.workers - 1, CapacityWorkers: c.workers, CapacityWeighted: c.weighted}
 		if got := st.CapacityTasks(); got != c.want {
-			t.Errorf("%s: CapacityTasks(%v, %v) = %d, want %d", c.name, c.window, c.weighted, got, c.want)
+			t.Errorf("%s: CapacityTasks(%v, %v) = %d, want %d", c.name, c.workers, c.weighted, got, c.want)
 		}
 	}
 }
 
 // TestBandwidthLimitedMasterAdvertisesCapacityOne: a master whose link
 // (Config.Bandwidth) takes far longer to move a task's input than the task
-// runs has measured a capacity below one worker; it advertises
+// runs measures Eq. 4.5 below one and keeps one worker busy; it advertises
 // capacity_tasks 1, which pools read as a capacity, not the 0 that means
-// "not reported".
+// "not reported". Were the input's time on the link not counted, the
+// capacity would be in the hundreds.
 func TestBandwidthLimitedMasterAdvertisesCapacityOne(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	project := projectName(t)
@@ -64,8 +65,8 @@ func TestBandwidthLimitedMasterAdvertisesCapacityOne(t *testing.T) {
 	}
 	st := m.Stats()
 	if st.BytesSent < 2*size || !(st.Capacity < 1) || st.CapacityTasks() != 1 {
-		t.Fatalf("sent %d bytes, capacity %v (advertised %d); want ≥ %d, below 1 (advertised 1)",
-			st.BytesSent, st.Capacity, st.CapacityTasks(), 2*size)
+		t.Fatalf("sent %d bytes, Eq. 4.5 %v, workers %v (advertised %d); want ≥ %d, below 1, advertised 1",
+			st.BytesSent, st.Capacity, st.CapacityWorkers, st.CapacityTasks(), 2*size)
 	}
 	testutil.WaitFor(t, "capacity_tasks 1 in the catalog", 10*time.Second, func() bool {
 		recs, _ := catalog.Query(context.Background(), cat, `type=="wq_master"`)

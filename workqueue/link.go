@@ -24,10 +24,13 @@ func newLink(bytesPerSec int64, done <-chan struct{}) *link {
 	if bytesPerSec <= 0 {
 		return nil
 	}
-	// A draw of 1/50 s of traffic, within [1 KiB, 64 KiB]: transfers
-	// that share the link interleave finely, and a fast link is not
-	// slowed by a draw per few bytes.
-	burst := int(min(max(bytesPerSec/50, 1<<10), 64<<10))
+	// A draw of a millisecond of traffic, within [512 B, 64 KiB]: what
+	// an idle link saves up must stay small against a task's files, or
+	// they would cross it faster than its bandwidth (and the capacity
+	// estimate see a faster link than there is); transfers that share
+	// the link interleave finely; a fast link is not slowed by a draw
+	// per few bytes.
+	burst := int(min(max(bytesPerSec/1000, 512), 64<<10))
 	return &link{lim: rate.NewLimiter(rate.Limit(bytesPerSec), burst), burst: burst, done: done}
 }
 

@@ -346,10 +346,12 @@ type Stats struct {
 	DiskTotal, DiskInUse     int64
 	GPUsTotal, GPUsInUse     int64
 	BytesSent, BytesReceived int64
-	// Capacity is Eq. 4.5 over the recent tasks, CapacityWeighted the
-	// exponentially weighted form; both 0 until a task has finished.
+	// Capacity is Eq. 4.5 over the recent tasks, CapacityWorkers seed
+	// 003's form over the same tasks (the workers the master keeps busy:
+	// Eq. 4.5 plus the one whose task is on the link), CapacityWeighted
+	// the exponentially weighted form; all 0 until a task has finished.
 	// CapacityTasks is what the master advertises of them.
-	Capacity, CapacityWeighted float64
+	Capacity, CapacityWorkers, CapacityWeighted float64
 	// ExecTime, TransferTime and ThinkTime are summed over finished tasks:
 	// time on workers, moving files, and in the master's own bookkeeping.
 	ExecTime, TransferTime, ThinkTime time.Duration
@@ -357,14 +359,17 @@ type Stats struct {
 }
 
 // CapacityTasks is the capacity the master advertises (capacity_tasks):
-// Eq. 4.5's estimate, or the weighted one before that has a value, in
-// whole tasks; 0 until a task has finished, which pools and factories read
-// as "not reported". A master that measured less than one task's worth
-// advertises 1, not 0: it can use one worker (seed 003 never reports
-// below 1), and a 0 would leave it sized by shares alone as if it had
-// measured nothing.
+// the workers it keeps busy (CapacityWorkers; the weighted estimate before
+// that has a value), in whole workers; 0 until a task has finished, which
+// pools and factories read as "not reported". It counts workers, not
+// Eq. 4.5's tasks moved while one runs, which is one fewer: on this
+// machine Eq. 4.5 fell 14–31% short of where throughput stopped growing
+// at capacities 6 and 3 (bench/RESULTS.md). A master that measured less
+// than one worker advertises 1, not 0: it can use one worker (seed 003
+// never reports below 1), and a 0 would leave it sized by shares alone as
+// if it had measured nothing.
 func (s Stats) CapacityTasks() int {
-	c := s.Capacity
+	c := s.CapacityWorkers
 	if c == 0 {
 		c = s.CapacityWeighted
 	}

@@ -9,8 +9,11 @@
 //     12, runs each on N workers for a range of N and measures the steady
 //     throughput (tasks finished a second between the 20% and the 90%
 //     mark). The best worker count is the smallest N within -tol of the
-//     best throughput; the master's estimates (Eq. 4.5 over the recent
-//     tasks, and the weighted form) are read at the 90% mark of each run.
+//     best throughput; the knee is the best throughput over one worker's
+//     (the fewest workers' throughput over their number), where the two
+//     lines of seed 003's model meet. The master's estimates (Eq. 4.5 over
+//     the recent tasks, and the weighted form) are read at the 90% mark of
+//     each run.
 //   - converge: one workload whose tasks share a cached input (seed 003's
 //     cached-input form, C = 1 + t_e/(t_io − t_c)), started with each of
 //     -start workers; the weighted estimate (α = 0.05) after every task, and
@@ -39,6 +42,7 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
 	"github.com/rightsize/rightsize/workqueue"
@@ -54,9 +58,14 @@ type workload struct {
 
 // design is the capacity the workload has by construction on a link of
 // bandwidth bytes a second: 1 + t_e/t_io, with t_io the task's own bytes
-// (the shared input moves once a worker).
-func (w workload) design(bandwidth float64) float64 {
-	return 1 + w.exec.Seconds()/(float64(w.in+w.out)/bandwidth)
+// over the link (the shared input moves once a worker; seed 003's cached
+// form, 1 + t_e/(t_io − t_c)).
+func (w workload) design(bandwidth float64) float64 { return w.capacity(w.exec, bandwidth) }
+
+// capacity is design with the execution time the tasks took: sleep, the
+// shell and the output, and the machine's load, stretch it.
+func (w workload) capacity(exec time.Duration, bandwidth float64) float64 {
+	return 1 + exec.Seconds()/(float64(w.in+w.out)/bandwidth)
 }
 
 func (w workload) String() string {
@@ -74,6 +83,7 @@ type sample struct {
 	done     int
 	at       time.Duration // since the first submit
 	window   float64       // Eq. 4.5 over the recent tasks
+	workers  float64       // seed 003's form over them, advertised
 	weighted float64       // the EMA
 }
 
@@ -174,9 +184,8 @@ func (b *bench) sweep(targets string, exec time.Duration, tasks int, tol float64
 	if err != nil {
 		return fmt.Errorf("-targets %w", err)
 	}
-	fmt.Printf("### Capacity against the best worker count (link %.1f MB/s)\n\n", float64(b.bandwidth)/1e6)
-	fmt.Println("| workload (capacity by design) | N: throughput (tasks/s) | best N | Eq. 4.5 at the 90% mark, median over N (range) | weighted (α = 0.05), median (range) | advertised `capacity_tasks` | Eq. 4.5 / best N | weighted / best N |")
-	fmt.Println("|---|---|---|---|---|---|---|---|")
+	var rows [][]*run
+	var loads []workload
 	for _, c := range cs {
 		w := b.sizes(float64(c), exec)
 		n := tasks
@@ -189,31 +198,55 @@ func (b *bench) sweep(targets string, exec time.Duration, tasks int, tol float64
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "capacity-bench: %v on %d workers: %.3f tasks/s, Eq. 4.5 %.2f, weighted %.2f\n",
-				w, workers, r.throughput, r.at90.window, r.at90.weighted)
+			fmt.Fprintf(os.Stderr, "capacity-bench: %v on %d workers: %.3f tasks/s, Eq. 4.5 %.2f, workers %.2f, weighted %.2f\n",
+				w, workers, r.throughput, r.at90.window, r.at90.workers, r.at90.weighted)
 			runs = append(runs, r)
 		}
+		rows, loads = append(rows, runs), append(loads, w)
+	}
+
+	fmt.Printf("### Throughput against workers (link %.1f MB/s)\n\n", float64(b.bandwidth)/1e6)
+	fmt.Println("| workload (capacity by design) | N: throughput (tasks/s) | best N | knee |")
+	fmt.Println("|---|---|---|---|")
+	bestNs, knees := make([]int, len(rows)), make([]float64, len(rows))
+	for i, runs := range rows {
 		best := 0.0
 		for _, r := range runs {
 			best = max(best, r.throughput)
 		}
-		bestN := 0
 		var cells []string
-		var windows, weighted []float64
 		for _, r := range runs {
-			if bestN == 0 && r.throughput >= (1-tol)*best {
-				bestN = r.n
+			if bestNs[i] == 0 && r.throughput >= (1-tol)*best {
+				bestNs[i] = r.n
 			}
 			cells = append(cells, fmt.Sprintf("%d: %.2f", r.n, r.throughput))
-			windows = append(windows, r.at90.window)
-			weighted = append(weighted, r.at90.weighted)
 		}
-		mw, mx := median(windows), median(weighted)
-		fmt.Printf("| %v (%d) | %s | **%d** | %.2f (%.2f–%.2f) | %.2f (%.2f–%.2f) | %d | **%+.0f%%** | **%+.0f%%** |\n",
-			w, c, strings.Join(cells, ", "), bestN,
-			mw, slices.Min(windows), slices.Max(windows), mx, slices.Min(weighted), slices.Max(weighted),
-			workqueue.Stats{Capacity: mw}.CapacityTasks(),
-			100*(mw/float64(bestN)-1), 100*(mx/float64(bestN)-1))
+		// The knee: where the line of the fewest workers' throughput,
+		// each worker alone, meets the best throughput (seed 003:
+		// C·T_w = T_m).
+		knees[i] = best / (runs[0].throughput / float64(runs[0].n))
+		fmt.Printf("| %v (%d) | %s | **%d** | **%.1f** |\n", loads[i], cs[i], strings.Join(cells, ", "), bestNs[i], knees[i])
+	}
+
+	fmt.Printf("\n### The master's estimates at the 90%% mark of each run: median over the runs (range), and against the best N and the knee\n\n")
+	fmt.Println("| capacity by design | Eq. 4.5 | against best N, knee | seed 003's form over Eq. 4.5's tasks (advertised, `capacity_tasks`) | against best N, knee | weighted (α = 0.05) | against best N, knee |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	for i, runs := range rows {
+		fmt.Printf("| %d", cs[i])
+		for _, get := range []func(sample) float64{
+			func(s sample) float64 { return s.window },
+			func(s sample) float64 { return s.workers },
+			func(s sample) float64 { return s.weighted },
+		} {
+			var xs []float64
+			for _, r := range runs {
+				xs = append(xs, get(r.at90))
+			}
+			m := median(xs)
+			fmt.Printf(" | %.2f (%.2f–%.2f) | **%+.0f%%**, **%+.0f%%**", m, slices.Min(xs), slices.Max(xs),
+				100*(m/float64(bestNs[i])-1), 100*(m/knees[i]-1))
+		}
+		fmt.Println(" |")
 	}
 	return nil
 }
@@ -247,11 +280,13 @@ func (b *bench) converge(starts string, exec time.Duration, target float64, shar
 			return err
 		}
 	}
-	// The capacity the workload showed: a master kept busy finishes
-	// X tasks a second, so it keeps 1 + X·t_e workers busy (seed 003:
-	// C·T_w = T_m). Only a run with more workers than that measures it.
-	fmt.Println("| workers at the start | throughput (tasks/s) | capacity shown, 1 + throughput × t_e | weighted estimate after 10 / 25 / 50 / 100 / 200 / 300 tasks / at the end | Eq. 4.5 at the end | tasks until the weighted estimate stays within ±15% of the capacity by design |")
-	fmt.Println("|---|---|---|---|---|---|")
+	// The workload's capacity is seed 003's 1 + t_e/t_io with the
+	// execution time the run's tasks took. A run with more workers than
+	// that also shows it: a master kept busy finishes X tasks a second,
+	// so it keeps 1 + X·t_e workers busy (C·T_w = T_m).
+	fmt.Printf("| workers at the start | mean t_e (s) | capacity, 1 + t_e/t_io | throughput (tasks/s); 1 + throughput × t_e | weighted estimate after 10 / 25 / 50 / 100 / 200 / 300 tasks / at the end | Eq. 4.5, seed 003's form over its tasks, at the end | tasks until the weighted estimate stays within ±%.0f%% of the capacity |\n", 100*tol)
+	fmt.Println("|---|---|---|---|---|---|---|")
+	var caps []float64
 	for _, r := range runs {
 		var at []string
 		for _, k := range []int{10, 25, 50, 100, 200, 300} {
@@ -261,15 +296,16 @@ func (b *bench) converge(starts string, exec time.Duration, target float64, shar
 		}
 		last := r.samples[len(r.samples)-1]
 		at = append(at, fmt.Sprintf("%.1f", last.weighted))
+		c := w.capacity(r.exec, float64(b.bandwidth))
+		caps = append(caps, c)
 		within := "never"
-		design := w.design(float64(b.bandwidth))
-		if k := settled(r.samples, design, tol); k > 0 {
+		if k := settled(r.samples, c, tol); k > 0 {
 			within = strconv.Itoa(k)
 		}
-		fmt.Printf("| %d | %.2f | %.0f | %s | %.1f | %s |\n", r.n, r.throughput, 1+r.throughput*r.exec.Seconds(),
-			strings.Join(at, " / "), last.window, within)
+		fmt.Printf("| %d | %.2f | %.1f | %.2f; %.1f | %s | %.1f, %.1f | **%s** |\n", r.n, r.exec.Seconds(), c,
+			r.throughput, 1+r.throughput*r.exec.Seconds(), strings.Join(at, " / "), last.window, last.workers, within)
 	}
-	return drawConvergence(filepath.Join(b.dir, "converge.png"), runs, w.design(float64(b.bandwidth)), tol)
+	return drawConvergence(filepath.Join(b.dir, "converge.png"), runs, caps)
 }
 
 // settled returns the tasks after which the weighted estimate stays within
@@ -293,10 +329,10 @@ func writeCSV(path string, ss []sample) error {
 		return err
 	}
 	cw := csv.NewWriter(f)
-	cw.Write([]string{"tasks_done", "seconds", "capacity_eq45", "capacity_weighted"})
+	cw.Write([]string{"tasks_done", "seconds", "capacity_eq45", "capacity_workers", "capacity_weighted"})
 	for _, s := range ss {
 		cw.Write([]string{strconv.Itoa(s.done), fmt.Sprintf("%.3f", s.at.Seconds()),
-			fmt.Sprintf("%.3f", s.window), fmt.Sprintf("%.3f", s.weighted)})
+			fmt.Sprintf("%.3f", s.window), fmt.Sprintf("%.3f", s.workers), fmt.Sprintf("%.3f", s.weighted)})
 	}
 	cw.Flush()
 	if err := cw.Error(); err != nil {
@@ -307,8 +343,8 @@ func writeCSV(path string, ss []sample) error {
 }
 
 // drawConvergence plots the weighted estimate against tasks done, one line
-// per run, with the capacity and its ±tol band.
-func drawConvergence(path string, runs []*run, c, tol float64) error {
+// per run, with each run's capacity (caps) dashed in its colour.
+func drawConvergence(path string, runs []*run, caps []float64) error {
 	p := plot.New()
 	p.Title.Text = "Weighted capacity estimate (α = 0.05)"
 	p.X.Label.Text = "tasks done"
@@ -318,16 +354,13 @@ func drawConvergence(path string, runs []*run, c, tol float64) error {
 	for _, r := range runs {
 		last = max(last, len(r.samples))
 	}
-	for _, f := range []float64{1 - tol, 1, 1 + tol} {
-		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: c * f}, {X: float64(last), Y: c * f}})
+	for i, c := range caps {
+		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: c}, {X: float64(last), Y: c}})
 		if err != nil {
 			return err
 		}
-		if f != 1 {
-			l.Dashes = []vg.Length{vg.Points(3), vg.Points(3)}
-		} else {
-			p.Legend.Add(fmt.Sprintf("capacity by design (%.0f) ±%.0f%%", c, 100*tol), l)
-		}
+		l.Color, l.Dashes = plotutil.Color(i), []vg.Length{vg.Points(2), vg.Points(3)}
+		p.Legend.Add(fmt.Sprintf("capacity, %d workers' run (%.0f)", runs[i].n, c), l)
 		p.Add(l)
 	}
 	for i, r := range runs {
@@ -339,11 +372,7 @@ func drawConvergence(path string, runs []*run, c, tol float64) error {
 		if err != nil {
 			return err
 		}
-		l.Color = plotter.DefaultLineStyle.Color
-		if i%2 == 1 {
-			l.Dashes = []vg.Length{vg.Points(6), vg.Points(2)}
-		}
-		l.Width = vg.Points(1.5)
+		l.Color, l.Width = plotutil.Color(i), vg.Points(1.5)
 		p.Add(l)
 		p.Legend.Add(fmt.Sprintf("started with %d workers", r.n), l)
 	}
@@ -410,7 +439,7 @@ func (b *bench) run(w workload, n, tasks int) (*run, error) {
 		exec += res.Exec
 		r.finished = append(r.finished, at)
 		st := m.Stats()
-		r.samples = append(r.samples, sample{done: i + 1, at: at, window: st.Capacity, weighted: st.CapacityWeighted})
+		r.samples = append(r.samples, sample{done: i + 1, at: at, window: st.Capacity, workers: st.CapacityWorkers, weighted: st.CapacityWeighted})
 	}
 	r.exec = exec / time.Duration(tasks)
 	lo, hi := tasks/5, tasks*9/10-1

@@ -34,9 +34,9 @@ func TestPlanCapacityBelowShareDecides(t *testing.T) {
 		submit   map[string]int
 	}{
 		{"not measured: shares alone", workqueue.Stats{}, "alpha:2, beta:0", map[string]int{"A": 2}},
-		{"below one worker", workqueue.Stats{Capacity: 0.3, CapacityWeighted: 1}, "alpha:1, beta:1", map[string]int{"A": 1, "B": 1}},
-		{"one and a half workers", workqueue.Stats{Capacity: 1.5, CapacityWeighted: 2.4}, "alpha:1, beta:1", map[string]int{"A": 1, "B": 1}},
-		{"its share", workqueue.Stats{Capacity: 2.2, CapacityWeighted: 3}, "alpha:2, beta:0", map[string]int{"A": 2}},
+		{"below one worker", workqueue.Stats{Capacity: 0.1, CapacityWorkers: 0.6, CapacityWeighted: 1}, "alpha:1, beta:1", map[string]int{"A": 1, "B": 1}},
+		{"one and a half workers", workqueue.Stats{Capacity: 0.5, CapacityWorkers: 1.5, CapacityWeighted: 2.4}, "alpha:1, beta:1", map[string]int{"A": 1, "B": 1}},
+		{"its share", workqueue.Stats{Capacity: 1.2, CapacityWorkers: 2.2, CapacityWeighted: 3}, "alpha:2, beta:0", map[string]int{"A": 2}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := NewPlan(policy(t, "max_workers: 2\ndistribution: alpha=9, beta=1\ndecision: D3\n"), Limits{}, t0)
@@ -64,7 +64,7 @@ func TestPlanCapacityBelowShareDecides(t *testing.T) {
 // SLURM (two cores: max_workers 2) with shares alpha=1, beta=1 gives each
 // real master one worker. alpha's link is slow (Config.Bandwidth): moving a
 // task's input takes about fifteen times as long as the task runs, so it
-// measures a capacity below one worker and advertises capacity_tasks 1.
+// measures Eq. 4.5 below one and advertises capacity_tasks 1.
 // Edited to alpha=9, beta=1 — shares alone would give alpha:2, beta:0 (as
 // TestPoolOnSLURMKeepsMastersRightSized shows) — the decision stays
 // alpha:1, beta:1: alpha's capacity decides its workers, and beta keeps
@@ -171,7 +171,7 @@ func TestPoolOnSLURMCapacityDecides(t *testing.T) {
 	connected := func() (int, int) {
 		return masters["alpha"].Stats().WorkersConnected, masters["beta"].Stats().WorkersConnected
 	}
-	waitFor(t, "one worker each, and alpha's capacity measured below one worker", func() bool {
+	waitFor(t, "one worker each, and alpha's capacity measured: one worker", func() bool {
 		a, b := connected()
 		st := masters["alpha"].Stats()
 		return a == 1 && b == 1 && st.TasksComplete >= 2 && st.Capacity < 1 && st.CapacityTasks() == 1
