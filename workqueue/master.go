@@ -362,9 +362,8 @@ type Stats struct {
 // the workers it keeps busy (CapacityWorkers; the weighted estimate before
 // that has a value), in whole workers; 0 until a task has finished, which
 // pools and factories read as "not reported". It counts workers, not
-// Eq. 4.5's tasks moved while one runs, which is one fewer: on this
-// machine Eq. 4.5 fell 14–31% short of where throughput stopped growing
-// at capacities 6 and 3 (bench/RESULTS.md). A master that measured less
+// Eq. 4.5's tasks moved while one runs, which is one fewer: a third of a
+// capacity of 3 (bench/RESULTS.md). A master that measured less
 // than one worker advertises 1, not 0: it can use one worker (seed 003
 // never reports below 1), and a 0 would leave it sized by shares alone as
 // if it had measured nothing.
