@@ -12,7 +12,9 @@ import (
 // that all the master's traffic together moves at most so many bytes a
 // second, as through a slow network interface. It lets one machine show
 // what a master's bandwidth does to its capacity (seed 000 Fig. 4.3),
-// where loopback would make every transfer nearly free.
+// where loopback would make every transfer nearly free. A draw that wakes
+// late loses the time: on a loaded machine a transfer alone moves slower
+// than the bandwidth (bench/RESULTS.md).
 type link struct {
 	lim   *rate.Limiter
 	burst int

@@ -12,12 +12,14 @@
 //     best throughput; the knee is the best throughput over one worker's
 //     (the fewest workers' throughput over their number), where the two
 //     lines of seed 003's model meet. The master's estimates (Eq. 4.5 over
-//     the recent tasks, and the weighted form) are read at the 90% mark of
-//     each run.
+//     the recent tasks, seed 003's form over the same tasks, which the
+//     master advertises, and the weighted form) are read at the 90% mark
+//     of each run.
 //   - converge: one workload whose tasks share a cached input (seed 003's
 //     cached-input form, C = 1 + t_e/(t_io − t_c)), started with each of
 //     -start workers; the weighted estimate (α = 0.05) after every task, and
-//     the tasks until it stays within -tol of the workload's capacity. The
+//     the tasks until it stays within -tol of the workload's capacity
+//     (1 + t_e/t_io with the execution time the run's tasks took). The
 //     estimates go to a CSV and a PNG (gonum/plot).
 //
 // The weighted estimate starts at 0 (seed 003's C_0) and needs about 45
