@@ -416,6 +416,9 @@ func (l *loop) stats() Stats {
 	if v, ok := l.window.Capacity(busy); ok {
 		st.Capacity = v
 	}
+	if v, ok := l.window.Workers(busy); ok {
+		st.CapacityWorkers = v
+	}
 	if v, ok := l.ewma.Value(); ok {
 		st.CapacityWeighted = v
 	}

@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -106,6 +107,12 @@ type Config struct {
 	KeepaliveInterval, KeepaliveTimeout time.Duration
 	// Limits bound what workers may send (see wire.Limits).
 	Limits wire.Limits
+	// Bandwidth, if positive, limits the master's traffic with its
+	// workers, both ways and all connections together, to so many bytes a
+	// second (a token bucket), as if its network link were that slow. It
+	// is for measuring capacity on one machine (bench/capacity), where
+	// loopback makes every transfer nearly free; 0 means no limit.
+	Bandwidth int64
 	// Logger receives the master's log (default: discarded).
 	Logger *slog.Logger
 	// Notices receives, as warnings, what an operator must hear about even
@@ -142,6 +149,9 @@ func (c *Config) validate() error {
 	}
 	if c.CatalogNetwork != "udp" && c.CatalogNetwork != "tcp" {
 		return fmt.Errorf("workqueue: catalog network %q is neither udp nor tcp", c.CatalogNetwork)
+	}
+	if c.Bandwidth < 0 {
+		return fmt.Errorf("workqueue: bandwidth %d bytes/s is negative", c.Bandwidth)
 	}
 	if c.AdvertiseInterval <= 0 {
 		c.AdvertiseInterval = time.Minute
@@ -190,6 +200,7 @@ type Master struct {
 	nextID      atomic.Int64
 	nextSerial  atomic.Int64
 	transfers   shareClock // the master's network time, shared out
+	link        *link      // Config.Bandwidth's limit, or nil
 	outstanding atomic.Int64
 	// queueFilled wakes the catalog reports when tasks arrive at an empty
 	// queue, so that the catalog does not show it empty for a whole
@@ -222,6 +233,7 @@ func Listen(cfg Config) (*Master, error) {
 
 		queueFilled: make(chan struct{}, 1),
 	}
+	m.link = newLink(cfg.Bandwidth, m.done)
 	m.refusals.burst, m.refusals.interval = 10, time.Minute
 	m.fullness.burst, m.fullness.interval = 1, time.Minute
 	l := newLoop(m)
@@ -334,13 +346,36 @@ type Stats struct {
 	DiskTotal, DiskInUse     int64
 	GPUsTotal, GPUsInUse     int64
 	BytesSent, BytesReceived int64
-	// Capacity is Eq. 4.5 over the recent tasks, CapacityWeighted the
-	// exponentially weighted form; both 0 until a task has finished.
-	Capacity, CapacityWeighted float64
+	// Capacity is Eq. 4.5 over the recent tasks, CapacityWorkers seed
+	// 003's form over the same tasks (the workers the master keeps busy:
+	// Eq. 4.5 plus the one whose task is on the link), CapacityWeighted
+	// the exponentially weighted form; all 0 until a task has finished.
+	// CapacityTasks is what the master advertises of them.
+	Capacity, CapacityWorkers, CapacityWeighted float64
 	// ExecTime, TransferTime and ThinkTime are summed over finished tasks:
 	// time on workers, moving files, and in the master's own bookkeeping.
 	ExecTime, TransferTime, ThinkTime time.Duration
 	Started                           time.Time
+}
+
+// CapacityTasks is the capacity the master advertises (capacity_tasks):
+// the workers it keeps busy (CapacityWorkers; the weighted estimate before
+// that has a value), in whole workers; 0 until a task has finished, which
+// pools and factories read as "not reported". It counts workers, not
+// Eq. 4.5's tasks moved while one runs, which is one fewer: a third of a
+// capacity of 3 (bench/RESULTS.md). A master that measured less
+// than one worker advertises 1, not 0: it can use one worker (seed 003
+// never reports below 1), and a 0 would leave it sized by shares alone as
+// if it had measured nothing.
+func (s Stats) CapacityTasks() int {
+	c := s.CapacityWorkers
+	if c == 0 {
+		c = s.CapacityWeighted
+	}
+	if c <= 0 || math.IsNaN(c) {
+		return 0
+	}
+	return int(max(1, min(c, 1e9))) // +Inf: no measurable cost per task
 }
 
 // Stats returns a snapshot.
@@ -491,6 +526,7 @@ func (m *Master) notice(th *throttle, msg string, args ...any) {
 // handshake authenticates a new connection and reads its first message: a
 // worker's hello, or a status client's query.
 func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
+	conn = m.link.conn(conn)
 	conn.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
 	// Close must not wait for a peer that is slow to say hello.
 	handshaking := make(chan struct{})

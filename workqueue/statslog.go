@@ -51,7 +51,7 @@ var statsColumns = []struct {
 	{"bytes_sent", func(s *Stats) float64 { return float64(s.BytesSent) }},
 	{"bytes_received", func(s *Stats) float64 { return float64(s.BytesReceived) }},
 	{"bandwidth", nil},
-	{"capacity_tasks", func(s *Stats) float64 { return float64(int64(s.Capacity)) }},
+	{"capacity_tasks", func(s *Stats) float64 { return float64(s.CapacityTasks()) }},
 	{"capacity_cores", nil},
 	{"capacity_memory", nil},
 	{"capacity_disk", nil},

@@ -20,10 +20,6 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 	st := l.stats()
 	wd, _ := os.Getwd()
 	host, _ := os.Hostname()
-	capTasks := st.Capacity
-	if capTasks == 0 {
-		capTasks = st.CapacityWeighted
-	}
 	return catalog.Record{
 		"type":                         "wq_master",
 		"project":                      l.m.cfg.Project,
@@ -65,7 +61,7 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 		"gpus_total":                   st.GPUsTotal,
 		"gpus_inuse":                   st.GPUsInUse,
 		"capacity":                     st.Capacity,
-		"capacity_tasks":               int(capTasks),
+		"capacity_tasks":               st.CapacityTasks(),
 		"capacity_weighted":            st.CapacityWeighted,
 		"bytes_sent":                   st.BytesSent,
 		"bytes_received":               st.BytesReceived,

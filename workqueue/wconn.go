@@ -323,6 +323,12 @@ func (w *workerConn) sendTask(a *attempt) error {
 		spec.Outputs = append(spec.Outputs, wire.TaskFile{CacheName: out.name, Remote: out.remote, Flags: out.flags()})
 	}
 	err := w.c.SendTask(spec)
+	if err == nil {
+		// Out of the buffer before the transfer's end is taken: the
+		// last 64 KiB of inputs would otherwise cross the network
+		// uncounted, and a slow link look free to the capacity estimate.
+		err = w.c.Flush()
+	}
 	a.sendTime.Store(int64(time.Since(start)))
 	return err
 }

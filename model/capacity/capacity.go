@@ -56,11 +56,43 @@ func (w *Window) Len() int { return len(w.ring) }
 // false while there are no samples. A master that spends no measurable time
 // per task has unbounded capacity; that is reported as +Inf.
 func (w *Window) Capacity(busyWorkers int) (float64, bool) {
-	n := min(max(MinSamples, busyWorkers), len(w.ring))
-	if n == 0 {
+	exe, tran, think, ok := w.sums(busyWorkers)
+	if !ok {
 		return 0, false
 	}
-	var exe, overhead time.Duration
+	return ratio(exe, tran+think), true
+}
+
+// Workers returns the workers the master keeps busy, over the same samples
+// as Capacity: seed 003's form with think time,
+//
+//	W = (mean(T_exe) + mean(T_tran)) / (mean(T_tran) + mean(T_think))
+//
+// which is Eq. 4.5 plus one when the master thinks for no time: while the
+// master moves one task's files, that task's worker is busy too (C·T_w =
+// T_m, with T_w = 1/(T_exe + T_tran)). It is the count to compare with the
+// worker count past which throughput stops growing (bench/capacity).
+func (w *Window) Workers(busyWorkers int) (float64, bool) {
+	exe, tran, think, ok := w.sums(busyWorkers)
+	if !ok {
+		return 0, false
+	}
+	return ratio(exe+tran, tran+think), true
+}
+
+func ratio(num, den time.Duration) float64 {
+	if den <= 0 {
+		return math.Inf(1)
+	}
+	return float64(num) / float64(den)
+}
+
+// sums adds up the last max(10, busyWorkers) samples.
+func (w *Window) sums(busyWorkers int) (exe, tran, think time.Duration, ok bool) {
+	n := min(max(MinSamples, busyWorkers), len(w.ring))
+	if n == 0 {
+		return 0, 0, 0, false
+	}
 	for i := 0; i < n; i++ {
 		// newest first: the slot before next, wrapping
 		j := (w.next - 1 - i + 2*len(w.ring)) % len(w.ring)
@@ -69,12 +101,10 @@ func (w *Window) Capacity(busyWorkers int) (float64, bool) {
 		}
 		s := w.ring[j]
 		exe += s.Exec
-		overhead += s.Transfer + s.Think
+		tran += s.Transfer
+		think += s.Think
 	}
-	if overhead <= 0 {
-		return math.Inf(1), true
-	}
-	return float64(exe) / float64(overhead), true
+	return exe, tran, think, true
 }
 
 // Alpha is the smoothing weight the paper found to work in practice.

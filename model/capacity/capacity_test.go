@@ -97,3 +97,30 @@ func TestEWMAFloorAndEmpty(t *testing.T) {
 		t.Errorf("sample without overhead counted")
 	}
 }
+
+// TestWindowWorkers: the workers kept busy are Eq. 4.5 plus the worker on
+// the link, over the same window; with no think time, one more exactly.
+func TestWindowWorkers(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		exec, transfer, think time.Duration
+		want                  float64
+	}{
+		{"no think time: Eq. 4.5 + 1", time.Second, 500 * time.Millisecond, 0, 3},
+		{"think time", 5 * time.Second, 250 * time.Millisecond, 30 * time.Millisecond, 5.25 / 0.28},
+		{"free master", time.Second, 0, 0, math.Inf(1)},
+	} {
+		var w Window
+		if _, ok := w.Workers(1); ok {
+			t.Fatal("workers without samples")
+		}
+		for range 12 {
+			w.Add(Sample{Exec: tc.exec, Transfer: tc.transfer, Think: tc.think})
+		}
+		got, _ := w.Workers(4)
+		eq45, _ := w.Capacity(4)
+		if math.Abs(got-tc.want) > 1e-9 && !(math.IsInf(got, 1) && math.IsInf(tc.want, 1)) {
+			t.Errorf("%s: workers %v, want %v (Eq. 4.5: %v)", tc.name, got, tc.want, eq45)
+		}
+	}
+}
