@@ -91,7 +91,11 @@ func spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
 		}
 	}
 
-	block := newCStrings(path, attr.Dir, argv, attr.Env)
+	dir := attr.Dir
+	if dir == "." {
+		dir = "" // a chdir that changes nothing is a system call saved
+	}
+	block := newCStrings(path, dir, argv, attr.Env)
 	defer C.free(block.mem)
 	var pid C.pid_t
 	r := C.rs_spawn(&pid, block.path, block.argv, block.envp, block.dir,
