@@ -8,8 +8,10 @@
 # Every round runs each tool once, in a fresh directory, in turn, the order
 # turning by one tool each round, so that the machine's load falls on all of
 # them alike; the medians over the rounds and the ratios to make are
-# printed. Builds bin/makeflow; GNU make and CCTools' /usr/bin/makeflow are
-# used when installed.
+# printed. Both makeflows run with -T local: ours would otherwise first
+# look for a cluster to place the rules on (running sinfo where SLURM is
+# installed). Builds bin/makeflow; GNU make and CCTools' /usr/bin/makeflow
+# are used when installed.
 #
 #   MAKEFLOW_BENCH_SIZES        rules per workflow (default "500 2000 10000 50000")
 #   MAKEFLOW_BENCH_SHAPES       workflows (default "flat chain")
@@ -71,9 +73,9 @@ run() {
   local start end
   start=$(date +%s%N)
   case $tool in
-    ours) (cd "$dir" && "$ours" -j 2 Makeflow >/dev/null) ;;
+    ours) (cd "$dir" && "$ours" -T local -j 2 Makeflow >/dev/null) ;;
     make) (cd "$dir" && make -s -j2 >/dev/null) ;;
-    cctools) (cd "$dir" && "$cctools" -j 2 Makeflow >/dev/null 2>&1) ;;
+    cctools) (cd "$dir" && "$cctools" -T local -j 2 Makeflow >/dev/null 2>&1) ;;
   esac
   end=$(date +%s%N)
   rm -rf "$dir"
