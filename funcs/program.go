@@ -17,7 +17,7 @@ import (
 // killGrace is how long a program has between SIGTERM and SIGKILL.
 const killGrace = time.Second
 
-// program runs an external executable once per call, directly (spawn): no
+// program runs an external executable once per call, directly (proc.Spawn): no
 // shell, no goroutines per call. Standard output and standard error go to
 // unlinked temporary files (reused from a free list) rather than pipes,
 // which costs fewer system calls than pipes and cannot hang on a grandchild
@@ -166,7 +166,7 @@ func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]
 	if err != nil {
 		return nil, p.fail(-1, nil, err)
 	}
-	pid, err := spawn(argv, p.stdin, slot.stdout, slot.stderr)
+	pid, err := proc.Spawn(argv[0], argv, &proc.SpawnAttr{Files: [3]*os.File{p.stdin, slot.stdout, slot.stderr}})
 	if err != nil {
 		reg.Release()
 		return nil, p.fail(-1, nil, err)

@@ -440,7 +440,7 @@ func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now
 	d := Decision{Cluster: c}
 	d.Inputs = append([]Input{
 		{"workflow", fmt.Sprintf("%d rules, %s of work, critical path %s", len(w.Rules), Seconds(model.TotalWork(w.Rules)), Seconds(critical)), "counted"},
-		{"rule times", w.Estimates, "earlier runs, kept in ~/.cache/rightsize/makeflow-rules.json"},
+		{"rule times", w.Estimates, "earlier runs, kept in ~/.cache/rightsize/makeflow-rules.costs"},
 		{"this machine", fmt.Sprintf("%d cores", local), m.Cores.Describe(now)},
 	}, c.inputs(now)...)
 	mc := apply(cs, Multicore, "", model.Makespan(w.Rules, model.FlowPlaces{LocalSlots: local}))
