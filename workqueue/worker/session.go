@@ -31,6 +31,9 @@ type session struct {
 	c     *wire.Conn
 	files *cache // files received or produced, by cache name
 	boxes *sandboxes
+	// devnull is every task's standard input: opened once per session,
+	// not once per task.
+	devnull *os.File
 
 	wmu sync.Mutex
 
@@ -54,6 +57,12 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 		c:       wire.NewConn(conn, wire.Limits{File: w.res.diskMB << 20}),
 		running: map[int]*task{},
 	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close() // after the tasks have ended, below
+	s.devnull = devnull
 	if err := s.openWorkspace(); err != nil {
 		return err
 	}
@@ -134,6 +143,7 @@ func (s *session) watchIdle(done <-chan struct{}) {
 			s.lastWork.Store(time.Now().UnixNano())
 			continue
 		}
+		s.boxes.sweep() // idle: the trash's removal costs no task anything
 		if time.Since(time.Unix(0, s.lastWork.Load())) > timeout && CycleEnding(s.w.started, time.Now(), s.w.cfg.BillingCycle) {
 			s.idle.Store(true)
 			s.send(func(c *wire.Conn) error {
