@@ -11,7 +11,9 @@
 #
 # A side's time runs from the start of its makeflow (or xargs) to its end;
 # the workers are started once the master listens, so their connection is
-# counted, their exit after the master releases them is not. Every round
+# counted, their exit after the master releases them is not. Directories
+# are removed only at the end, and each side starts after a sync, so that
+# no side pays for the disk work another left. Every round
 # runs each side once, in a fresh directory under $TMPDIR (default /tmp),
 # so that the machine's load falls on all of them alike; the medians over
 # the rounds and the ratios to xargs and CCTools measured in the same run
@@ -77,6 +79,9 @@ run() {
   local side=$1 dir start end port mf
   dir=$(mktemp -d "$work/run.XXXXXX")
   cp "$work/bench.mf" "$dir/"
+  # What earlier sides left to the disk (writeback, the discards of files
+  # removed; / is mounted with discard) is done before this side starts.
+  sync
   start=$(date +%s%N)
   case $side in
     xargs)
@@ -111,7 +116,6 @@ run() {
     [ "$(cat "$dir/out.$i" 2>/dev/null)" = "$i" ] || missing=$((missing + 1))
   done
   [ "$missing" = 0 ] || { echo "$side: outputs missing or wrong" >&2; return 1; }
-  rm -rf "$dir"
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", (e - s) / 1e9 }'
 }
 

@@ -69,12 +69,17 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 	s.lastWork.Store(time.Now().UnixNano())
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	done := make(chan struct{})
-	defer close(done)
-	go s.watchIdle(done)
+	done, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		s.watchIdle(done)
+	}()
 	defer func() {
 		// Kill what runs and wait, so that no task writes into the
-		// workspace while it is cleaned for the next master.
+		// workspace while it is cleaned for the next master, and no
+		// sweep of the trash uses the directories closed here.
+		close(done)
+		<-watched
 		s.kill(-1)
 		s.tasks.Wait()
 		s.files.close()

@@ -90,7 +90,7 @@ func (b *sandboxes) take() (*os.File, error) {
 		if list, err := names(sb); err == nil && len(list) == 0 {
 			return sb, nil
 		}
-		b.done(sb) // something put there meanwhile: not new
+		b.dispose(sb) // something put there meanwhile: not new
 	}
 }
 
