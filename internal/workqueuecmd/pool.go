@@ -79,7 +79,10 @@ master counts them in workers_by_pool). The decision is enforced as seed 000
 that has more of the pool's workers gives the excess no new task and releases
 each once it holds none; a released worker, or one whose master is gone,
 picks its next master among the pool's at random, weighted by the workers each
-may still take (--stay: it serves only the master it was submitted for).
+may still take (--stay: it serves only the master it was submitted for; a
+master keeps such a worker that comes straight back after its release, as
+CCTools' workers do too, drained until it leaves at -t or the decision has
+room for it, rather than releasing it again each time).
 Workers that end are replaced while the masters still need them, never for a
 move. The pool never removes a worker that runs a task: workers no master has
 room for leave after -t (or, with a billing cycle, near the end of their
