@@ -185,13 +185,6 @@ func (e *Enforcer) Draining() int {
 	return n
 }
 
-// Decision returns the workers pool gives the master, and whether it has
-// decided.
-func (e *Enforcer) Decision(pool string) (int, bool) {
-	n, ok := e.decisions[pool]
-	return n, ok
-}
-
 // step brings every worker in line with the decisions at now: the
 // workers beyond them (Surplus) drained, and released once they hold no
 // task unless they came back; the others not drained.

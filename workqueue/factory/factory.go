@@ -126,6 +126,9 @@ type Worker struct {
 	// Name labels the jobs in the batch system's listings (default
 	// "wq-worker").
 	Name string
+	// WallTime, if set, is the jobs' wall-clock limit: the batch system
+	// ends the worker then.
+	WallTime time.Duration
 }
 
 // The timeouts of what Run does outside its loop.
@@ -228,6 +231,15 @@ func (w Worker) Request(k int) Worker {
 	return w
 }
 
+// Shaped returns the worker that stands for a request of n workers in
+// shape s (package batch/shape): one worker of s's cores, offering n times
+// w's memory and disk, its job asking for s's wall time.
+func (w Worker) Shaped(s shape.Shape, n int) Worker {
+	w = w.Request(n)
+	w.Cores, w.WallTime = s.Cores, s.Wall
+	return w
+}
+
 // Job returns the batch job that runs one worker with the password file
 // passwordFile (if any) for target: the worker's last arguments, "HOST
 // PORT" or "-M PROJECT -C CATALOGS". w's defaults must be filled in (as
@@ -259,7 +271,7 @@ func (w Worker) Job(passwordFile string, target ...string) *batch.Job {
 		Command:   strings.Join(quoted, " "),
 		Dir:       w.Dir,
 		Env:       w.Env,
-		Resources: batch.Resources{Cores: w.Cores, MemoryMB: w.MemoryMB, DiskMB: w.DiskMB},
+		Resources: batch.Resources{Cores: w.Cores, MemoryMB: w.MemoryMB, DiskMB: w.DiskMB, WallTime: w.WallTime},
 	}
 }
 
@@ -398,10 +410,8 @@ func (f *factory) shaped(ctx context.Context, k, room int) (*batch.Job, int) {
 		f.log.Warn("cannot predict the candidate shapes; taking the first", "err", err)
 	}
 	w := f.cfg
-	w.Worker = w.Worker.Request(n)
-	w.Worker.Cores = c.Shape.Cores
+	w.Worker = w.Worker.Shaped(c.Shape, n)
 	job := w.job(1)
-	job.Resources.WallTime = c.Shape.Wall
 	f.log.Debug("request shape chosen", "workers", k, "cores", c.Shape.Cores, "wall", c.Shape.Wall,
 		"predicted_start", c.Start, "predicted_finish", c.Finish)
 	return job, n

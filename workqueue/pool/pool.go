@@ -323,10 +323,7 @@ func (p *pool) shaped(ctx context.Context, r Request, room int) (*batch.Job, int
 	if err != nil {
 		p.log.Warn("cannot predict the candidate shapes; taking the first", "err", err)
 	}
-	w := p.cfg.Worker.Request(n)
-	w.Cores = c.Shape.Cores
-	job := p.job(r.Addr, w)
-	job.Resources.WallTime = c.Shape.Wall
+	job := p.job(r.Addr, p.cfg.Worker.Shaped(c.Shape, n))
 	p.log.Debug("request shape chosen", "master", r.Addr, "workers", r.Workers, "cores", c.Shape.Cores,
 		"wall", c.Shape.Wall, "predicted_start", c.Start, "predicted_finish", c.Finish)
 	return job, n
