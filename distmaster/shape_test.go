@@ -14,13 +14,6 @@ import (
 	"github.com/rightsize/rightsize/batch/shape"
 )
 
-// profileChooser is SAcb on a fixed availability profile.
-type profileChooser struct{ p shape.Profile }
-
-func (c profileChooser) Choose(_ context.Context, cands []shape.Shape) (shape.Choice, error) {
-	return c.p.Choose(cands)
-}
-
 // failingChooser predicts nothing.
 type failingChooser struct{}
 
@@ -55,8 +48,8 @@ func TestChooseShape(t *testing.T) {
 		limit   time.Duration
 		explain string
 	}{
-		{"no shapes", profileChooser{prof}, nil, 3, 0, maxJobTime, ""},
-		{"the one that ends first", profileChooser{prof}, shapes, 2, 4 * time.Minute, 2 * time.Minute, "jobs of shape 2x4m0s: of 2 candidates"},
+		{"no shapes", prof.Chooser(), nil, 3, 0, maxJobTime, ""},
+		{"the one that ends first", prof.Chooser(), shapes, 2, 4 * time.Minute, 2 * time.Minute, "jobs of shape 2x4m0s: of 2 candidates"},
 		{"no prediction: the first", failingChooser{}, shapes, 8, 10 * time.Minute, maxJobTime, "taking the first, 8x10m0s"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -86,7 +79,7 @@ func TestShapedJobs(t *testing.T) {
 	cfg := testConfig(t, d, "allpairs")
 	cfg.Kind = "local"
 	cfg.Shapes = []shape.Shape{{Cores: 64, Wall: time.Hour}, {Cores: 1, Wall: 30 * time.Minute}}
-	cfg.Chooser = profileChooser{shape.Profile{{Start: 0, End: shape.Forever, Free: 2}}}
+	cfg.Chooser = shape.Profile{{Start: 0, End: shape.Forever, Free: 2}}.Chooser()
 	got, _, err := runAllPairs(context.Background(), t, cfg, AllPairs{A: set, B: set, Func: FunctionOf(fn.Info(), "", 0), Pair: fn, JobW: 3, JobH: 3})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 )
 
 // A Chooser picks, among candidate requests, the one predicted to finish
-// first: Slurm, Free, First.
+// first: Slurm, Free, First, Profile.Chooser.
 type Chooser interface {
 	Choose(ctx context.Context, candidates []Shape) (Choice, error)
 }
@@ -45,6 +45,16 @@ func (f Free) Choose(ctx context.Context, candidates []Shape) (Choice, error) {
 		}
 	}
 	return First{}.Choose(ctx, candidates)
+}
+
+// Chooser returns p as a Chooser: SAcb on a known availability profile
+// (Profile.Choose).
+func (p Profile) Chooser() Chooser { return profileChooser{p} }
+
+type profileChooser struct{ p Profile }
+
+func (c profileChooser) Choose(_ context.Context, candidates []Shape) (Choice, error) {
+	return c.p.Choose(candidates)
 }
 
 // First chooses the first candidate, predicting nothing: a batch system

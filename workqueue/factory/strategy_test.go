@@ -109,13 +109,6 @@ func TestPlanOptimal(t *testing.T) {
 	s.wantFill(1)
 }
 
-// profileChooser is SAcb on a fixed availability profile.
-type profileChooser struct{ p shape.Profile }
-
-func (c profileChooser) Choose(_ context.Context, cands []shape.Shape) (shape.Choice, error) {
-	return c.p.Choose(cands)
-}
-
 // TestShapedRequests: with candidate shapes, a request of k workers is
 // submitted as the candidate, scaled by k, predicted to finish first, and
 // counts as its cores over a worker's, never more than the room left.
@@ -124,7 +117,7 @@ func TestShapedRequests(t *testing.T) {
 	p := shape.Profile{{Start: 0, End: 3 * time.Hour, Free: 4}, {Start: 3 * time.Hour, End: shape.Forever, Free: 16}}
 	cfg := Config{Master: "127.0.0.1:9123", Worker: Worker{Command: []string{"worker"}, Cores: 1},
 		Shapes:  []shape.Shape{{Cores: 1, Wall: 2 * time.Hour}, {Cores: 4, Wall: 20 * time.Minute}},
-		Chooser: profileChooser{p}}
+		Chooser: p.Chooser()}
 	f := &factory{cfg: cfg, log: slog.New(slog.DiscardHandler)}
 	for _, tt := range []struct {
 		k, room, cores, workers int

@@ -13,13 +13,6 @@ import (
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
-// profileChooser is SAcb on a fixed availability profile.
-type profileChooser struct{ p shape.Profile }
-
-func (c profileChooser) Choose(_ context.Context, cands []shape.Shape) (shape.Choice, error) {
-	return c.p.Choose(cands)
-}
-
 func TestPolicyShapes(t *testing.T) {
 	p := policy(t, "max_workers: 5\ndistribution: a=1\nshapes: 4x2h, 16x30m\n")
 	want := []shape.Shape{{Cores: 4, Wall: 2 * time.Hour}, {Cores: 16, Wall: 30 * time.Minute}}
@@ -58,7 +51,7 @@ func TestShapedRequests(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := Config{Name: "ws", Stay: true, Worker: factory.Worker{Command: []string{"worker"}, Cores: 1}, Chooser: profileChooser{prof}}
+			cfg := Config{Name: "ws", Stay: true, Worker: factory.Worker{Command: []string{"worker"}, Cores: 1}, Chooser: prof.Chooser()}
 			if tc.cfgShapes != "" {
 				if cfg.Shapes, err = shape.Parse(tc.cfgShapes); err != nil {
 					t.Fatal(err)
