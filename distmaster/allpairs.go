@@ -104,6 +104,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	if err := cfg.fill(); err != nil {
 		return AllPairsResult{}, err
 	}
+	cfg.chooseShape(ctx)
 	if p.A == nil || p.B == nil || p.Checkpoint == nil {
 		return AllPairsResult{}, errors.New("distmaster: an All-Pairs problem needs A, B and a checkpoint")
 	}
@@ -310,7 +311,7 @@ func (r *apRun) job(b int, dir string) (*batch.Job, error) {
 		Dir:       dir,
 		Inputs:    inputs,
 		Outputs:   []batch.File{{Path: "cells.matrix"}},
-		Resources: batch.Resources{Cores: r.cfg.JobCores},
+		Resources: batch.Resources{Cores: r.cfg.JobCores, WallTime: r.cfg.wallTime},
 		Category:  "allpairs",
 		Do:        r.here(bl, dir),
 	}, nil
@@ -434,7 +435,7 @@ func (r *apRun) chooseJobSize(ctx context.Context) time.Duration {
 		ItemBytes:  itemBytes,
 		Dispatch:   d.V,
 		MaxHosts:   hosts,
-		MaxJobTime: maxJobTime.Seconds(),
+		MaxJobTime: cfg.jobTimeLimit().Seconds(),
 		LocalCores: runtime.NumCPU(),
 	}
 	if cfg.Cluster != nil {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/distmaster/jobs"
 	"github.com/rightsize/rightsize/lifecycle"
@@ -69,6 +70,16 @@ type Config struct {
 	// (default 1): with a whole node's, a batch system starts one job per
 	// node rather than one per core, each paying a dispatch.
 	JobCores int
+	// Shapes, if set, are the cores and wall times a block job may have
+	// (seed 002's moldable requests): the run takes the one Chooser
+	// predicts to finish first, whose cores replace JobCores and whose
+	// wall time becomes every job's wall-clock limit (batch.Resources),
+	// the models keeping each job to half of it.
+	Shapes []shape.Shape
+	// Chooser picks among Shapes (default shape.For: SLURM's own
+	// prediction on slurm, a conservative-backfilling model of the free
+	// cores where the batch system says them, else the first).
+	Chooser shape.Chooser
 	// TickInterval is how often running jobs are checked for stragglers
 	// (default 1 s).
 	TickInterval time.Duration
@@ -81,6 +92,9 @@ type Config struct {
 	// JobEnded, if set, is called as each block job ends, however it
 	// ended, for a report of the run (package report).
 	JobEnded func(JobEnd)
+
+	// wallTime is the chosen shape's wall time (chooseShape), or 0.
+	wallTime time.Duration
 }
 
 // A JobEnd is a block job that ended.

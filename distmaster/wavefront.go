@@ -96,6 +96,7 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	if err := cfg.fill(); err != nil {
 		return WavefrontResult{}, err
 	}
+	cfg.chooseShape(ctx)
 	if err := w.Region.Validate(); err != nil {
 		return WavefrontResult{}, err
 	}
@@ -274,7 +275,7 @@ func (r *wfRun) job(b int, dir string) (*batch.Job, error) {
 		Dir:       dir,
 		Inputs:    inputs,
 		Outputs:   []batch.File{{Path: "cells.matrix"}},
-		Resources: batch.Resources{Cores: r.cfg.JobCores},
+		Resources: batch.Resources{Cores: r.cfg.JobCores, WallTime: r.cfg.wallTime},
 		Category:  "wavefront",
 		Do:        r.here(rect, dir),
 	}, nil
@@ -403,11 +404,11 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 		fmt.Fprintf(cfg.Explain, "  (running distributed all the same, as -T asks)\n")
 	}
 	r.b = choice.Block
-	if limit := int(math.Sqrt(maxJobTime.Seconds() / tau.V)); r.b > limit {
+	if limit := int(math.Sqrt(cfg.jobTimeLimit().Seconds() / tau.V)); r.b > limit {
 		r.b = max(limit, 1)
 	}
 	fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells (about %v per job, none longer than %v)\n",
-		r.b, r.b, time.Duration(float64(r.b*r.b)*tau.V*float64(time.Second)).Round(time.Millisecond), maxJobTime)
+		r.b, r.b, time.Duration(float64(r.b*r.b)*tau.V*float64(time.Second)).Round(time.Millisecond), cfg.jobTimeLimit())
 	return time.Duration(choice.Cluster * float64(time.Second))
 }
 

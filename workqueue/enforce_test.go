@@ -91,3 +91,63 @@ func waitMinute(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	testutil.WaitFor(t, what, time.Minute, cond)
 }
+
+// TestReleasedWorkerBackKeptDrained: a worker of pool "tp" that does not
+// follow the pool (as CCTools' or --stay) comes straight back to the
+// master that released it. The master keeps it drained, not releasing it
+// again each time, while the other worker runs every task; when the pool
+// gives the master room, it takes tasks again.
+func TestReleasedWorkerBackKeptDrained(t *testing.T) {
+	cat := testutil.StartCatalog(t)
+	// The advertising interval is also how long a released worker is
+	// remembered: long enough for a reconnection on a loaded machine.
+	a := startMaster(t, Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: time.Second})
+	host, _ := os.Hostname()
+	publish := func(workers int) {
+		t.Helper()
+		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": []enforce.Assignment{
+			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: workers},
+		}}
+		if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(1)
+	for range 2 {
+		startWorker(t, a, worker.Config{Cores: 1, Pool: "tp"})
+	}
+	kept := func() (WorkerStats, bool) {
+		ws := a.Workers()
+		if len(ws) != 2 || ws[0].Draining == ws[1].Draining {
+			return WorkerStats{}, false
+		}
+		if ws[0].Draining {
+			return ws[0], true
+		}
+		return ws[1], true
+	}
+	waitMinute(t, "one worker released, back and kept drained", func() bool {
+		_, ok := kept()
+		return ok && a.Stats().WorkersReleased == 1
+	})
+	back, _ := kept()
+	for i := range 4 {
+		if _, err := a.Submit(&Task{Command: "true", Tag: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for tag, r := range waitAll(t, a, 4) {
+		if !r.OK() || r.Worker == back.Addr {
+			t.Errorf("task %s: %v on %s; want done, not on the drained worker %s", tag, r.Status, r.Worker, back.Addr)
+		}
+	}
+	if now, ok := kept(); !ok || now.Addr != back.Addr || a.Stats().WorkersReleased != 1 {
+		t.Errorf("after the tasks: drained worker %+v (was %s), %d released; want it kept, 1 released",
+			now, back.Addr, a.Stats().WorkersReleased)
+	}
+	publish(2)
+	waitMinute(t, "the kept worker given room", func() bool {
+		ws := a.Workers()
+		return len(ws) == 2 && !ws[0].Draining && !ws[1].Draining
+	})
+}

@@ -80,10 +80,10 @@ type loop struct {
 	ewma   capacity.EWMA
 	st     Stats
 
-	// pools holds the workers each pool gives this master (package
-	// enforce); draining counts the workers given no new tasks.
-	pools    map[string]int
-	draining int
+	// enforcer carries out the pools' decisions (package enforce): it
+	// hears of the pools' workers, their tasks and the decisions, and
+	// says which to drain and release.
+	enforcer *enforce.Enforcer
 }
 
 func newLoop(m *Master) *loop {
@@ -96,6 +96,10 @@ func newLoop(m *Master) *loop {
 		}),
 		tasks:   map[int]*entry{},
 		workers: map[sched.WorkerID]*workerConn{},
+		// A worker of a pool back within an advertising interval of
+		// its release was not sent back by the pool's decision, which
+		// learns of this master's room from its record.
+		enforcer: enforce.NewEnforcer(m.cfg.AdvertiseInterval),
 	}
 }
 
@@ -111,7 +115,6 @@ func (l *loop) run() {
 				l.s.Heard(w.id, time.Unix(0, w.lastHeard.Load()))
 			}
 			l.apply(l.s.Tick(now), now)
-			l.enforcePools(now)
 		case <-l.m.done:
 			return // each worker connection releases its worker
 		}
@@ -154,6 +157,11 @@ func (l *loop) handle(ev event) {
 			}
 		}
 		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
+		if w.poolName() != "" {
+			l.syncHolds(now)
+			n, _, _ := l.s.Holds(w.id)
+			l.enforce(l.enforcer.Joined(enforce.Joining{ID: int(w.id), Pool: w.poolName(), Key: w.workerKey(), Holds: n}, now), now)
+		}
 	case evWorkerLeft:
 		l.workerLeft(ev.w, ev.err, now)
 	case evReported:
@@ -171,57 +179,79 @@ func (l *loop) handle(ev event) {
 			l.keep(a)
 		}
 		l.apply(acts[1:], now)
+		l.touch(a.worker, now)
 	case evForsaken:
 		l.forsaken(ev.a, now)
+		l.touch(ev.a.worker, now)
 	case evPoolDecisions:
-		l.pools = ev.byPool
-		l.enforcePools(now)
+		l.syncHolds(now)
+		l.enforce(l.enforcer.Decided(ev.byPool, now), now)
 	}
 }
 
-// enforcePools carries out the pools' decisions (seed 000 §4.5.1): the
-// workers of a pool beyond what it gives this master get no new tasks,
-// and each is released once it holds none, to serve another master.
-func (l *loop) enforcePools(now time.Time) {
-	if len(l.pools) == 0 && l.draining == 0 {
+// touch tells the enforcer the tasks worker w holds now, after they may
+// have changed; a drained worker whose last task is done is released at
+// once.
+func (l *loop) touch(w *workerConn, now time.Time) {
+	if w == nil || w.poolName() == "" {
 		return
 	}
-	ws := make([]enforce.Worker, 0, len(l.workers))
+	if n, _, ok := l.s.Holds(w.id); ok {
+		l.enforce(l.enforcer.Holds(int(w.id), n, now), now)
+	}
+}
+
+// syncHolds tells the enforcer the tasks every pool's worker holds, so
+// that it decides on what they hold now.
+func (l *loop) syncHolds(now time.Time) {
+	if !l.enforcer.Active() {
+		return
+	}
 	for _, w := range l.workers {
-		if n, draining, ok := l.s.Holds(w.id); ok {
-			ws = append(ws, enforce.Worker{ID: int(w.id), Pool: w.poolName(), Holds: n, Draining: draining, Joined: w.joined})
+		l.touch(w, now)
+	}
+}
+
+// enforce does what the enforcer says (seed 000 §4.5.1): a pool's
+// workers beyond what it gives this master get no new tasks, and each is
+// released once it holds none, to serve another master; one that came
+// straight back after its release is kept drained instead.
+func (l *loop) enforce(acts []enforce.Action, now time.Time) {
+	for _, a := range acts {
+		w := l.workers[sched.WorkerID(a.Worker)]
+		if w == nil {
+			continue
 		}
-	}
-	surplus := map[int]bool{}
-	for _, id := range enforce.Surplus(l.pools, ws) {
-		surplus[id] = true
-	}
-	for _, ew := range ws {
-		id := sched.WorkerID(ew.ID)
-		switch {
-		case surplus[ew.ID] && ew.Holds == 0:
-			if ew.Draining {
-				l.draining--
+		switch a.Verb {
+		case enforce.Release:
+			if n, _, _ := l.s.Holds(w.id); n > 0 {
+				// Never mid-task: it holds a task the enforcer did
+				// not hear of. Told again, it drains the worker and
+				// releases it once it holds none.
+				l.m.log.Warn("worker not released: it holds tasks", "worker", w.addr, "tasks", n)
+				l.enforce(l.enforcer.Joined(enforce.Joining{ID: a.Worker, Pool: a.Pool, Holds: n}, now), now)
+				continue
 			}
-			l.releaseWorker(l.workers[id], now)
-		case surplus[ew.ID] && !ew.Draining:
-			l.draining++
-			l.m.log.Info("worker draining: beyond its pool's decision", "worker", l.workers[id].addr,
-				"pool", ew.Pool, "decision", l.pools[ew.Pool], "tasks", ew.Holds)
-			l.apply(l.s.Drain(id, true, now), now)
-		case !surplus[ew.ID] && ew.Draining:
-			l.draining--
-			l.apply(l.s.Drain(id, false, now), now)
+			l.releaseWorker(w, a.Decision, now)
+		case enforce.Drain:
+			msg := "worker draining: beyond its pool's decision"
+			if a.Back {
+				msg = "worker kept drained: back after its release, beyond its pool's decision"
+			}
+			l.m.log.Info(msg, "worker", w.addr, "pool", a.Pool, "decision", a.Decision, "tasks", a.Holds)
+			l.apply(l.s.Drain(w.id, true, now), now)
+		case enforce.Undrain:
+			l.apply(l.s.Drain(w.id, false, now), now)
 		}
 	}
 }
 
 // releaseWorker lets a worker that holds no task go, to serve another
 // master.
-func (l *loop) releaseWorker(w *workerConn, now time.Time) {
+func (l *loop) releaseWorker(w *workerConn, decision int, now time.Time) {
 	delete(l.workers, w.id)
 	l.st.WorkersReleased++
-	l.m.log.Info("worker released: beyond its pool's decision", "worker", w.addr, "pool", w.poolName(), "decision", l.pools[w.poolName()])
+	l.m.log.Info("worker released: beyond its pool's decision", "worker", w.addr, "pool", w.poolName(), "decision", decision)
 	l.apply(l.s.WorkerLeft(w.id, now), now)
 	w.release()
 }
@@ -244,6 +274,7 @@ func (l *loop) apply(acts []sched.Action, now time.Time) {
 				l.m.log.Info("speculative copy", "task", e.id, "tag", e.task.Tag, "worker", w.addr)
 			}
 			w.dispatch(at)
+			l.touch(w, now)
 		case sched.Abort:
 			e := l.tasks[int(a.Task)]
 			if e == nil {
@@ -254,6 +285,7 @@ func (l *loop) apply(acts []sched.Action, now time.Time) {
 				e.drop(at)
 				w.abort(at)
 			}
+			l.touch(w, now)
 			switch a.Reason {
 			case sched.FastAborted:
 				l.st.FastAborts++
@@ -314,9 +346,6 @@ func (l *loop) workerLeft(w *workerConn, err error, now time.Time) {
 	if _, ok := l.workers[w.id]; !ok {
 		return
 	}
-	if _, draining, _ := l.s.Holds(w.id); draining {
-		l.draining--
-	}
 	delete(l.workers, w.id)
 	l.st.WorkersLost++
 	l.m.log.Warn("worker left", "worker", w.addr, "reason", err)
@@ -326,6 +355,11 @@ func (l *loop) workerLeft(w *workerConn, err error, now time.Time) {
 		}
 	}
 	l.apply(l.s.WorkerLeft(w.id, now), now)
+	if w.poolName() != "" {
+		// Its pool may have room for a drained worker now.
+		l.syncHolds(now)
+		l.enforce(l.enforcer.Left(int(w.id), now), now)
+	}
 }
 
 // forsaken hands the scheduler an attempt its worker gave back.
@@ -343,6 +377,7 @@ func (l *loop) reported(a *attempt, ok bool, j *fetchJob, now time.Time) {
 	acts := l.s.TaskDone(e.sched.ID, a.worker.id, ok, now)
 	if _, take := acts[0].(sched.Fetch); !take {
 		a.worker.discard(a)
+		l.touch(a.worker, now)
 		return
 	}
 	l.keep(a)
@@ -365,6 +400,7 @@ func (l *loop) keep(a *attempt) {
 func (l *loop) fetched(a *attempt, r *Result, now time.Time) {
 	a.result = r
 	l.apply(l.s.Fetched(a.e.sched.ID, a.worker.id, now), now)
+	l.touch(a.worker, now)
 }
 
 // deliver completes an entry and hands its result to Wait.

@@ -54,8 +54,10 @@ type Config struct {
 	// Project, if set, is advertised to Catalogs so that workers and factories
 	// can find the master by name. Every AdvertiseInterval while workers of
 	// a pool are connected, the master also reads from Catalogs what each
-	// pool gives it (package enforce) and releases the excess, never a
-	// worker that holds a task.
+	// pool gives it (package enforce): the excess gets no new task and
+	// each is released the moment it holds none, never while it holds a
+	// task; one back within AdvertiseInterval of its release is kept so,
+	// drained, rather than released again.
 	Project string
 	// Priority is advertised with Project: a worker that serves several
 	// projects prefers the master with the highest (CCTools'
@@ -401,7 +403,8 @@ type WorkerStats struct {
 	Completed         int // tasks it finished
 	FastAborts        int // its tasks aborted as stragglers
 	// Draining: it gets no new tasks, being beyond its pool's decision,
-	// and is released once it holds none.
+	// and is released once it holds none (or, back straight after its
+	// release, kept until it leaves or the decision has room).
 	Draining bool
 	Joined   time.Time
 }

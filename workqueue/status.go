@@ -172,3 +172,12 @@ func (w *workerConn) poolName() string {
 	}
 	return ""
 }
+
+// workerKey is the worker's worker-id, which it gives on every
+// connection, or "" if it gave none.
+func (w *workerConn) workerKey() string {
+	if k := w.key.Load(); k != nil {
+		return *k
+	}
+	return ""
+}

@@ -49,6 +49,7 @@ type workerConn struct {
 
 	lastHeard     atomic.Int64
 	pool          atomic.Pointer[string] // the pool that started it ("info from-factory")
+	key           atomic.Pointer[string] // its worker-id ("info worker-id"), the same on every connection
 	bytesSent     atomic.Int64
 	bytesReceived atomic.Int64
 	completed     atomic.Int64
@@ -467,6 +468,9 @@ func (w *workerConn) readLoop() error {
 			// pools' counts in workers_by_pool.
 			if m.Key == "from-factory" && m.Value != "" && len(m.Value) <= maxPoolName && plainName(m.Value) == m.Value {
 				w.pool.Store(&m.Value)
+			}
+			if m.Key == "worker-id" && m.Value != "" && len(m.Value) <= maxPoolName {
+				w.key.Store(&m.Value)
 			}
 		case wire.Alive:
 		case wire.Feature:

@@ -11,6 +11,11 @@
 // (SAg, CB.Choose). The two agree on every state (the seed's Theorem 1).
 // SLURM predicts a job's start itself (sbatch --test-only): Slurm asks it.
 //
+// For picks the chooser of a batch system, and Pick a request's shape
+// (its candidates scaled to the workers asked for and cut to the room a
+// maximum leaves, Request): the worker factory, the worker pool and the
+// distributed master choose through them.
+//
 // The package does not submit anything, and knows nothing of the jobs a
 // batch system holds beyond those it is told of.
 package shape

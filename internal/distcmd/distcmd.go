@@ -30,6 +30,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/distmaster"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/lifecycle"
@@ -62,6 +63,8 @@ type Flags struct {
 	// Report is where to write the run's HTML report (--report; see
 	// StartReport).
 	Report string
+	// Shapes are the candidate job shapes of --shapes, CORESxWALL,...
+	Shapes string
 
 	// Cluster, JobCores and Predicted are set by placement: the
 	// cluster's measured inputs, for the models that size the jobs, the
@@ -73,6 +76,8 @@ type Flags struct {
 
 	// portSet records that --port was given.
 	portSet bool
+	// shapes are Shapes, parsed by Check.
+	shapes []shape.Shape
 
 	// log receives the warnings of the run (see Open); master is the Work
 	// Queue master Open started, if any, for the status page.
@@ -96,6 +101,7 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 	fs.IntVarP(&f.MaxJobs, "max-jobs", "J", 0, "-T: at most `N` jobs submitted at once (default 1000; local: the cores)")
 	fs.IntVar(&f.Retries, "retries", 2, "-T: submit a failing block again up to `N` times before giving it up")
 	fs.Float64Var(&f.FastAbort, "fast-abort", 3, "-T: remove and resubmit a job running longer than `M` times the mean of finished ones (0: never)")
+	fs.StringVar(&f.Shapes, "shapes", "", "-T: candidate job shapes CORESxWALL,... (e.g. 8x1h,32x20m): the jobs take the one predicted to finish first (slurm: sbatch --test-only; local: a model of the free cores; else the first), its cores and its wall time")
 	fs.BoolVar(&f.Hybrid, "hybrid", false, "-T: this machine's cores take jobs too, from the start, as one more worker")
 	fs.StringVar(&f.HTTP, "http", "", "serve a live status page at `ADDR` (:PORT on this machine only, HOST:PORT where it says), with /status as JSON and /metrics for Prometheus")
 	fs.StringVar(&f.Report, "report", "", "write an HTML report of the run to `FILE` at its end: a timeline of the jobs or cells, the critical path, placement's prediction, the failures")
@@ -104,7 +110,7 @@ func (f *Flags) Add(fs *pflag.FlagSet) {
 // distributedOnly lists the flags that mean nothing without -T; wqOnly
 // those that mean nothing without -T wq.
 var (
-	distributedOnly = []string{"max-jobs", "retries", "fast-abort", "hybrid"}
+	distributedOnly = []string{"max-jobs", "retries", "fast-abort", "hybrid", "shapes"}
 	wqOnly          = []string{"port", "project-name", "password", "ssl-cert", "ssl-key", "port-file"}
 )
 
@@ -154,6 +160,12 @@ func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
 		return cmdutil.Usagef("--retries must not be negative")
 	case f.FastAbort != 0 && f.FastAbort < 1:
 		return cmdutil.Usagef("--fast-abort %g: the multiplier must be at least 1 (or 0 for off)", f.FastAbort)
+	}
+	if f.Shapes != "" {
+		var err error
+		if f.shapes, err = shape.Parse(f.Shapes); err != nil {
+			return cmdutil.Usagef("--shapes: %v", err)
+		}
 	}
 	return nil
 }
@@ -303,6 +315,8 @@ func (f *Flags) Config(d batch.Driver, workDir string, explain io.Writer) distma
 		Logger:     f.log,
 		Cluster:    f.Cluster,
 		JobCores:   f.JobCores,
+		Shapes:     f.shapes,
+		Chooser:    shape.For(f.BatchType, d, nil),
 		LocalCores: f.localCores(),
 		JobEnded:   f.reportJob(),
 	}

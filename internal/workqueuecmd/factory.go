@@ -84,9 +84,9 @@ backfill them.
 first (seed 002's SA, starting from when the batch system would start it):
 on slurm, by SLURM's own prediction (sbatch --test-only); on local, by a
 conservative-backfilling model of the cores free; elsewhere the first shape.
-A job of k workers takes k times the shape's cores. A worker of C cores counts
-as C/--cores workers, and the batch system ends it at its wall time (it is then
-replaced).
+A job of k workers takes k times the shape's cores, cut to the workers --max
+leaves room for. A worker of C cores counts as C/--cores workers, and the batch
+system ends it at its wall time (it is then replaced).
 
 HOST must be the master's address as the execution hosts reach it: on a
 cluster, the submit host's name, not 127.0.0.1.`,
@@ -108,6 +108,9 @@ cluster, the submit host's name, not 127.0.0.1.`,
 				return err
 			}
 			cfg.Driver = d
+			if len(cfg.Shapes) > 0 {
+				cfg.Chooser = shape.For(o.batchType, d, strings.Fields(o.batchOptions))
+			}
 			err = factory.Run(cmd.Context(), cfg)
 			// Run has removed its workers; Close releases the spool.
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), time.Minute)
@@ -197,9 +200,6 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 	if o.shapes != "" {
 		if cfg.Shapes, err = shape.Parse(o.shapes); err != nil {
 			return cfg, cmdutil.Usagef("--shapes: %v", err)
-		}
-		if o.batchType == "slurm" {
-			cfg.Chooser = shape.Slurm{Args: strings.Fields(o.batchOptions)}
 		}
 	}
 	if cfg.Limits.Strategy, err = factory.ParseStrategy(o.strategy); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/pool"
@@ -28,6 +29,7 @@ type poolOptions struct {
 	extraOptions string
 	batchOptions string
 	scratch      string
+	shapes       string
 	log          logFlags
 }
 
@@ -63,6 +65,10 @@ The policy file holds one "name: value" a line (# starts a comment):
                                    until it reports one
   billing_cycle: 20m               workers are billed by this period: an idle
                                    worker leaves only near the end of a cycle
+  strategy: additive               how a master's missing workers become
+                                   batch jobs, as the factory's --strategy
+  shapes: 4x2h, 16x30m             the shapes a worker job may take, as
+                                   --shapes (and instead of it)
 
 The pool reads the file again when it changes; a bad edit is reported, with
 its file and line, and the last good policy stays in force.
@@ -73,12 +79,23 @@ master counts them in workers_by_pool). The decision is enforced as seed 000
 that has more of the pool's workers gives the excess no new task and releases
 each once it holds none; a released worker, or one whose master is gone,
 picks its next master among the pool's at random, weighted by the workers each
-may still take (--stay: it serves only the master it was submitted for).
+may still take (--stay: it serves only the master it was submitted for; a
+master keeps such a worker that comes straight back after its release, as
+CCTools' workers do too, drained until it leaves at -t or the decision has
+room for it, rather than releasing it again each time).
 Workers that end are replaced while the masters still need them, never for a
 move. The pool never removes a worker that runs a task: workers no master has
 room for leave after -t (or, with a billing cycle, near the end of their
 cycle). On exit, and on SIGINT or SIGTERM, it removes every worker it
 submitted.
+
+--shapes lets each worker job take one of several shapes, CORESxWALL
+(e.g. 4x2h,16x30m): each job is submitted as the shape predicted to finish
+first (seed 002's SA): on slurm, by SLURM's own prediction (sbatch
+--test-only); on local, by a conservative-backfilling model of the cores free;
+elsewhere the first shape. A job of k workers takes k times the shape's cores,
+cut to the workers max_workers leaves room for; a worker of C cores counts as
+C/--cores workers, and the batch system ends it at its wall time.
 
 The masters' addresses are those the catalog heard them from: the execution
 hosts must reach them there.`,
@@ -96,6 +113,7 @@ hosts must reach them there.`,
 				return err
 			}
 			cfg.Driver = d
+			cfg.Chooser = shape.For(o.batchType, d, strings.Fields(o.batchOptions))
 			err = pool.Run(cmd.Context(), cfg)
 			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), time.Minute)
 			defer cancel()
@@ -128,6 +146,7 @@ hosts must reach them there.`,
 	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "further options for the batch system (sbatch, qsub), or submit-file lines (condor)")
 	f.StringVarP(&o.scratch, "scratch-dir", "S", "", "where the jobs' scripts and output are kept; must be shared with the execution hosts (default: the working directory)")
 	f.Var(cmdutil.Seconds(&o.cfg.Interval), "interval", "how often to read the catalog and publish the decision (default 10s)")
+	f.StringVar(&o.shapes, "shapes", "", "candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first (the policy's shapes: key wins)")
 	o.log.add(cmd)
 	return cmd
 }
@@ -149,6 +168,12 @@ func (o *poolOptions) config() (pool.Config, error) {
 		return cfg, cmdutil.Usagef("--max-pending and --tasks-per-worker must not be negative, --max-failures at least 1")
 	case cfg.Worker.Cores < 0 || cfg.Worker.MemoryMB < 0 || cfg.Worker.DiskMB < 0:
 		return cfg, cmdutil.Usagef("worker resources must not be negative")
+	}
+	if o.shapes != "" {
+		var err error
+		if cfg.Shapes, err = shape.Parse(o.shapes); err != nil {
+			return cfg, cmdutil.Usagef("--shapes: %v", err)
+		}
 	}
 	if o.catalogs != "" {
 		cfg.Catalogs = splitAddrs(o.catalogs)

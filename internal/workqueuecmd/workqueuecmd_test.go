@@ -43,6 +43,7 @@ func TestUsageErrors(t *testing.T) {
 		{"pool", "-T", "local"},
 		{"pool", "-T", "wq", "--policy", "p.conf"},
 		{"pool", "-T", "local", "--policy", "p.conf", "extra"},
+		{"pool", "-T", "local", "--policy", "p.conf", "--shapes", "4x"},
 		{"nonsense"},
 	}
 	for _, args := range cases {

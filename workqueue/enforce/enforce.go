@@ -4,12 +4,18 @@
 // workers it gives each master (Assignments, under the record's
 // "assignments"). A master that holds more of a pool's workers than the
 // pool gives it stops giving the excess new tasks and releases each once
-// it holds none (Surplus): it never stops a task. A worker of the pool
-// that needs a master picks one at random, weighted by the slots each has
-// left, its decision less the workers it has from the pool (Slots, Choose).
+// it holds none (Surplus): it never stops a task. The master does so as
+// things happen — a decision read, a worker joined or gone, a task done —
+// through an Enforcer, a state machine on logical time that also keeps
+// drained, rather than releasing again, a worker that comes straight back
+// after its release (one that does not follow the pool). A worker of the
+// pool that needs a master picks one at random, weighted by the slots each
+// has left, its decision less the workers it has from the pool (Slots,
+// Choose).
 //
-// Everything here is a pure function of what the catalog says; the master
-// and the worker drive it.
+// Everything here is a pure function of what the catalog says and the
+// events it is told of, without I/O or clock; the master and the worker
+// drive it.
 package enforce
 
 import (

@@ -75,15 +75,16 @@ type Config struct {
 
 	// Shapes, if set, are the cores and wall times a worker job may have
 	// (seed 002's moldable requests): each request of k workers is
-	// submitted as the candidate (k times its cores, its wall time) that
-	// Chooser predicts to finish first, and counts as its cores over
-	// Worker.Cores workers. Worker.Cores is then the unit (default 1).
+	// submitted as the candidate (k times its cores, its wall time, cut to
+	// the workers Limits.Max leaves room for) that Chooser predicts to
+	// finish first, and counts as its cores over Worker.Cores workers.
+	// Worker.Cores is then the unit (default 1).
 	Shapes []shape.Shape
-	// Chooser picks among the candidates (default: a conservative-
-	// backfilling model of the cores the batch system says it has free,
-	// shape.CB, where it says; else the first candidate). On SLURM, give
+	// Chooser picks among the candidates (default shape.For: a
+	// conservative-backfilling model of the cores the batch system says it
+	// has free, where it says; else the first candidate). On SLURM, give
 	// shape.Slurm: SLURM's own prediction.
-	Chooser Chooser
+	Chooser shape.Chooser
 
 	// Interval is how often the masters are asked what they need (default
 	// 10 s). A catalog learns of a master's tasks only as often as the
@@ -95,28 +96,6 @@ type Config struct {
 	// Report, if set, is called from Run's goroutine whenever the counts
 	// change.
 	Report func(Counts)
-}
-
-// A Chooser picks the batch request predicted to finish first among
-// candidates (shape.Slurm, shape.Profile, shape.CB).
-type Chooser interface {
-	Choose(ctx context.Context, candidates []shape.Shape) (shape.Choice, error)
-}
-
-// modelChooser is SAg on a model of the batch system: a machine of the
-// cores it says it has free, holding no job; a batch system that says
-// nothing gets its first candidate.
-type modelChooser struct{ d batch.Driver }
-
-func (m modelChooser) Choose(ctx context.Context, cands []shape.Shape) (shape.Choice, error) {
-	if fr, ok := m.d.(batch.FreeReporter); ok {
-		if free, err := fr.FreeCores(ctx); err == nil && free > 0 {
-			if c, err := shape.NewCB(free).Choose(cands); err == nil {
-				return c, nil
-			}
-		}
-	}
-	return shape.Choice{Index: 0, Shape: cands[0], Finish: cands[0].Wall}, nil
 }
 
 // Worker describes the worker jobs.
@@ -147,6 +126,9 @@ type Worker struct {
 	// Name labels the jobs in the batch system's listings (default
 	// "wq-worker").
 	Name string
+	// WallTime, if set, is the jobs' wall-clock limit: the batch system
+	// ends the worker then.
+	WallTime time.Duration
 }
 
 // The timeouts of what Run does outside its loop.
@@ -209,7 +191,7 @@ func (c *Config) validate() (password []byte, project *regexp.Regexp, err error)
 		c.Limits.TasksPerWorker = max(w.Cores, 1)
 	}
 	if len(c.Shapes) > 0 && c.Chooser == nil {
-		c.Chooser = modelChooser{c.Driver}
+		c.Chooser = shape.For("", c.Driver, nil)
 	}
 	if _, ok := c.Driver.(batch.FreeReporter); c.Limits.Strategy == Optimal && !ok {
 		return nil, nil, errors.New("factory: the optimal strategy needs a batch system that says what it has free (local or slurm)")
@@ -249,6 +231,15 @@ func (w Worker) Request(k int) Worker {
 	return w
 }
 
+// Shaped returns the worker that stands for a request of n workers in
+// shape s (package batch/shape): one worker of s's cores, offering n times
+// w's memory and disk, its job asking for s's wall time.
+func (w Worker) Shaped(s shape.Shape, n int) Worker {
+	w = w.Request(n)
+	w.Cores, w.WallTime = s.Cores, s.Wall
+	return w
+}
+
 // Job returns the batch job that runs one worker with the password file
 // passwordFile (if any) for target: the worker's last arguments, "HOST
 // PORT" or "-M PROJECT -C CATALOGS". w's defaults must be filled in (as
@@ -280,7 +271,7 @@ func (w Worker) Job(passwordFile string, target ...string) *batch.Job {
 		Command:   strings.Join(quoted, " "),
 		Dir:       w.Dir,
 		Env:       w.Env,
-		Resources: batch.Resources{Cores: w.Cores, MemoryMB: w.MemoryMB, DiskMB: w.DiskMB},
+		Resources: batch.Resources{Cores: w.Cores, MemoryMB: w.MemoryMB, DiskMB: w.DiskMB, WallTime: w.WallTime},
 	}
 }
 
@@ -385,8 +376,8 @@ func (f *factory) act(ctx context.Context, retry *time.Timer) error {
 		case d.Submit == 0:
 			return nil
 		}
-		for _, k := range d.Requests {
-			job, k := f.shaped(ctx, k)
+		for _, want := range d.Requests {
+			job, k := f.shaped(ctx, want, f.plan.Room())
 			id, err := f.cfg.Driver.Submit(ctx, job)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -398,36 +389,32 @@ func (f *factory) act(ctx context.Context, retry *time.Timer) error {
 			}
 			f.plan.Submitted(id, k)
 			f.log.Debug("worker submitted", "job", id, "workers", k)
+			if k != want {
+				break // a shape other than asked for: the plan splits what remains afresh
+			}
 		}
 	}
 }
 
-// shaped returns the job of a request of k workers and the workers it
-// counts as: with candidate shapes, the one predicted to finish first.
-func (f *factory) shaped(ctx context.Context, k int) (*batch.Job, int) {
+// shaped returns the job of a request of k workers, when room workers may
+// still be added, and the workers it counts as: with candidate shapes, the
+// one predicted to finish first, cut to room (shape.Pick).
+func (f *factory) shaped(ctx context.Context, k, room int) (*batch.Job, int) {
 	if len(f.cfg.Shapes) == 0 {
 		return f.cfg.job(k), k
 	}
-	cands := make([]shape.Shape, len(f.cfg.Shapes))
-	for i, s := range f.cfg.Shapes {
-		cands[i] = shape.Shape{Cores: k * s.Cores, Wall: s.Wall}
-	}
 	ctx, cancel := context.WithTimeout(ctx, askTimeout)
 	defer cancel()
-	c, err := f.cfg.Chooser.Choose(ctx, cands)
+	c, n, err := shape.Pick(ctx, f.cfg.Chooser, f.cfg.Shapes, k, f.cfg.Worker.Cores, room)
 	if err != nil {
 		f.log.Warn("cannot predict the candidate shapes; taking the first", "err", err)
-		c = shape.Choice{Shape: cands[0]}
 	}
-	unit := max(f.cfg.Worker.Cores, 1)
 	w := f.cfg
-	w.Worker = w.Worker.Request(max(1, c.Shape.Cores/unit))
-	w.Worker.Cores = c.Shape.Cores
+	w.Worker = w.Worker.Shaped(c.Shape, n)
 	job := w.job(1)
-	job.Resources.WallTime = c.Shape.Wall
 	f.log.Debug("request shape chosen", "workers", k, "cores", c.Shape.Cores, "wall", c.Shape.Wall,
 		"predicted_start", c.Start, "predicted_finish", c.Finish)
-	return job, max(1, c.Shape.Cores/unit)
+	return job, n
 }
 
 // observeFree tells the plan how many workers the batch system could

@@ -514,6 +514,10 @@ func (p *Plan) Next(now time.Time) Decision {
 	return Decision{Submit: total, Requests: reqs}
 }
 
+// Room returns how many more workers Limits.Max allows: a request may
+// count as no more.
+func (p *Plan) Room() int { return max(0, p.lim.Max-p.queued-p.running) }
+
 // Counts returns a snapshot of the plan.
 func (p *Plan) Counts() Counts {
 	return Counts{

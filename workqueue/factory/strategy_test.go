@@ -109,36 +109,32 @@ func TestPlanOptimal(t *testing.T) {
 	s.wantFill(1)
 }
 
-// profileChooser is SAcb on a fixed availability profile.
-type profileChooser struct{ p shape.Profile }
-
-func (c profileChooser) Choose(_ context.Context, cands []shape.Shape) (shape.Choice, error) {
-	return c.p.Choose(cands)
-}
-
 // TestShapedRequests: with candidate shapes, a request of k workers is
 // submitted as the candidate, scaled by k, predicted to finish first, and
-// counts as its cores over a worker's.
+// counts as its cores over a worker's, never more than the room left.
 func TestShapedRequests(t *testing.T) {
 	// 4 cores free for the first 3 hours, 16 after.
 	p := shape.Profile{{Start: 0, End: 3 * time.Hour, Free: 4}, {Start: 3 * time.Hour, End: shape.Forever, Free: 16}}
 	cfg := Config{Master: "127.0.0.1:9123", Worker: Worker{Command: []string{"worker"}, Cores: 1},
 		Shapes:  []shape.Shape{{Cores: 1, Wall: 2 * time.Hour}, {Cores: 4, Wall: 20 * time.Minute}},
-		Chooser: profileChooser{p}}
+		Chooser: p.Chooser()}
 	f := &factory{cfg: cfg, log: slog.New(slog.DiscardHandler)}
 	for _, tt := range []struct {
-		k, cores, workers int
-		wall              time.Duration
+		k, room, cores, workers int
+		wall                    time.Duration
 	}{
-		{1, 4, 4, 20 * time.Minute}, // 4 cores now for 20 min beat 1 for 2 h
-		{4, 4, 4, 2 * time.Hour},    // 16 cores only at 3 h: 4 for 2 h now finish first
-		{2, 2, 2, 2 * time.Hour},    // likewise 8 cores against 2
+		{1, 100, 4, 4, 20 * time.Minute}, // 4 cores now for 20 min beat 1 for 2 h
+		{4, 100, 4, 4, 2 * time.Hour},    // 16 cores only at 3 h: 4 for 2 h now finish first
+		{2, 100, 2, 2, 2 * time.Hour},    // likewise 8 cores against 2
+		{1, 2, 2, 2, 20 * time.Minute},   // 4 cores cut to the 2 workers --max leaves
+		{4, 3, 3, 3, 20 * time.Minute},   // 16 and 4 cores cut to 3: both fit now, 20 min first
+		{1, 0, 1, 1, 20 * time.Minute},   // no room: still one worker, not four
 	} {
-		job, n := f.shaped(context.Background(), tt.k)
+		job, n := f.shaped(context.Background(), tt.k, tt.room)
 		if job.Resources.Cores != tt.cores || job.Resources.WallTime != tt.wall || n != tt.workers ||
 			!strings.Contains(job.Command, "'--cores' '"+strconv.Itoa(tt.cores)+"'") {
-			t.Errorf("request of %d: %d cores for %v counted as %d (%s); want %d cores for %v as %d",
-				tt.k, job.Resources.Cores, job.Resources.WallTime, n, job.Command, tt.cores, tt.wall, tt.workers)
+			t.Errorf("request of %d with room %d: %d cores for %v counted as %d (%s); want %d cores for %v as %d",
+				tt.k, tt.room, job.Resources.Cores, job.Resources.WallTime, n, job.Command, tt.cores, tt.wall, tt.workers)
 		}
 	}
 }

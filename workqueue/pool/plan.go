@@ -317,6 +317,10 @@ func (p *Plan) Ended(ev batch.Event, now time.Time) factory.Outcome {
 	return p.jobs.Ended(ev, now)
 }
 
+// Room returns how many more workers max_workers allows: a request may
+// count as no more.
+func (p *Plan) Room() int { return max(0, p.policy.MaxWorkers-p.total) }
+
 // Decision returns the last distribution decision, one assignment per
 // master the policy serves, by project and address.
 func (p *Plan) Decision() []Assignment { return append([]Assignment(nil), p.decision...) }

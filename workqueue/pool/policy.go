@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
@@ -26,6 +27,7 @@ import (
 //	billing_cycle: 20m
 //	decision: D7
 //	strategy: additive
+//	shapes: 4x2h, 16x30m
 type Policy struct {
 	// MaxWorkers bounds the workers the pool keeps submitted (required).
 	MaxWorkers int
@@ -48,6 +50,11 @@ type Policy struct {
 	// Strategy is how a master's missing workers become batch requests
 	// (factory.Strategy; default one-at-a-time, a job per worker).
 	Strategy factory.Strategy
+	// Shapes, if set, are the cores and wall times a worker job may have
+	// (seed 002's moldable requests; batch/shape): each request is
+	// submitted as the one predicted to finish first. They replace the
+	// pool's Config.Shapes.
+	Shapes []shape.Shape
 
 	decisionLine int // where decision was given, for errors
 }
@@ -119,8 +126,10 @@ func (p *Policy) set(key, value string) error {
 		p.Decision, err = factory.ParsePolicy(value)
 	case "strategy":
 		p.Strategy, err = factory.ParseStrategy(value)
+	case "shapes":
+		p.Shapes, err = shape.Parse(value)
 	default:
-		return errors.New("unknown setting (max_workers, distribution, max_change, default_capacity, billing_cycle, decision, strategy)")
+		return errors.New("unknown setting (max_workers, distribution, max_change, default_capacity, billing_cycle, decision, strategy, shapes)")
 	}
 	return err
 }

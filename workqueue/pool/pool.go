@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/factory"
@@ -47,6 +48,18 @@ type Config struct {
 	// it, a worker a master releases, or whose master is gone, serves the
 	// next master the pool's decision gives room (package enforce).
 	Stay bool
+	// Shapes, if set, are the cores and wall times a worker job may have
+	// (seed 002's moldable requests), unless the policy names its own:
+	// each request of k workers is submitted as the candidate (k times its
+	// cores, its wall time, cut to the workers max_workers leaves room
+	// for) that Chooser predicts to finish first, and counts as its cores
+	// over Worker.Cores workers (shape.Pick).
+	Shapes []shape.Shape
+	// Chooser picks among the candidates (default shape.For: a
+	// conservative-backfilling model of the cores the batch system says
+	// it has free, where it says; else the first candidate). On SLURM,
+	// give shape.Slurm: SLURM's own prediction.
+	Chooser shape.Chooser
 	// Limits say how failures are met.
 	Limits Limits
 	// Interval is how often the catalog is asked about the masters and the
@@ -109,6 +122,9 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.TasksPerWorker == 0 {
 		c.Limits.TasksPerWorker = max(w.Cores, 1)
+	}
+	if c.Chooser == nil {
+		c.Chooser = shape.For("", c.Driver, nil)
 	}
 	if c.Interval <= 0 {
 		c.Interval = 10 * time.Second
@@ -251,17 +267,21 @@ func (p *pool) act(ctx context.Context, retry *time.Timer) error {
 			return nil
 		}
 		for _, r := range d.Submit {
-			id, err := p.cfg.Driver.Submit(ctx, p.job(r))
+			job, k := p.shaped(ctx, r, p.plan.Room())
+			id, err := p.cfg.Driver.Submit(ctx, job)
 			if err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
 				p.plan.SubmitFailed(err, time.Now())
-				p.log.Warn("worker not submitted", "master", r.Addr, "workers", r.Workers, "err", err)
+				p.log.Warn("worker not submitted", "master", r.Addr, "workers", k, "err", err)
 				break
 			}
-			p.plan.Submitted(id, r.Addr, r.Workers)
-			p.log.Debug("worker submitted", "job", id, "master", r.Addr, "workers", r.Workers)
+			p.plan.Submitted(id, r.Addr, k)
+			p.log.Debug("worker submitted", "job", id, "master", r.Addr, "workers", k)
+			if k != r.Workers {
+				break // a shape other than asked for: the plan hands out what remains afresh
+			}
 		}
 	}
 }
@@ -285,9 +305,32 @@ func (p *pool) observeFree(ctx context.Context) {
 	p.plan.ObserveFree(cores / max(p.cfg.Worker.Cores, 1))
 }
 
-// job returns the batch job of request r.
-func (p *pool) job(r Request) *batch.Job {
-	w := p.cfg.Worker.Request(r.Workers)
+// shaped returns the job of request r, when room workers may still be
+// added, and the workers it counts as: with candidate shapes (the
+// policy's, else Config.Shapes), the one predicted to finish first, cut
+// to room (shape.Pick).
+func (p *pool) shaped(ctx context.Context, r Request, room int) (*batch.Job, int) {
+	shapes := p.plan.Policy().Shapes
+	if len(shapes) == 0 {
+		shapes = p.cfg.Shapes
+	}
+	if len(shapes) == 0 {
+		return p.job(r.Addr, p.cfg.Worker.Request(r.Workers)), r.Workers
+	}
+	ctx, cancel := context.WithTimeout(ctx, askTimeout)
+	defer cancel()
+	c, n, err := shape.Pick(ctx, p.cfg.Chooser, shapes, r.Workers, p.cfg.Worker.Cores, room)
+	if err != nil {
+		p.log.Warn("cannot predict the candidate shapes; taking the first", "err", err)
+	}
+	job := p.job(r.Addr, p.cfg.Worker.Shaped(c.Shape, n))
+	p.log.Debug("request shape chosen", "master", r.Addr, "workers", r.Workers, "cores", c.Shape.Cores,
+		"wall", c.Shape.Wall, "predicted_start", c.Start, "predicted_finish", c.Finish)
+	return job, n
+}
+
+// job returns the batch job of worker w for the master at addr.
+func (p *pool) job(addr string, w factory.Worker) *batch.Job {
 	pre := []string{"--from-factory", p.cfg.Name}
 	if !p.cfg.Stay {
 		pre = append(pre, "--follow-pool", "-C", strings.Join(p.cfg.Catalogs, ","))
@@ -296,7 +339,7 @@ func (p *pool) job(r Request) *batch.Job {
 	if c := p.plan.Policy().BillingCycle; c > 0 {
 		w.Args = append(w.Args, "--billing-cycle", strconv.Itoa(max(1, int(c/time.Second))))
 	}
-	host, port, _ := net.SplitHostPort(r.Addr)
+	host, port, _ := net.SplitHostPort(addr)
 	return w.Job(p.cfg.PasswordFile, host, port)
 }
 
