@@ -315,6 +315,50 @@ func TestProgramPair(t *testing.T) {
 	}
 }
 
+// TestProgramSuccessiveOutputs: calls one after another, which reuse the
+// same output files, each see only their own standard output and error,
+// whether it is empty, bigger than a read, or big enough that the files are
+// emptied before the next call.
+func TestProgramSuccessiveOutputs(t *testing.T) {
+	dir := t.TempDir()
+	prog := testutil.WriteScript(t, dir, "f", `cat "$1"; echo "stderr of $(head -c 12 "$1")" >&2; case "$(head -c 4 "$1")" in fail) exit 1;; esac`)
+	f, err := funcs.NewRegistry().OpenPair(prog, funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	calls := []struct {
+		name, input string
+		fails       bool
+	}{
+		{"short", "short one", false},
+		{"failing", "fail first", true},
+		{"empty", "", false},
+		{"bigger than a read", strings.Repeat("0123456789", 1000), false},
+		{"failing after a long output", "fail second", true},
+		{"past the files' reuse size", strings.Repeat("abcdefghij", 150_000), false},
+		{"short after they were emptied", "short two", false},
+		{"failing at the end", "fail third", true},
+	}
+	for _, c := range calls {
+		in := writeFile(t, dir, "in", c.input)
+		got, err := f.Call(context.Background(), funcs.Input{Path: in}, funcs.Input{Path: in})
+		var ce *funcs.CallError
+		switch {
+		case c.fails && !errors.As(err, &ce):
+			t.Fatalf("%s: Call = %v, want a *CallError", c.name, err)
+		case c.fails:
+			if want := "stderr of " + c.input[:min(12, len(c.input))] + "\n"; string(ce.Stderr) != want {
+				t.Errorf("%s: stderr %q, want only this call's, %q", c.name, ce.Stderr, want)
+			}
+		case err != nil:
+			t.Fatalf("%s: %v", c.name, err)
+		case string(got) != c.input:
+			t.Errorf("%s: output of %d bytes (%.20q...), want the input's %d", c.name, len(got), got, len(c.input))
+		}
+	}
+}
+
 func TestProgramDataInputs(t *testing.T) {
 	prog := testutil.WriteScript(t, t.TempDir(), "f", `cat "$1" "$2" "$3"`)
 	tmp := t.TempDir()
