@@ -1,0 +1,86 @@
+package proc
+
+import (
+	"os"
+	"syscall"
+	"testing"
+)
+
+// BenchmarkSpawn starts and reaps /bin/true through Spawn and through
+// syscall.ForkExec (what os.StartProcess uses), one process at a time and
+// from GOMAXPROCS goroutines at once, and reports this process's own CPU
+// time per process (children excluded).
+func BenchmarkSpawn(b *testing.B) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devnull.Close()
+	attr := &SpawnAttr{Files: [3]*os.File{devnull, devnull, devnull}}
+	argv := []string{"true"}
+	for _, bc := range []struct {
+		name  string
+		start func() (int, error)
+	}{
+		{"posix_spawn", func() (int, error) { return Spawn("/bin/true", argv, attr) }},
+		{"fork_exec", func() (int, error) { return forkExec("/bin/true", argv, attr) }},
+	} {
+		startAndReap := func(b *testing.B) {
+			pid, err := bc.start()
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+				b.Error(err)
+			}
+		}
+		b.Run(bc.name, func(b *testing.B) {
+			defer reportCPU(b)()
+			for b.Loop() {
+				startAndReap(b)
+			}
+		})
+		b.Run(bc.name+"_parallel", func(b *testing.B) {
+			defer reportCPU(b)()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					startAndReap(b)
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkCmd starts and waits for /bin/true through Cmd, one at a time,
+// with its standard error's tail kept (a pipe), as Makeflow's rules run,
+// and reports this process's own CPU time per command.
+func BenchmarkCmd(b *testing.B) {
+	var k Keeper
+	defer k.Close()
+	defer reportCPU(b)()
+	for b.Loop() {
+		c := &Cmd{Path: "/bin/true", Args: []string{"true"}, StderrTail: 2048, Keeper: &k}
+		p, err := c.Start()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := p.Wait(); r.ExitCode != 0 {
+			b.Fatalf("%+v", r)
+		}
+	}
+}
+
+// reportCPU starts measuring this process's CPU time (its children's
+// excluded); the function it returns reports it per op.
+func reportCPU(b *testing.B) func() {
+	var before syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
+	return func() {
+		var after syscall.Rusage
+		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+		cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	}
+}
