@@ -40,6 +40,7 @@ type cache struct {
 	dir    *os.File // the entries
 	shared *os.File // the copies tasks share, under random names
 	ino    int      // inotify descriptor; -1: copy every input
+	trash  *trash   // where entries removed or replaced go
 	log    *slog.Logger
 
 	mu      sync.Mutex
@@ -64,9 +65,9 @@ type placement struct {
 	forsaken string // why the task must be given back, once it must
 }
 
-func newCache(ws *os.File, log *slog.Logger) (*cache, error) {
+func newCache(ws *os.File, bin *trash, log *slog.Logger) (*cache, error) {
 	c := &cache{
-		ino: -1, log: log,
+		ino: -1, trash: bin, log: log,
 		copies: map[string]*sharedCopy{}, byEntry: map[string][]string{}, byWatch: map[int32]*sharedCopy{},
 		written: map[string]bool{}, refused: map[string]unix.Errno{},
 	}
@@ -129,10 +130,10 @@ func (c *cache) dropLocked(sc *sharedCopy) {
 	}
 }
 
-// remove removes an entry.
+// remove removes an entry (to the trash).
 func (c *cache) remove(name string) error {
 	c.forget(name)
-	return removeAt(c.dir, name)
+	return c.trash.put(c.dir, name, false)
 }
 
 // store moves src (in dir) to the entry name, replacing whatever is there.
@@ -141,7 +142,7 @@ func (c *cache) store(dir *os.File, src, name string) error {
 	from, to := int(dir.Fd()), int(c.dir.Fd())
 	err := unix.Renameat(from, src, to, name)
 	if err == unix.EEXIST || err == unix.ENOTEMPTY || err == unix.EISDIR || err == unix.ENOTDIR {
-		if err = removeAt(c.dir, name); err == nil {
+		if err = c.trash.put(c.dir, name, false); err == nil {
 			err = unix.Renameat(from, src, to, name)
 		}
 	}

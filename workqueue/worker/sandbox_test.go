@@ -235,7 +235,7 @@ func TestCacheNotThroughPlantedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer dir.Close()
-	if c, err := newCache(dir, slog.New(slog.DiscardHandler)); err == nil {
+	if c, err := newCache(dir, &trash{dir: dir, log: slog.New(slog.DiscardHandler)}, slog.New(slog.DiscardHandler)); err == nil {
 		c.close()
 		t.Error("cache opened through a symbolic link")
 	}
@@ -259,22 +259,25 @@ func listAll(t *testing.T, dir string) []string {
 	return list
 }
 
-// TestSandboxDisposal: a finished sandbox that its outputs left empty is
-// removed at once; one that holds what the task left (however unreadable)
-// is moved to the trash, which sweep empties; no finished sandbox stays
-// among the tasks' own.
+// TestSandboxDisposal: a finished sandbox, empty or holding what its task
+// left (however unreadable), goes to the trash in one rename, and a sweep
+// removes it; no finished sandbox stays among the tasks' own. The trash
+// empties itself once it holds too many sandboxes that were not empty.
 func TestSandboxDisposal(t *testing.T) {
+	leaveFile := func(t *testing.T, dir string) {
+		if err := os.WriteFile(filepath.Join(dir, "left"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
-		name    string
-		leave   func(t *testing.T, dir string)
-		trashed int
+		name      string
+		leave     func(t *testing.T, dir string)
+		tasks     int
+		inTrash   int // before a sweep
+		wantSwept bool
 	}{
-		{"empty", func(*testing.T, string) {}, 0},
-		{"a file left", func(t *testing.T, dir string) {
-			if err := os.WriteFile(filepath.Join(dir, "left"), []byte("x"), 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}, 1},
+		{"empty", func(*testing.T, string) {}, 1, 1, false},
+		{"a file left", leaveFile, 1, 1, false},
 		{"an unreadable tree left", func(t *testing.T, dir string) {
 			sub := filepath.Join(dir, "a", "b")
 			if err := os.MkdirAll(sub, 0o755); err != nil {
@@ -282,7 +285,9 @@ func TestSandboxDisposal(t *testing.T) {
 			}
 			os.WriteFile(filepath.Join(sub, "left"), []byte("x"), 0o644)
 			os.Chmod(filepath.Join(dir, "a"), 0)
-		}, 1},
+		}, 1, 1, false},
+		{"many empty", func(*testing.T, string) {}, trashFull + 1, trashFull + 1, false},
+		{"many left files", leaveFile, trashFull + 1, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ws := t.TempDir()
@@ -297,28 +302,74 @@ func TestSandboxDisposal(t *testing.T) {
 			}
 			defer s.files.close()
 			defer s.boxes.close()
-			sb, err := s.boxes.take()
-			if err != nil {
-				t.Fatal(err)
+			var last *os.File
+			for range tc.tasks {
+				sb, err := s.boxes.take()
+				if err != nil {
+					t.Fatal(err)
+				}
+				tc.leave(t, sb.Name())
+				s.boxes.done(sb)
+				last = sb
 			}
-			tc.leave(t, sb.Name())
-			s.boxes.done(sb)
 			trash := filepath.Join(ws, "trash")
-			if got := listAll(t, trash); len(got) != tc.trashed {
-				t.Errorf("trash holds %v, want %d sandboxes", got, tc.trashed)
+			if got := listAll(t, trash); len(got) != tc.inTrash {
+				t.Errorf("trash holds %d entries, want %d", len(got), tc.inTrash)
 			}
-			// One made ahead, empty; the finished one gone.
+			// One made ahead, empty; the finished ones gone.
 			tasks := listAll(t, filepath.Join(ws, "tasks"))
-			if len(tasks) != 1 || tasks[0] == filepath.Base(sb.Name()) {
+			if len(tasks) != 1 || tasks[0] == filepath.Base(last.Name()) {
 				t.Errorf("tasks holds %v, want one new sandbox", tasks)
 			} else if left := listAll(t, filepath.Join(ws, "tasks", tasks[0])); len(left) != 0 {
 				t.Errorf("the sandbox made ahead holds %v", left)
 			}
-			s.boxes.sweep()
+			s.trash.sweep()
 			if got := listAll(t, trash); len(got) != 0 {
 				t.Errorf("trash holds %v after a sweep", got)
 			}
 		})
+	}
+}
+
+// TestCacheEntryToTrash: an entry the master unlinks leaves the cache at
+// once, through the trash.
+func TestCacheEntryToTrash(t *testing.T) {
+	ws := t.TempDir()
+	wsDir, err := os.Open(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wsDir.Close()
+	s := &session{w: &worker{workspace: wsDir, res: resources{cores: 1}}, log: slog.New(slog.DiscardHandler)}
+	if err := s.openWorkspace(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.files.close()
+	defer s.boxes.close()
+	for _, name := range []string{"file-1-out", "dir-2-out"} {
+		p := filepath.Join(ws, "cache", name)
+		if strings.HasPrefix(name, "dir") {
+			os.MkdirAll(filepath.Join(p, "sub"), 0o755)
+		} else {
+			os.WriteFile(p, []byte("out"), 0o644)
+		}
+		if err := s.files.remove(name); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s still in the cache (%v)", name, err)
+		}
+	}
+	if err := s.files.remove("never-there"); err != nil {
+		t.Errorf("removing an entry that is not there: %v", err)
+	}
+	trash := filepath.Join(ws, "trash")
+	if got := listAll(t, trash); len(got) != 2 {
+		t.Errorf("trash holds %v, want the two entries", got)
+	}
+	s.trash.sweep()
+	if got := listAll(t, trash); len(got) != 0 {
+		t.Errorf("trash holds %v after a sweep", got)
 	}
 }
 

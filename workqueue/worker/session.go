@@ -31,6 +31,7 @@ type session struct {
 	c     *wire.Conn
 	files *cache // files received or produced, by cache name
 	boxes *sandboxes
+	trash *trash // what the sandboxes and the cache are done with
 	// devnull is every task's standard input: opened once per session,
 	// not once per task.
 	devnull *os.File
@@ -148,7 +149,7 @@ func (s *session) watchIdle(done <-chan struct{}) {
 			s.lastWork.Store(time.Now().UnixNano())
 			continue
 		}
-		s.boxes.sweep() // idle: the trash's removal costs no task anything
+		s.trash.sweep() // idle: the trash's removal costs no task anything
 		if time.Since(time.Unix(0, s.lastWork.Load())) > timeout && CycleEnding(s.w.started, time.Now(), s.w.cfg.BillingCycle) {
 			s.idle.Store(true)
 			s.send(func(c *wire.Conn) error {

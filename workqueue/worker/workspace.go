@@ -2,6 +2,7 @@ package worker
 
 import (
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path"
@@ -13,27 +14,18 @@ import (
 
 // A session's workspace holds the cache (directories "cache" and "shared")
 // and, in the directory "tasks", one sandbox per task. A sandbox is new
-// (made for its task, or made empty ahead of it) and disposed of when the
-// task ends, never reused, so that nothing a task leaves behind (a file, a
-// symbolic link, a process still writing to its directory) meets a later
-// task. Sandboxes have unguessable names, and "tasks" is a directory its
-// owner may search but not list (mode 0311), so that a task that does not
-// run as root does not find the others by listing "..". The directory
-// "trash" (mode 0311 too) holds finished sandboxes that were not empty,
-// until they are removed.
+// (made for its task, or made empty ahead of it) and put in the trash
+// (directory "trash") when the task ends, never reused, so that nothing a
+// task leaves behind (a file, a symbolic link, a process still writing to
+// its directory) meets a later task. Sandboxes have unguessable names,
+// and "tasks" and "trash" are directories their owner may search but not
+// list (mode 0311), so that a task that does not run as root does not find
+// the others by listing "..".
 const boxesMode = 0o311
-
-// trashLimit is how many finished sandboxes the trash holds before the
-// task that fills it empties it.
-const trashLimit = 64
 
 // openWorkspace makes the session's cache, sandbox parent and trash.
 func (s *session) openWorkspace() error {
 	ws := s.w.workspace
-	files, err := newCache(ws, s.log)
-	if err != nil {
-		return fmt.Errorf("creating cache: %w", err)
-	}
 	var dirs [2]*os.File
 	for i, name := range []string{"tasks", "trash"} {
 		var err error
@@ -46,33 +38,37 @@ func (s *session) openWorkspace() error {
 			dirs[i], err = openAt(ws, name, unix.O_PATH|unix.O_DIRECTORY, 0)
 		}
 		if err != nil {
-			files.close()
 			for _, d := range dirs[:i] {
 				d.Close()
 			}
 			return fmt.Errorf("creating sandboxes: %w", err)
 		}
 	}
+	bin := &trash{dir: dirs[1], log: s.log}
+	files, err := newCache(ws, bin, s.log)
+	if err != nil {
+		dirs[0].Close()
+		dirs[1].Close()
+		return fmt.Errorf("creating cache: %w", err)
+	}
 	s.files = files
-	s.boxes = &sandboxes{dir: dirs[0], trash: dirs[1], log: s.log, spare: int(wholeCores(s.w.res.cores))}
+	s.trash = bin
+	s.boxes = &sandboxes{dir: dirs[0], trash: bin, log: s.log, spare: int(wholeCores(s.w.res.cores))}
 	return nil
 }
 
-// sandboxes makes and disposes of task directories. A new directory costs
-// about a millisecond on ext4, so it keeps a few made ahead, by a task
-// that has just reported, for the next tasks. A finished one costs one
-// system call: removed if empty (its outputs went to the cache), else
-// moved to the trash, whose recursive removal waits until the worker is
-// idle (sweep), the trash is full, or the session ends (cleanWorkspace).
+// sandboxes makes task directories and puts finished ones in the trash. A
+// new directory costs tens of microseconds to a millisecond on ext4, so it
+// keeps a few made ahead, by a task that has just reported, for the next
+// tasks.
 type sandboxes struct {
 	dir   *os.File // "tasks"
-	trash *os.File // "trash"
+	trash *trash
 	log   *slog.Logger
 	spare int // how many to keep made ahead
 
-	mu      sync.Mutex
-	spares  []*os.File
-	trashed []string // names in the trash
+	mu     sync.Mutex
+	spares []*os.File
 }
 
 // take returns a new, empty sandbox.
@@ -102,8 +98,8 @@ func (b *sandboxes) make() (*os.File, error) {
 	return openAt(b.dir, name, dirFlags, 0)
 }
 
-// done disposes of a finished task's sandbox, once its processes are dead,
-// and makes one ahead for a later task.
+// done puts a finished task's sandbox in the trash, once its processes
+// are dead, and makes one ahead for a later task.
 func (b *sandboxes) done(sb *os.File) {
 	b.dispose(sb)
 	b.mu.Lock()
@@ -119,50 +115,18 @@ func (b *sandboxes) done(sb *os.File) {
 	}
 }
 
-// dispose takes a sandbox out of "tasks": removed if empty, else moved to
-// the trash (emptied here once full).
+// dispose moves a sandbox from "tasks" to the trash.
 func (b *sandboxes) dispose(sb *os.File) {
+	// Its outputs went to the cache: it is usually empty. (From the
+	// start: take read a spare to its end.)
+	var left []string
+	if _, err := sb.Seek(0, io.SeekStart); err == nil {
+		left, _ = sb.Readdirnames(1)
+	}
 	sb.Close()
 	name := filepath.Base(sb.Name())
-	err := unix.Unlinkat(int(b.dir.Fd()), name, unix.AT_REMOVEDIR)
-	if err == nil || err == unix.ENOENT {
-		return
-	}
-	if err := unix.Renameat(int(b.dir.Fd()), name, int(b.trash.Fd()), name); err != nil {
-		b.remove(b.dir, name) // where it is
-		return
-	}
-	b.mu.Lock()
-	b.trashed = append(b.trashed, name)
-	full := len(b.trashed) >= trashLimit
-	b.mu.Unlock()
-	if full {
-		b.sweep()
-	}
-}
-
-// sweep empties the trash.
-func (b *sandboxes) sweep() {
-	b.mu.Lock()
-	list := b.trashed
-	b.trashed = nil
-	b.mu.Unlock()
-	for _, name := range list {
-		b.remove(b.trash, name)
-	}
-}
-
-// remove removes the sandbox name from dir, with whatever it holds.
-func (b *sandboxes) remove(dir *os.File, name string) {
-	err := removeDirAt(dir, name)
-	if err != nil {
-		// A process that escaped the task's process group may still be
-		// writing there; try once more, then leave it to the end of the
-		// session.
-		err = removeDirAt(dir, name)
-	}
-	if err != nil {
-		b.log.Warn("removing sandbox", "dir", path.Join(dir.Name(), name), "err", err)
+	if err := b.trash.put(b.dir, name, len(left) == 0); err != nil {
+		b.log.Warn("removing sandbox", "dir", sb.Name(), "err", err)
 	}
 }
 
@@ -172,7 +136,7 @@ func (b *sandboxes) close() {
 		sb.Close()
 	}
 	b.dir.Close()
-	b.trash.Close()
+	b.trash.dir.Close()
 }
 
 // cleanWorkspace removes everything in a workspace, whatever modes tasks
