@@ -3,7 +3,6 @@ module github.com/rightsize/rightsize
 go 1.26.0
 
 require (
-	github.com/edsrzf/mmap-go v1.2.0
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/prometheus/client_golang v1.25.0
 	github.com/spf13/cobra v1.10.2

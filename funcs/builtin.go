@@ -2,11 +2,10 @@ package funcs
 
 import (
 	"bytes"
-	"encoding/binary"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"math/big"
-	"math/bits"
 	"strconv"
 )
 
@@ -21,37 +20,23 @@ func ByteDiff(a, b []byte) ([]byte, error) {
 func countDiff(a, b []byte) int {
 	n := min(len(a), len(b))
 	diff := max(len(a), len(b)) - n
-	// Eight bytes at a time: a byte of a^b is zero where the inputs agree.
-	// zeroMask marks each zero byte in its top bit; the marks of four words
-	// are shifted into distinct bits so one population count adds them up.
-	same, i := 0, 0
-	for ; i+32 <= n; i += 32 {
-		m := zeroMask(binary.LittleEndian.Uint64(a[i:])^binary.LittleEndian.Uint64(b[i:]))>>7 |
-			zeroMask(binary.LittleEndian.Uint64(a[i+8:])^binary.LittleEndian.Uint64(b[i+8:]))>>6 |
-			zeroMask(binary.LittleEndian.Uint64(a[i+16:])^binary.LittleEndian.Uint64(b[i+16:]))>>5 |
-			zeroMask(binary.LittleEndian.Uint64(a[i+24:])^binary.LittleEndian.Uint64(b[i+24:]))>>4
-		same += bits.OnesCount64(m)
-	}
-	for ; i+8 <= n; i += 8 {
-		same += bits.OnesCount64(zeroMask(binary.LittleEndian.Uint64(a[i:]) ^ binary.LittleEndian.Uint64(b[i:])))
-	}
-	diff += i - same
-	for ; i < n; i++ {
-		if a[i] != b[i] {
-			diff++
-		}
+	// A chunk at a time: XOR the inputs into a buffer that stays in the L1
+	// cache, where a zero byte is a byte the inputs agree on, then count
+	// the zeros. Both steps are the standard library's vectorised loops
+	// (SSE2 XOR, AVX2 byte count on amd64), several times faster than any
+	// word-at-a-time loop Go can compile, and neither allocates.
+	var x [diffChunk]byte
+	for i := 0; i < n; i += diffChunk {
+		k := min(diffChunk, n-i)
+		subtle.XORBytes(x[:k], a[i:i+k], b[i:i+k])
+		diff += k - bytes.Count(x[:k], []byte{0})
 	}
 	return diff
 }
 
-// zeroMask sets the top bit of each zero byte of x and clears every other
-// bit. Adding 0x7f to a byte's low seven bits carries into its top bit
-// unless they are all zero, and OR-ing in the byte itself catches a set top
-// bit; no carry crosses into the next byte.
-func zeroMask(x uint64) uint64 {
-	const low7 = 0x7f7f7f7f7f7f7f7f
-	return ^((x&low7 + low7) | x | low7)
-}
+// diffChunk is countDiff's chunk: small enough for the L1 cache with the
+// inputs streaming past it, large enough that the calls cost nothing.
+const diffChunk = 2 << 10
 
 // Smith-Waterman scoring used by SWAlign: a linear gap penalty, as in the
 // textbook example (TGTTACGG against GGTTGACTA scores 13).

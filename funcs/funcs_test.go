@@ -56,6 +56,85 @@ func TestByteDiffAgainstNaive(t *testing.T) {
 	}
 }
 
+// TestByteDiffLengths: lengths on both sides of the kernel's 8-, 16-, 32-
+// and 2048-byte steps, differences placed at the ends of chunks and in the
+// tails, and inputs of unequal length.
+func TestByteDiffLengths(t *testing.T) {
+	tests := []struct {
+		name   string
+		la, lb int
+		diffAt []int // positions where b differs from a (within both)
+	}{
+		{"both empty", 0, 0, nil},
+		{"one empty", 0, 5, nil},
+		{"one byte, equal", 1, 1, nil},
+		{"one byte, different", 1, 1, []int{0}},
+		{"7 bytes, last differs", 7, 7, []int{6}},
+		{"8 bytes", 8, 8, []int{0, 7}},
+		{"15 bytes", 15, 15, []int{8, 14}},
+		{"17 bytes", 17, 17, []int{16}},
+		{"31 bytes", 31, 31, []int{0, 30}},
+		{"33 bytes", 33, 33, []int{32}},
+		{"a chunk less one", 2047, 2047, []int{2046}},
+		{"a chunk", 2048, 2048, []int{0, 2047}},
+		{"a chunk and one", 2049, 2049, []int{2047, 2048}},
+		{"chunks and a tail", 3*2048 + 13, 3*2048 + 13, []int{2048, 4095, 6144, 6156}},
+		{"all differ across chunks", 5000, 5000, nil},
+		{"longer a", 4100, 2050, []int{2049}},
+		{"longer b", 2050, 4100, []int{0}},
+		{"1 MiB", 1 << 20, 1 << 20, []int{1, 1<<20 - 1}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := make([]byte, tc.la), make([]byte, tc.lb)
+			for i := range a {
+				a[i] = byte(i*7 + 1)
+			}
+			for i := range b {
+				b[i] = byte(i*7 + 1)
+			}
+			if tc.name == "all differ across chunks" {
+				for i := range b {
+					b[i] ^= 0x80
+				}
+			}
+			for _, i := range tc.diffAt {
+				b[i]++
+			}
+			got, err := funcs.ByteDiff(a, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := strconv.Itoa(naiveDiff(a, b)); string(got) != want {
+				t.Errorf("ByteDiff of %d and %d bytes = %s, want %s", tc.la, tc.lb, got, want)
+			}
+		})
+	}
+}
+
+// FuzzByteDiff checks the kernel against the byte-by-byte loop. The seed
+// corpus crosses a chunk; the fuzzer mutates lengths and contents, and the
+// shift lets it misalign one input against the other.
+func FuzzByteDiff(f *testing.F) {
+	long := bytes.Repeat([]byte("GATTACA"), 700)
+	f.Add([]byte{}, []byte{}, uint8(0))
+	f.Add([]byte("GATTACA"), []byte("GACTACA"), uint8(0))
+	f.Add(long, long, uint8(3))
+	f.Add(long, long[:2049], uint8(1))
+	f.Fuzz(func(t *testing.T, a, b []byte, shift uint8) {
+		if int(shift) < len(b) {
+			b = b[shift:]
+		}
+		got, err := funcs.ByteDiff(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := strconv.Itoa(naiveDiff(a, b)); string(got) != want {
+			t.Errorf("ByteDiff(%d bytes, %d bytes) = %s, want %s", len(a), len(b), got, want)
+		}
+	})
+}
+
 func TestSWAlign(t *testing.T) {
 	tests := []struct {
 		a, b string
@@ -233,6 +312,50 @@ func TestProgramPair(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestProgramSuccessiveOutputs: calls one after another, which reuse the
+// same output files, each see only their own standard output and error,
+// whether it is empty, bigger than a read, or big enough that the files are
+// emptied before the next call.
+func TestProgramSuccessiveOutputs(t *testing.T) {
+	dir := t.TempDir()
+	prog := testutil.WriteScript(t, dir, "f", `cat "$1"; echo "stderr of $(head -c 12 "$1")" >&2; case "$(head -c 4 "$1")" in fail) exit 1;; esac`)
+	f, err := funcs.NewRegistry().OpenPair(prog, funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	calls := []struct {
+		name, input string
+		fails       bool
+	}{
+		{"short", "short one", false},
+		{"failing", "fail first", true},
+		{"empty", "", false},
+		{"bigger than a read", strings.Repeat("0123456789", 1000), false},
+		{"failing after a long output", "fail second", true},
+		{"past the files' reuse size", strings.Repeat("abcdefghij", 150_000), false},
+		{"short after they were emptied", "short two", false},
+		{"failing at the end", "fail third", true},
+	}
+	for _, c := range calls {
+		in := writeFile(t, dir, "in", c.input)
+		got, err := f.Call(context.Background(), funcs.Input{Path: in}, funcs.Input{Path: in})
+		var ce *funcs.CallError
+		switch {
+		case c.fails && !errors.As(err, &ce):
+			t.Fatalf("%s: Call = %v, want a *CallError", c.name, err)
+		case c.fails:
+			if want := "stderr of " + c.input[:min(12, len(c.input))] + "\n"; string(ce.Stderr) != want {
+				t.Errorf("%s: stderr %q, want only this call's, %q", c.name, ce.Stderr, want)
+			}
+		case err != nil:
+			t.Fatalf("%s: %v", c.name, err)
+		case string(got) != c.input:
+			t.Errorf("%s: output of %d bytes (%.20q...), want the input's %d", c.name, len(got), got, len(c.input))
+		}
 	}
 }
 

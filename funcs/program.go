@@ -17,11 +17,11 @@ import (
 // killGrace is how long a program has between SIGTERM and SIGKILL.
 const killGrace = time.Second
 
-// program runs an external executable once per call, directly (spawn): no
+// program runs an external executable once per call, directly (proc.Spawn): no
 // shell, no goroutines per call. Standard output and standard error go to
-// unlinked temporary files (reused from a free list) rather than pipes,
-// which costs fewer system calls than pipes and cannot hang on a grandchild
-// that keeps a pipe open.
+// files (memory files on Linux, unlinked temporary files elsewhere; reused
+// from a free list) rather than pipes, which costs fewer system calls than
+// pipes and cannot hang on a grandchild that keeps a pipe open.
 //
 // Each call runs in a process group of its own, killed when the call ends,
 // so that nothing the program left in the background outlives the call;
@@ -36,9 +36,6 @@ type program struct {
 	temps  atomic.Int64 // names of temporary input files
 	keeper proc.Keeper
 }
-
-// outputFiles are the two files a call's output goes to.
-type outputFiles struct{ stdout, stderr *os.File }
 
 func newProgram(name, path string, opts Options) (*program, error) {
 	stdin, err := os.Open(os.DevNull)
@@ -69,11 +66,6 @@ func (p *program) Close() error {
 	}
 }
 
-func (s *outputFiles) close() {
-	s.stdout.Close()
-	s.stderr.Close()
-}
-
 func (p *program) tempDir() string {
 	if p.opts.TempDir != "" {
 		return p.opts.TempDir
@@ -88,21 +80,12 @@ func (p *program) getSlot() (*outputFiles, error) {
 		return s, nil
 	default:
 	}
-	stdout, err := openAppendTemp(p.tempDir())
-	if err != nil {
-		return nil, err
-	}
-	stderr, err := openAppendTemp(p.tempDir())
-	if err != nil {
-		stdout.Close()
-		return nil, err
-	}
-	return &outputFiles{stdout, stderr}, nil
+	return newOutputFiles(p.tempDir())
 }
 
-// putSlot truncates s and keeps it for the next call.
+// putSlot keeps s for the next call.
 func (p *program) putSlot(s *outputFiles) {
-	if s.stdout.Truncate(0) != nil || s.stderr.Truncate(0) != nil {
+	if !s.next() {
 		s.close()
 		return
 	}
@@ -111,20 +94,6 @@ func (p *program) putSlot(s *outputFiles) {
 	default:
 		s.close()
 	}
-}
-
-// openAppendTemp opens an unlinked temporary file in append mode, so that a
-// child writing to it always writes at the end, even after the parent
-// truncates it for reuse.
-func openAppendTemp(dir string) (*os.File, error) {
-	f, err := os.CreateTemp(dir, "rightsize-out-")
-	if err != nil {
-		return nil, err
-	}
-	name := f.Name()
-	f.Close()
-	defer os.Remove(name)
-	return os.OpenFile(name, os.O_RDWR|os.O_APPEND, 0)
 }
 
 // Call runs the program on the inputs' paths and returns its standard output
@@ -166,7 +135,7 @@ func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]
 	if err != nil {
 		return nil, p.fail(-1, nil, err)
 	}
-	pid, err := spawn(argv, p.stdin, slot.stdout, slot.stderr)
+	pid, err := proc.Spawn(argv[0], argv, &proc.SpawnAttr{Files: [3]*os.File{p.stdin, slot.stdout, slot.stderr}})
 	if err != nil {
 		reg.Release()
 		return nil, p.fail(-1, nil, err)
@@ -199,56 +168,35 @@ func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]
 	}
 	switch {
 	case err != nil:
-		return nil, p.fail(-1, slot.stderr, fmt.Errorf("wait: %w", err))
+		return nil, p.fail(-1, slot, fmt.Errorf("wait: %w", err))
 	case k.timedOut:
-		e := p.fail(-1, slot.stderr, nil)
+		e := p.fail(-1, slot, nil)
 		e.TimedOut, e.Timeout = true, p.opts.Timeout
 		return nil, e
 	case k.cancelled:
 		return nil, ctx.Err()
 	case ws.Signaled():
-		e := p.fail(-1, slot.stderr, nil)
+		e := p.fail(-1, slot, nil)
 		e.Signal = ws.Signal()
 		return nil, e
 	case ws.ExitStatus() != 0:
-		return nil, p.fail(ws.ExitStatus(), slot.stderr, nil)
+		return nil, p.fail(ws.ExitStatus(), slot, nil)
 	}
-	return p.readResult(slot.stdout)
-}
-
-func (p *program) readResult(f *os.File) ([]byte, error) {
-	st, err := f.Stat()
+	out, err := slot.result(p.opts.maxResult())
 	if err != nil {
-		return nil, p.fail(-1, nil, fmt.Errorf("read output: %w", err))
+		return nil, p.fail(-1, nil, err)
 	}
-	if st.Size() > int64(p.opts.maxResult()) {
-		return nil, p.fail(-1, nil, fmt.Errorf("output of %d bytes: %w (limit %d)", st.Size(), ErrTooLarge, p.opts.maxResult()))
-	}
-	out := make([]byte, st.Size())
-	if _, err := f.ReadAt(out, 0); err != nil {
-		return nil, p.fail(-1, nil, fmt.Errorf("read output: %w", err))
-	}
-	return trimNewlines(out), nil
+	return out, nil
 }
 
-// fail builds a CallError with the tail of the standard error file, if any.
-func (p *program) fail(code int, stderr *os.File, err error) *CallError {
+// fail builds a CallError with the tail of what the call wrote on its
+// standard error, if slot is not nil.
+func (p *program) fail(code int, slot *outputFiles, err error) *CallError {
 	e := &CallError{Func: p.info.Name, ExitCode: code, Err: err}
-	if stderr != nil {
-		e.Stderr = tail(stderr, p.opts.stderrTail())
+	if slot != nil {
+		e.Stderr = slot.stderrTail(p.opts.stderrTail())
 	}
 	return e
-}
-
-func tail(f *os.File, n int) []byte {
-	st, err := f.Stat()
-	if err != nil || st.Size() == 0 {
-		return nil
-	}
-	off := max(st.Size()-int64(n), 0)
-	buf := make([]byte, st.Size()-off)
-	k, _ := f.ReadAt(buf, off)
-	return buf[:k]
 }
 
 func trimNewlines(b []byte) []byte {

@@ -67,8 +67,11 @@ func WriteDot(w io.Writer, wf *Workflow) error {
 	return b.Flush()
 }
 
+// dotEscaper escapes a dot string's contents. A Replacer is safe for
+// concurrent use and builds its tables on first use: one serves every call.
+var dotEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+
 // dotQuote quotes s as a dot string.
 func dotQuote(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
-	return `"` + r.Replace(s) + `"`
+	return `"` + dotEscaper.Replace(s) + `"`
 }

@@ -126,7 +126,8 @@ type parser struct {
 	exported map[string]bool
 
 	// The rule whose command line has not been read yet, with its local
-	// variables and category; nil between rules.
+	// variables (a map kept from rule to rule, emptied) and category; nil
+	// between rules.
 	rule     *Rule
 	ruleBad  bool // the rule line had errors: read its command, then drop it
 	ruleVars map[string]variable
@@ -134,8 +135,18 @@ type parser struct {
 
 	lastRule *Rule // the last complete rule, for "second command" errors
 
-	envs map[string][]string // interned Rule.Env slices
+	// Buffers kept from rule to rule, so that a rule costs no allocations
+	// but its own: the rule line's tokens, its file lists' sets of names,
+	// and its environment's variables and key.
+	fl            fileLexer
+	targets, srcs fileList
+	envVars       []envVar
+	envKey        []byte
+	envs          map[string][]string // interned Rule.Env slices, by envKey
 }
+
+// envVar is one variable of a rule's environment.
+type envVar struct{ name, value string }
 
 func newParser(file string, environ []string) *parser {
 	env := make(map[string]string, len(environ))
@@ -323,7 +334,7 @@ func (p *parser) set(name, value string, appendOp bool, pos Pos) {
 		cat := p.category(value)
 		if p.rule != nil {
 			p.ruleCat = cat
-			p.ruleVars["CATEGORY"] = v
+			p.setRuleVar("CATEGORY", v)
 		} else {
 			p.cat = cat
 			p.defaultCat.vars["CATEGORY"] = v
@@ -331,10 +342,25 @@ func (p *parser) set(name, value string, appendOp bool, pos Pos) {
 		return
 	}
 	if p.rule != nil {
-		p.ruleVars[name] = v
+		p.setRuleVar(name, v)
 	} else {
 		p.cat.vars[name] = v
 	}
+}
+
+// clearRuleVars empties the rule's variables for the next rule.
+func (p *parser) clearRuleVars() {
+	if len(p.ruleVars) > 0 {
+		clear(p.ruleVars)
+	}
+}
+
+// setRuleVar sets one of the pending rule's own variables.
+func (p *parser) setRuleVar(name string, v variable) {
+	if p.ruleVars == nil {
+		p.ruleVars = map[string]variable{}
+	}
+	p.ruleVars[name] = v
 }
 
 func (p *parser) category(name string) *category {
@@ -662,6 +688,11 @@ type fileLexer struct {
 	budget
 }
 
+// reset empties fl for another line, keeping its buffers.
+func (fl *fileLexer) reset() {
+	*fl = fileLexer{toks: fl.toks[:0], cur: fl.cur[:0]}
+}
+
 func (fl *fileLexer) add(c byte, pos Pos) {
 	fl.start(pos)
 	fl.cur = append(fl.cur, c)
@@ -828,9 +859,12 @@ func (p *parser) ruleLine(s *scanner) {
 		p.rule = nil
 	}
 	nerr := len(p.errs)
-	var fl fileLexer
-	p.lexFiles(s, &fl)
+	fl := &p.fl
+	fl.reset()
+	p.lexFiles(s, fl)
 	r := &Rule{ID: len(p.wf.Rules), Pos: pos}
+	p.targets.reset()
+	p.srcs.reset()
 	targets := true
 	colons := 0
 	toks := fl.toks
@@ -860,18 +894,19 @@ func (p *parser) ruleLine(s *scanner) {
 				continue
 			}
 			if targets {
-				r.Targets = appendFile(r.Targets, f)
+				p.targets.add(f)
 			} else {
-				r.Sources = appendFile(r.Sources, f)
+				p.srcs.add(f)
 			}
 		}
 	}
 	if colons == 0 && len(p.errs) == nerr {
 		p.errorf(pos, "rule line without ':'")
 	}
+	r.Targets, r.Sources = p.targets.take(), p.srcs.take()
 	p.rule = r
 	p.ruleBad = len(p.errs) > nerr
-	p.ruleVars = map[string]variable{}
+	p.clearRuleVars()
 	p.ruleCat = p.cat
 }
 
@@ -898,6 +933,47 @@ func (p *parser) checkFile(f *File) bool {
 		}
 	}
 	return true
+}
+
+// A fileList is a rule's targets or sources as its line names them, each
+// file once: a short list is searched, a long one (a rule gathering 50,000
+// outputs) keeps a set, so that a list of n names costs O(n), not O(n²).
+type fileList struct {
+	files []File
+	names map[string]struct{} // nil while the list is short
+}
+
+// listSetMin is the length from which a fileList keeps a set.
+const listSetMin = 16
+
+// reset empties l. A set is dropped, not cleared: clearing costs its
+// capacity, on every rule after a long one.
+func (l *fileList) reset() { *l = fileList{} }
+
+// add appends f unless the list names it already.
+func (l *fileList) add(f File) {
+	if len(l.files) < listSetMin {
+		l.files = appendFile(l.files, f)
+		return
+	}
+	if l.names == nil {
+		l.names = make(map[string]struct{}, 2*len(l.files))
+		for _, g := range l.files {
+			l.names[g.Name] = struct{}{}
+		}
+	}
+	if _, ok := l.names[f.Name]; ok {
+		return
+	}
+	l.names[f.Name] = struct{}{}
+	l.files = append(l.files, f)
+}
+
+// take returns the list, which is the caller's from then on.
+func (l *fileList) take() []File {
+	files := l.files
+	l.files = nil
+	return files
 }
 
 // appendFile adds f unless the list names it already.
@@ -1099,21 +1175,16 @@ func (cb *cmdBuilder) string(s string) {
 func (p *parser) finishRule(bad bool) {
 	// p.rule stays set until the end so that lookups see the rule's scope.
 	r := p.rule
-	defer func() { p.rule, p.ruleVars, p.ruleCat = nil, nil, nil }()
+	defer func() {
+		p.rule, p.ruleCat = nil, nil
+		p.clearRuleVars()
+	}()
 	if bad || p.ruleBad {
 		return
 	}
 	r.Category = p.ruleCat.name
-	var env []string
-	envSet := func(name, value string) {
-		for i, kv := range env {
-			if strings.HasPrefix(kv, name+"=") {
-				env[i] = name + "=" + value
-				return
-			}
-		}
-		env = append(env, name+"="+value)
-	}
+	p.envVars = p.envVars[:0]
+	envSet := p.envSet
 	for _, name := range []string{"CORES", "MEMORY", "DISK", "GPUS", "WALL_TIME"} {
 		v, ok := p.lookupVar(name)
 		if !ok || v.value == "" {
@@ -1169,15 +1240,43 @@ func (p *parser) finishRule(bad bool) {
 			envSet(name, v)
 		}
 	}
-	key := strings.Join(env, "\x00")
-	if shared, ok := p.envs[key]; ok {
-		env = shared
-	} else {
-		p.envs[key] = env
-	}
-	r.Env = env
+	r.Env = p.internEnv()
 	p.wf.Rules = append(p.wf.Rules, r)
 	p.lastRule = r
+}
+
+// envSet sets a variable of the environment being built for a rule.
+func (p *parser) envSet(name, value string) {
+	for i := range p.envVars {
+		if p.envVars[i].name == name {
+			p.envVars[i].value = value
+			return
+		}
+	}
+	p.envVars = append(p.envVars, envVar{name, value})
+}
+
+// internEnv returns the rule environment built in p.envVars as NAME=value
+// strings, shared by every rule with the same one: rules made from one
+// template allocate it once.
+func (p *parser) internEnv() []string {
+	key := p.envKey[:0]
+	for _, v := range p.envVars {
+		key = append(key, v.name...)
+		key = append(key, '=')
+		key = append(key, v.value...)
+		key = append(key, 0)
+	}
+	p.envKey = key
+	if env, ok := p.envs[string(key)]; ok {
+		return env
+	}
+	env := make([]string, len(p.envVars))
+	for i, v := range p.envVars {
+		env[i] = v.name + "=" + v.value
+	}
+	p.envs[string(key)] = env
+	return env
 }
 
 // finishWorkflow reads MAKEFLOW_INPUTS and MAKEFLOW_OUTPUTS.

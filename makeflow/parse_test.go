@@ -41,6 +41,15 @@ func envOf(env []string, keys []string) []string {
 	return out
 }
 
+// numbered returns "prefixFROM ... prefixTO".
+func numbered(prefix string, from, to int) string {
+	var names []string
+	for i := from; i <= to; i++ {
+		names = append(names, fmt.Sprintf("%s%d", prefix, i))
+	}
+	return strings.Join(names, " ")
+}
+
 func TestParseRules(t *testing.T) {
 	environ := []string{"HOME=/home/u", "FROM_ENV=env value"}
 	tests := []struct {
@@ -224,6 +233,18 @@ func TestParseRules(t *testing.T) {
 			name: "file names are cleaned",
 			src:  "./a//b/: ./c\n\ttrue\n",
 			want: []ruleView{{targets: []string{"a/b"}, sources: []string{"c"}, command: "true"}},
+		},
+		{
+			// Long lists keep a set of names (fileList): repeats before and
+			// after it is made, and a following short rule, are kept right.
+			name: "a file named twice in a list is kept once, short or long",
+			src: "t t: s s ./s\n\ttrue\ngather: " + numbered("f", 1, 20) + " f3 ./f20 " + numbered("f", 15, 25) + " f1\n\ttrue\n" +
+				"x: f1 f1\n\ttrue\n",
+			want: []ruleView{
+				{targets: []string{"t"}, sources: []string{"s"}, command: "true"},
+				{targets: []string{"gather"}, sources: strings.Fields(numbered("f", 1, 25)), command: "true"},
+				{targets: []string{"x"}, sources: []string{"f1"}, command: "true"},
+			},
 		},
 		{
 			name: "Windows line endings",
@@ -513,4 +534,28 @@ func explodingCommand() string {
 	}
 	b.WriteString("V8=x\na:\n\techo $V1\n")
 	return b.String()
+}
+
+// BenchmarkParseFlat parses the flat workflow of bench/makeflow_bench.sh:
+// n one-line rules and one rule gathering their n outputs.
+func BenchmarkParseFlat(b *testing.B) {
+	for _, n := range []int{2000, 50000} {
+		var src strings.Builder
+		for i := range n {
+			fmt.Fprintf(&src, "out_%d:\n\techo %d > out_%d\n", i, i, i)
+		}
+		src.WriteString("gather:")
+		for i := range n {
+			fmt.Fprintf(&src, " out_%d", i)
+		}
+		src.WriteString("\n\tcat out_* > gather\n")
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse("flat.mf", []byte(src.String()), nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -3,9 +3,7 @@ package makeflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -18,74 +16,32 @@ import (
 
 // RuleKey identifies a rule across runs and edits of its workflow: its
 // category and its command, as substituted. Two rules with the same key
-// are expected to take as long.
+// are expected to take as long. It is hex, 24 digits: the start of a
+// SHA-256, kept in r until its category or command change (so it must
+// not be called for one rule by two goroutines at once).
 func RuleKey(r *Rule) string {
-	sum := sha256.Sum256([]byte(r.Category + "\x00" + r.Command))
-	return hex.EncodeToString(sum[:12])
+	if r.key == "" || r.keyCategory != r.Category || r.keyCommand != r.Command {
+		sum := sha256.Sum256([]byte(r.Category + "\x00" + r.Command))
+		r.key, r.keyCategory, r.keyCommand = hex.EncodeToString(sum[:costKeyLen]), r.Category, r.Command
+	}
+	return r.key
 }
 
 // A RuleCost is what a rule's earlier runs took.
 type RuleCost struct {
-	Seconds float64 `json:"seconds"` // the last completed run's time
-	Runs    int     `json:"runs"`    // completed runs learnt
+	Seconds float64 // the last completed run's time
+	Runs    int     // completed runs learnt
 	// Last is when the last completed run ended, in µs since the epoch
 	// (the log's clock): a log read twice teaches it once.
-	Last int64 `json:"last_us"`
-}
-
-// UnmarshalJSON also reads the bare seconds that earlier versions kept.
-func (c *RuleCost) UnmarshalJSON(b []byte) error {
-	var secs float64
-	if json.Unmarshal(b, &secs) == nil {
-		*c = RuleCost{Seconds: secs, Runs: 1}
-		return nil
-	}
-	type plain RuleCost
-	return json.Unmarshal(b, (*plain)(c))
+	Last int64
 }
 
 // RuleCosts are the measured running times of rules, by RuleKey: what the
-// workflow's earlier runs took, kept beside the user's run history so
-// that they outlive the transaction log (a clean removes it) and follow a
-// rule that moves in its workflow (the log knows rules by position only).
+// workflow's earlier runs took, kept beside the user's run history (in a
+// rule-cost file, costfile.go) so that they outlive the transaction log
+// (a clean removes it) and follow a rule that moves in its workflow (the
+// log knows rules by position only).
 type RuleCosts map[string]RuleCost
-
-// LoadRuleCosts reads the costs kept at path. A missing or damaged file
-// holds none.
-func LoadRuleCosts(path string) RuleCosts {
-	c := RuleCosts{}
-	if b, err := os.ReadFile(path); err == nil && json.Unmarshal(b, &c) != nil {
-		c = RuleCosts{}
-	}
-	return c
-}
-
-// Save writes the costs to path, atomically.
-func (c RuleCosts) Save(path string) error {
-	b, err := json.Marshal(c)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("rule costs: %w", err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".rules-*.json")
-	if err != nil {
-		return fmt.Errorf("rule costs: %w", err)
-	}
-	_, err = tmp.Write(b)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("rule costs: %w", err)
-	}
-	return nil
-}
 
 // Learn takes from the transaction log at logPath ("" for the
 // workflow's own) how long each rule of w took the last time it

@@ -1,7 +1,6 @@
 package makeflow
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -124,28 +123,82 @@ func TestLearn(t *testing.T) {
 		t.Errorf("a later run: %d learnt, %v", n, c)
 	}
 
-	// Kept and read back; a damaged file holds nothing.
-	path := filepath.Join(dir, "cache", "rules.json")
+	// Kept and read back.
+	path := filepath.Join(dir, "cache", "rules.costs")
 	if err := c.Save(path); err != nil {
 		t.Fatal(err)
 	}
-	if got := LoadRuleCosts(path); !reflect.DeepEqual(got, c) {
+	if got := LoadRuleCosts(path, w); !reflect.DeepEqual(got, c) {
 		t.Errorf("read back %v, want %v", got, c)
-	}
-	os.WriteFile(path, []byte("{"), 0o644)
-	if got := LoadRuleCosts(path); len(got) != 0 {
-		t.Errorf("damaged file: %v", got)
 	}
 }
 
-func TestRuleCostReadsBareSeconds(t *testing.T) {
-	var c RuleCosts
-	if err := json.Unmarshal([]byte(`{"k":1.5,"m":{"seconds":2,"runs":3,"last_us":7}}`), &c); err != nil {
+// TestRuleCostFile: the rule-cost file keeps the costs of every workflow
+// saved into it, sorted, and gives each workflow its own; a damaged file
+// holds nothing and is replaced whole.
+func TestRuleCostFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "cache", "rules.costs")
+	w := parsePredictFlow(t)
+	var src strings.Builder
+	for i := range 50 {
+		fmt.Fprintf(&src, "o_%d:\n\techo %d > o_%d\n", i, i, i)
+	}
+	other, err := Parse("other.mf", []byte(src.String()), nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	want := RuleCosts{"k": {Seconds: 1.5, Runs: 1}, "m": {Seconds: 2, Runs: 3, Last: 7}}
-	if !reflect.DeepEqual(c, want) {
-		t.Errorf("got %v, want %v", c, want)
+	otherCosts := RuleCosts{}
+	for i, r := range other.Rules {
+		otherCosts[RuleKey(r)] = RuleCost{Seconds: float64(i), Runs: i, Last: int64(i) * 1e6}
+	}
+	mustSave := func(c RuleCosts) {
+		t.Helper()
+		if err := c.Save(path); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check := func(what string, wf *Workflow, want RuleCosts, records int) {
+		t.Helper()
+		if got := LoadRuleCosts(path, wf); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: read %v, want %v", what, got, want)
+		}
+		cf, err := openCostFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cf.close()
+		if cf.len() != records || !cf.sorted() {
+			t.Errorf("%s: %d records, sorted %v; want %d, sorted", what, cf.len(), cf.sorted(), records)
+		}
+	}
+
+	mustSave(otherCosts)
+	first := RuleCosts{RuleKey(w.Rules[0]): {Seconds: 1, Runs: 2, Last: 3}, "not a key": {Seconds: 9}}
+	mustSave(first)
+	delete(first, "not a key")
+	check("merged", w, first, 51)
+	check("the other workflow's kept", other, otherCosts, 51)
+
+	second := RuleCosts{RuleKey(w.Rules[0]): {Seconds: 5, Runs: 6, Last: 7}, RuleKey(w.Rules[2]): {Seconds: 0.25, Runs: 1, Last: 8}}
+	mustSave(second)
+	check("replaced and added", w, second, 52)
+	check("the other workflow's still kept", other, otherCosts, 52)
+
+	for _, damaged := range []struct{ name, content string }{
+		{"an earlier version's JSON", `{"0123456789abcdef01234567":{"seconds":1}}`},
+		{"a record cut short", costHeader + strings.Repeat("x", costRecord-1)},
+		{"another header", strings.Replace(costHeader, "v1", "v9", 1) + strings.Repeat("x", costRecord)},
+		{"records out of order", costHeader + strings.Repeat("z", costRecord) + strings.Repeat("a", costRecord)},
+	} {
+		if err := os.WriteFile(path, []byte(damaged.content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if damaged.name != "records out of order" {
+			check(damaged.name, w, RuleCosts{}, 0)
+		}
+		mustSave(second)
+		check(damaged.name+", then saved", w, second, 2)
 	}
 }
 

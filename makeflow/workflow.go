@@ -61,6 +61,10 @@ type Rule struct {
 	// BatchOptions is the BATCH_OPTIONS variable as the rule sees it, for
 	// batch-system executors.
 	BatchOptions string
+
+	// key is RuleKey's answer for the category and command it was made
+	// from.
+	key, keyCategory, keyCommand string
 }
 
 // onThisMachine reports whether the rule runs on this machine even when

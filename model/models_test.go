@@ -93,6 +93,40 @@ func TestWavefrontMulticore(t *testing.T) {
 	}
 }
 
+func TestWavefrontBlocks(t *testing.T) {
+	for _, tc := range []struct{ n, b, cpn int }{{1, 1, 1}, {7, 3, 1}, {20, 4, 2}, {10, 10, 4}, {5, 8, 1}} {
+		rules := WavefrontBlocks(tc.n, tc.b, tc.cpn, 1)
+		nb := (tc.n + tc.b - 1) / tc.b
+		if len(rules) != nb*nb {
+			t.Fatalf("n=%d b=%d: %d blocks, want %d", tc.n, tc.b, len(rules), nb*nb)
+		}
+		cells := 0.0
+		for id, r := range rules {
+			i, j := id/nb, id%nb
+			rows, cols := min(tc.b, tc.n-i*tc.b), min(tc.b, tc.n-j*tc.b)
+			cells += float64(rows * cols)
+			if want := WavefrontMulticore(rows, cols, tc.cpn, 1); r.Seconds != want {
+				t.Errorf("n=%d b=%d block (%d,%d): %v s, want %v", tc.n, tc.b, i, j, r.Seconds, want)
+			}
+			if want := min(i, 1) + min(j, 1); len(r.Parents) != want {
+				t.Errorf("n=%d b=%d block (%d,%d): parents %v", tc.n, tc.b, i, j, r.Parents)
+			}
+			for _, p := range r.Parents {
+				if p >= id {
+					t.Errorf("n=%d b=%d block %d: parent %d not first", tc.n, tc.b, id, p)
+				}
+			}
+		}
+		if cells != float64(tc.n*tc.n) {
+			t.Errorf("n=%d b=%d: %v cells in the blocks", tc.n, tc.b, cells)
+		}
+		// One slot, no dispatch: the blocks take the cells' time.
+		if got, want := Makespan(rules, FlowPlaces{LocalSlots: 1}), WavefrontMulticore(tc.n, tc.n, 1, 1); tc.cpn == 1 && got != want {
+			t.Errorf("n=%d b=%d: makespan on one core %v, want %v", tc.n, tc.b, got, want)
+		}
+	}
+}
+
 func TestWavefrontDistributedTable(t *testing.T) {
 	// Values of the model for N = 1000, τ = 1 s, one core per node and
 	// 1000 nodes, from the reference digest's table.

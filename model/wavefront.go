@@ -46,6 +46,47 @@ func WavefrontDistributed(n, b, nodes, cpn int, tau, delta float64) float64 {
 	return WavefrontMulticore(blocks, blocks, nodes, block)
 }
 
+// WavefrontBlocks returns the graph of an n×n Wavefront cut into square
+// blocks of b cells on a side, as rules for Makespan, parents first: block
+// (i, j) needs (i−1, j) and (i, j−1) (and through them (i−1, j−1)), and
+// takes WavefrontMulticore of its cells on cpn cores; the last row and
+// column of blocks may be narrower.
+func WavefrontBlocks(n, b, cpn int, tau float64) []FlowRule {
+	if n <= 0 || b <= 0 {
+		return nil
+	}
+	nb := (n + b - 1) / b
+	// Blocks come in at most four shapes: whole, and cut by the last row,
+	// the last column or both.
+	last := n - (nb-1)*b
+	var shape [2][2]float64
+	for i, rows := range [2]int{b, last} {
+		for j, cols := range [2]int{b, last} {
+			shape[i][j] = WavefrontMulticore(rows, cols, cpn, tau)
+		}
+	}
+	edge := func(i int) int {
+		if i == nb-1 {
+			return 1
+		}
+		return 0
+	}
+	rules := make([]FlowRule, 0, nb*nb)
+	for i := range nb {
+		for j := range nb {
+			r := FlowRule{Seconds: shape[edge(i)][edge(j)]}
+			if i > 0 {
+				r.Parents = append(r.Parents, (i-1)*nb+j)
+			}
+			if j > 0 {
+				r.Parents = append(r.Parents, i*nb+j-1)
+			}
+			rules = append(rules, r)
+		}
+	}
+	return rules
+}
+
 // WavefrontChoice is the models' decision for an n×n Wavefront.
 type WavefrontChoice struct {
 	Multicore  float64 // predicted seconds on this machine's cores

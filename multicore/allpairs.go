@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
-	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/edsrzf/mmap-go"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/model"
 )
@@ -48,28 +47,33 @@ type AllPairs struct {
 	// A and B are the input files.
 	A, B []string
 	// Func is the function F. In-memory kinds (Go functions, shared
-	// libraries) get the inputs mapped into memory; programs get their paths.
+	// libraries) get the inputs' contents, read into buffers the run uses
+	// again (mapped, for items over 16 MiB); programs get their paths. The
+	// contents are valid only during the call.
 	Func funcs.Pair
-	// Cores is how many calls run at once; zero means runtime.NumCPU().
+	// Cores is how many calls run at once; zero means
+	// runtime.GOMAXPROCS(0), the processors this process may use.
 	Cores int
-	// BlockSize is how many items of A are held in memory at once; zero
-	// means all of the region's rows.
+	// BlockSize is how many rows of A are taken together, B's items read
+	// once for each block (see Plan); zero means all of the region's rows.
+	// Memory does not depend on it: a core holds one item of A at a time.
 	BlockSize int
 	// Region selects the cells to compute; the zero Region means all of
 	// them.
 	Region Region
 	// Symmetric computes only cells with I <= J (A and B the same set).
 	Symmetric bool
-	// CacheBytes is how many bytes of B items a unit of work may hold, so
+	// CacheBytes is how many bytes of B items a tile of units may hold, so
 	// that they stay in the processor's cache while A's rows pass them; zero
 	// means half of this machine's last-level cache, negative means one item
-	// of B per unit.
+	// of B per tile. The cores working on a tile share one copy of its
+	// items, so it is also the memory B takes.
 	CacheBytes int64
 	// BSizes are the sizes of B's items, if the caller knows them; otherwise
 	// Run looks them up.
 	BSizes []int64
 	// Done reports the cells an earlier run computed (a checkpoint); they
-	// are skipped, and a block with none left to compute is not mapped.
+	// are skipped, and an item that only they need is not read.
 	// Nil means none. It is called from many goroutines at once.
 	Done func(i, j int) bool
 	// Results receives the finished cells, a batch at a time; calls are
@@ -106,7 +110,7 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 	}
 	cores := ap.Cores
 	if cores <= 0 {
-		cores = runtime.NumCPU()
+		cores = runtime.GOMAXPROCS(0)
 	}
 	plan := Plan{Region: region, BlockSize: ap.BlockSize, Symmetric: ap.Symmetric, Cores: cores, CacheBytes: ap.CacheBytes}
 	if plan.CacheBytes == 0 {
@@ -120,14 +124,38 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 	}
 	inMemory := ap.Func.Info().Kind.InMemory()
 
+	// The whole run's units, in the plan's order, each with the tile of B
+	// items it shares with the units next to it. The cores take them in
+	// that order: there is no barrier at a block's end, since no core holds
+	// a block for the others.
 	type work struct {
 		Unit
-		block *mappedBlock // the unit's block of A, if mapped; read-only
+		tile *tile // nil for programs, which read their own inputs
 	}
-	units := make(chan work)
+	var todo []work
+	var last *tile
+	for b := range plan.Blocks() {
+		for _, u := range plan.Units(b) {
+			if ap.Done != nil && ap.unitDone(u) {
+				continue
+			}
+			w := work{Unit: u}
+			if inMemory {
+				if last == nil || last.j0 != u.J0 || len(last.items) != u.J1-u.J0 {
+					last = &tile{j0: u.J0, items: make([]tileItem, u.J1-u.J0)}
+				}
+				last.users.Add(1)
+				w.tile = last
+			}
+			todo = append(todo, w)
+		}
+	}
+
 	var (
 		wg     sync.WaitGroup
 		emitMu sync.Mutex
+		next   atomic.Int64
+		bufs   buffers
 	)
 	emit := func(rs []CellResult) {
 		emitMu.Lock()
@@ -138,50 +166,31 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 	if ap.Func.Info().Kind == funcs.GoFunc {
 		batch = BatchTime
 	}
-	for w := 0; w < cores; w++ {
+	for range min(cores, len(todo)) {
+		wg.Add(1)
 		go func() {
-			out := &batcher{emit: emit, every: batch}
-			for u := range units {
-				started := time.Now()
-				ap.runUnit(ctx, u.Unit, u.block, inMemory, out)
-				out.flush()
-				if ap.Timed != nil && ctx.Err() == nil {
-					ap.Timed(u.Unit, started, time.Now())
+			defer wg.Done()
+			c := &core{ap: ap, bufs: &bufs, out: &batcher{emit: emit, every: batch}}
+			for {
+				k := int(next.Add(1)) - 1
+				if k >= len(todo) || ctx.Err() != nil {
+					return
 				}
-				wg.Done()
+				w := todo[k]
+				started := time.Now()
+				c.runUnit(ctx, w.Unit, w.tile)
+				c.out.flush()
+				if w.tile != nil {
+					w.tile.done(&bufs)
+				}
+				if ap.Timed != nil && ctx.Err() == nil {
+					ap.Timed(w.Unit, started, time.Now())
+				}
 			}
 		}()
 	}
-	defer close(units)
-
-	for b := range plan.Blocks() {
-		todo := plan.Units(b)
-		if ap.Done != nil {
-			todo = slices.DeleteFunc(todo, ap.unitDone)
-			if len(todo) == 0 {
-				continue
-			}
-		}
-		var block *mappedBlock
-		if inMemory {
-			block = mapBlock(ap.A, b.I0, b.I1)
-		}
-		for _, u := range todo {
-			if ctx.Err() != nil {
-				break
-			}
-			wg.Add(1)
-			units <- work{u, block}
-		}
-		// Every core stays on this block until it is finished; only then is
-		// it unmapped and the next one mapped.
-		wg.Wait()
-		block.unmap()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-	}
-	return nil
+	wg.Wait()
+	return ctx.Err()
 }
 
 // unitDone reports whether every cell of u is done.
@@ -228,79 +237,80 @@ func (b *batcher) flush() {
 	}
 }
 
+// core is one worker of a run: it computes a unit at a time, reading the
+// unit's rows of A into a buffer of its own, used again for every row.
+type core struct {
+	ap   *AllPairs
+	bufs *buffers
+	out  *batcher
+	row  []byte // the buffer A's items are read into
+}
+
+// rowBuffer returns the core's buffer for an item of A, grown to n bytes.
+func (c *core) rowBuffer(n int) []byte {
+	if cap(c.row) < n {
+		c.row = make([]byte, n)
+	}
+	return c.row[:n]
+}
+
 // runUnit computes the cells of one unit that are not done, passing each to
-// out.
-func (ap *AllPairs) runUnit(ctx context.Context, u Unit, block *mappedBlock, inMemory bool, out *batcher) {
-	bs := make([]funcs.Input, u.J1-u.J0)
-	bErrs := make([]error, len(bs))
-	for j := u.J0; j < u.J1; j++ {
-		bs[j-u.J0].Path = ap.B[j]
-		if inMemory {
-			data, unmap, err := mapFile(ap.B[j])
-			defer unmap()
-			bs[j-u.J0].Data, bErrs[j-u.J0] = data, err
-		}
-	}
+// c.out. An in-memory function gets B's items from t, read by whichever
+// core needs one first, and A's from c's row buffer; an item is read only
+// if a cell that is not done needs it.
+func (c *core) runUnit(ctx context.Context, u Unit, t *tile) {
 	for i := u.I0; i < u.I1; i++ {
-		aIn := funcs.Input{Path: ap.A[i]}
-		var aErr error
-		if inMemory {
-			aIn.Data, aErr = block.data(i)
-		}
-		j0 := u.J0
-		if ap.Symmetric {
-			j0 = max(j0, i)
-		}
-		for j := j0; j < u.J1; j++ {
-			if ctx.Err() != nil {
-				return
-			}
-			if ap.Done != nil && ap.Done(i, j) {
-				continue
-			}
-			if err := cmp.Or(aErr, bErrs[j-u.J0]); err != nil {
-				out.add(CellResult{I: i, J: j, Err: err})
-				continue
-			}
-			v, err := ap.Func.Call(ctx, aIn, bs[j-u.J0])
-			if ctx.Err() != nil {
-				return // the call was cut short; it is not a result
-			}
-			out.add(CellResult{I: i, J: j, Value: v, Err: err})
+		if !c.runRow(ctx, u, i, t) {
+			return
 		}
 	}
 }
 
-// mappedBlock is a block of A's files mapped into memory.
-type mappedBlock struct {
-	i0    int
-	files [][]byte
-	errs  []error
-	undo  []func()
-}
-
-func mapBlock(paths []string, i0, i1 int) *mappedBlock {
-	b := &mappedBlock{i0: i0, files: make([][]byte, i1-i0), errs: make([]error, i1-i0), undo: make([]func(), i1-i0)}
-	for i := i0; i < i1; i++ {
-		b.files[i-i0], b.undo[i-i0], b.errs[i-i0] = mapFile(paths[i])
+// runRow computes the cells of row i of unit u, returning false if ctx was
+// cancelled.
+func (c *core) runRow(ctx context.Context, u Unit, i int, t *tile) bool {
+	ap := c.ap
+	aIn := funcs.Input{Path: ap.A[i]}
+	var (
+		row    item
+		aErr   error
+		loaded = t == nil // programs read their own inputs
+	)
+	// A mapped row is unmapped when the row is done; the buffer is the
+	// core's, for the next row.
+	defer row.drop(nil)
+	j0 := u.J0
+	if ap.Symmetric {
+		j0 = max(j0, i)
 	}
-	return b
-}
-
-func (b *mappedBlock) data(i int) ([]byte, error) {
-	return b.files[i-b.i0], b.errs[i-b.i0]
-}
-
-func (b *mappedBlock) unmap() {
-	if b == nil {
-		return
+	for j := j0; j < u.J1; j++ {
+		if ctx.Err() != nil {
+			return false
+		}
+		if ap.Done != nil && ap.Done(i, j) {
+			continue
+		}
+		if !loaded {
+			aErr = row.load(ap.A[i], c.rowBuffer)
+			aIn.Data, loaded = row.data, true
+		}
+		bIn := funcs.Input{Path: ap.B[j]}
+		var bErr error
+		if t != nil {
+			bIn.Data, bErr = t.get(j, ap.B[j], c.bufs)
+		}
+		if err := cmp.Or(aErr, bErr); err != nil {
+			c.out.add(CellResult{I: i, J: j, Err: err})
+			continue
+		}
+		v, err := ap.Func.Call(ctx, aIn, bIn)
+		if ctx.Err() != nil {
+			return false // the call was cut short; it is not a result
+		}
+		c.out.add(CellResult{I: i, J: j, Value: v, Err: err})
 	}
-	for _, u := range b.undo {
-		u()
-	}
+	return true
 }
-
-func noop() {}
 
 // fileSizes returns the sizes of files, with 0 for any it cannot stat (a
 // later read reports the error for the cells that need it).
@@ -312,25 +322,4 @@ func fileSizes(paths []string) []int64 {
 		}
 	}
 	return sizes
-}
-
-// mapFile maps a file read-only. An empty file maps to an empty slice.
-func mapFile(path string) ([]byte, func(), error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, noop, err
-	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, noop, err
-	}
-	if st.Size() == 0 {
-		return []byte{}, noop, nil
-	}
-	m, err := mmap.Map(f, mmap.RDONLY, 0)
-	if err != nil {
-		return nil, noop, fmt.Errorf("map %s: %w", path, err)
-	}
-	return m, func() { m.Unmap() }, nil
 }

@@ -240,6 +240,54 @@ func TestAllPairsFailingCells(t *testing.T) {
 	}
 }
 
+// TestAllPairsUnreadableItems: an in-memory function's cells whose item
+// cannot be read fail with the read's error, naming the file; the others are
+// computed; and an item that only done cells need makes no cell fail.
+func TestAllPairsUnreadableItems(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	dir := t.TempDir()
+	a := randomFiles(t, rng, dir, 6)
+	b := randomFiles(t, rng, t.TempDir(), 5)
+	missingA, missingB, doneOnly := filepath.Join(dir, "gone-a"), filepath.Join(dir, "gone-b"), filepath.Join(dir, "gone-done")
+	a[2], b[3], a[4] = missingA, missingB, doneOnly
+	f, _ := funcs.NewRegistry().OpenPair("builtin:bytediff", funcs.Options{})
+	defer f.Close()
+	for _, cache := range []int64{0, -1} {
+		var ok, failed int
+		ap := &multicore.AllPairs{A: a, B: b, Func: f, Cores: 2, BlockSize: 2, CacheBytes: cache,
+			Done: func(i, j int) bool { return i == 4 },
+			Results: func(rs []multicore.CellResult) {
+				for _, r := range rs {
+					var pe *os.PathError
+					switch {
+					case r.I == 4:
+						t.Errorf("done cell (%d,%d) computed", r.I, r.J)
+					case r.I == 2 || r.J == 3:
+						want := missingA
+						if r.I != 2 {
+							want = missingB
+						}
+						if !errors.As(r.Err, &pe) || pe.Path != want {
+							t.Errorf("cell (%d,%d): %v, want the read error of %s", r.I, r.J, r.Err, want)
+						}
+						failed++
+					case r.Err != nil:
+						t.Errorf("cell (%d,%d): %v", r.I, r.J, r.Err)
+					default:
+						ok++
+					}
+				}
+			}}
+		if err := ap.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// 5 rows not done × 5 columns: row 2 and column 3 fail.
+		if ok != 16 || failed != 9 {
+			t.Errorf("cache %d: %d cells ok, %d failed; want 16 and 9", cache, ok, failed)
+		}
+	}
+}
+
 func TestAllPairsCancel(t *testing.T) {
 	dir := t.TempDir()
 	files := randomFiles(t, rand.New(rand.NewPCG(1, 1)), dir, 20)

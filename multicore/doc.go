@@ -1,11 +1,15 @@
 // Package multicore holds rightsize's local engines: the ways one machine's
 // cores are kept busy on an abstraction's cells.
 //
-// AllPairs walks an All-Pairs problem in blocks: it maps a block of A into
-// memory, keeps every core on that block while B streams past it, and only
-// then moves to the next block, so that each input is read from disk once per
-// block rather than once per cell (seed 000, Fig. 3.3–3.5). It never splits
-// the problem into independent sub-problems per core; that thrashes the cache.
+// AllPairs walks an All-Pairs problem in blocks of A's rows and, within a
+// block, in tiles of B's items that fit in the processor's cache: every core
+// works on the same tile, whose items are read once into memory the cores
+// share, while each core passes its rows of A over it, so that an input is
+// read once per tile rather than once per cell (seed 000, Fig. 3.3–3.5). It
+// never splits the problem into independent sub-problems per core; that
+// thrashes the cache. Items are read into buffers the run uses again, not
+// mapped one by one: unmapping memory in a process running on several cores
+// costs every core a TLB flush.
 // It skips the cells a checkpoint already holds, and hands each finished cell
 // over as soon as it is computed, so that a caller writing them out loses
 // few to a crash.

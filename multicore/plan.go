@@ -6,12 +6,13 @@ import "iter"
 // cells are computed. It does no I/O, so tests can check that its units cover
 // the region exactly once.
 //
-// There are two levels of blocking. A block is a run of A's rows held in
-// memory (mapped) together; every core works on it until it is finished
-// (seed 000, Fig. 3.3). Within a block, a unit is a tile of rows × columns
-// whose B items fit in the processor's last-level cache, so that each A item
-// is compared with several B items while it is hot and the tile's B items are
-// read from memory once per unit, not once per cell.
+// There are two levels of blocking. A block is a run of A's rows (seed 000,
+// Fig. 3.3). Within a block, the columns are split into tiles whose B items
+// fit in the processor's last-level cache together, and each tile's rows into
+// units, the work one core takes at a time. The cores work through a tile's
+// units together, so that each A item is compared with the tile's B items
+// while it is hot and the tile's B items are read from memory once per tile
+// and block, not once per cell.
 type Plan struct {
 	Region    Region
 	BlockSize int     // rows of A per block; <= 0 means the whole region
@@ -68,30 +69,24 @@ func (p Plan) columnTiles() [][2]int {
 }
 
 // Units returns the units of block b, column tile by column tile, so that
-// the cores working at one time share a tile of B as well as the block. Each
-// tile's rows are split into enough runs that a block has at least four
-// units per core, which keeps every core busy and the tail at the block's
-// end short.
+// the cores working at one time share a tile of B as well as the block.
+// Each tile's rows are split into units that shrink as the tile's rows run
+// out, each about a (2·Cores)th of the rows left (guided self-scheduling):
+// the first units are long, and a core that the machine's other work slows
+// down holds up the others at the end for one short unit, not a long one.
 func (p Plan) Units(b Block) []Unit {
 	tiles := p.columnTiles()
-	if len(tiles) == 0 {
-		return nil
-	}
-	rows := b.I1 - b.I0
-	k := max(1, min((4*max(p.Cores, 1)+len(tiles)-1)/len(tiles), rows))
+	cores := max(p.Cores, 1)
 	var units []Unit
 	for _, t := range tiles {
 		hi := b.I1
 		if p.Symmetric {
 			hi = min(hi, t[1]) // rows below the tile's last column
 		}
-		n := hi - b.I0
-		if n <= 0 {
-			continue
-		}
-		parts := min(k, n)
-		for q := 0; q < parts; q++ {
-			units = append(units, Unit{I0: b.I0 + n*q/parts, I1: b.I0 + n*(q+1)/parts, J0: t[0], J1: t[1]})
+		for i0 := b.I0; i0 < hi; {
+			n := max(1, (hi-i0+2*cores-1)/(2*cores))
+			units = append(units, Unit{I0: i0, I1: i0 + n, J0: t[0], J1: t[1]})
+			i0 += n
 		}
 	}
 	return units

@@ -359,3 +359,68 @@ func TestTasksDoNotSeeEachOther(t *testing.T) {
 		t.Errorf("a task found another's sandbox:\n%s", r.Output)
 	}
 }
+
+// TestStage: an output's staging file is made whatever an earlier attempt
+// or a killed master left at its path, and in a directory not yet made;
+// a path that cannot be a file's fails.
+func TestStage(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		before  func(t *testing.T, stage string)
+		wantErr bool
+	}{
+		{"nothing there", func(*testing.T, string) {}, false},
+		{"a file left", func(t *testing.T, stage string) {
+			if err := os.WriteFile(stage, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"a directory left", func(t *testing.T, stage string) {
+			if err := os.MkdirAll(filepath.Join(stage, "a", "b"), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"no parent yet", func(t *testing.T, stage string) {
+			if err := os.Remove(filepath.Dir(stage)); err != nil {
+				t.Fatal(err)
+			}
+		}, false},
+		{"a file for a parent", func(t *testing.T, stage string) {
+			dir := filepath.Dir(stage)
+			if err := os.Remove(dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(dir, nil, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "sub")
+			if err := os.Mkdir(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			path := filepath.Join(dir, "out.wqpart")
+			tc.before(t, path)
+			var f *os.File
+			err := stage(path, func() (err error) {
+				f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+				return err
+			})
+			if tc.wantErr {
+				if err == nil {
+					f.Close()
+					t.Fatal("staged a file below a file")
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			if info, err := os.Lstat(path); err != nil || !info.Mode().IsRegular() || info.Size() != 0 {
+				t.Errorf("staged %v (%v), want a new empty file", info, err)
+			}
+		})
+	}
+}

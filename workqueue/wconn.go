@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -761,23 +762,12 @@ func (w *workerConn) outputItself(r *receiving, msg wire.Message) error {
 		return fmt.Errorf("protocol error: worker sent %q twice", r.out.name)
 	}
 	r.kind = 'm'
-	if m, ok := msg.(wire.Missing); ok {
-		r.missing("", m.Errno)
-		return nil
-	}
-	// What an earlier attempt left, or a killed master.
-	if err := os.RemoveAll(r.stage); err != nil {
-		r.fail(err)
-	} else if err := os.MkdirAll(filepath.Dir(r.stage), 0o777); err != nil {
-		r.fail(err)
-	}
 	switch m := msg.(type) {
+	case wire.Missing:
+		r.missing("", m.Errno)
 	case wire.Dir:
 		r.kind = 'd'
-		if r.failed {
-			return nil
-		}
-		if err := os.Mkdir(r.stage, 0o777); err != nil {
+		if err := stage(r.stage, func() error { return os.Mkdir(r.stage, 0o777) }); err != nil {
 			r.fail(err)
 			return nil
 		}
@@ -789,13 +779,38 @@ func (w *workerConn) outputItself(r *receiving, msg wire.Message) error {
 		r.root = root
 	case wire.File:
 		r.kind = 'f'
-		if r.failed {
-			return w.c.DiscardBody(m.Size)
-		}
-		f, err := os.OpenFile(r.stage, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		var f *os.File
+		err := stage(r.stage, func() (err error) {
+			f, err = os.OpenFile(r.stage, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+			return err
+		})
 		return w.receiveBody(r, f, err, m.Size)
 	}
 	return nil
+}
+
+// stage makes the staging path path with create (O_EXCL, or mkdir), which
+// fails if anything is there: what an earlier attempt left, or a killed
+// master, is removed, a missing parent directory made, and create tried
+// again. The usual case, a new file in an existing directory, costs
+// create's one system call.
+func stage(path string, create func() error) error {
+	err := create()
+	for range 2 {
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			err = os.RemoveAll(path)
+		case errors.Is(err, fs.ErrNotExist):
+			err = os.MkdirAll(filepath.Dir(path), 0o777)
+		default:
+			return err
+		}
+		if err != nil {
+			return err
+		}
+		err = create()
+	}
+	return err
 }
 
 // receiveBody copies a file's body to f. A local failure (openErr, a full

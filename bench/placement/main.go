@@ -337,7 +337,7 @@ func best(runs []run) float64 {
 // within reports whether the prediction of r is within ±20% of what the
 // run measured.
 func within(r run) bool {
-	ratio := r.rec.Measured / r.rec.Predicted
+	ratio := r.rec.Predicted / r.rec.Measured
 	return ratio >= 0.8 && ratio <= 1.2
 }
 

@@ -110,7 +110,7 @@ WHERE IT RUNS
   Without -T (or MAKEFLOW_BATCH_QUEUE_TYPE) or --local, makeflow decides. It
   predicts each rule's time from its earlier runs (the last completed run of
   a rule with the same category and command, kept across -c in
-  ~/.cache/rightsize/makeflow-rules.json; else its category's mean, else the
+  ~/.cache/rightsize/makeflow-rules.costs; else its category's mean, else the
   workflow's, else 1 s), looks for the cluster you have (RIGHTSIZE_CLUSTER,
   ~/.config/rightsize/cluster, or a SLURM, Grid Engine or HTCondor that
   answers), and predicts the makespan here (rules holding the cores they ask

@@ -35,13 +35,15 @@ type placement struct {
 	guessed bool
 }
 
-// costsPath is where rule costs are kept: beside the run history.
+// costsPath is where rule costs are kept: beside the run history. (The
+// makeflow-rules.json of earlier versions is no longer read: its rules are
+// learnt again from their workflows' logs.)
 func costsPath() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		return ""
 	}
-	return filepath.Join(dir, "rightsize", "makeflow-rules.json")
+	return filepath.Join(dir, "rightsize", "makeflow-rules.costs")
 }
 
 // estimates says in words where the rules' predicted times came from:
@@ -109,7 +111,7 @@ func history(wf *makeflow.Workflow, costs makeflow.RuleCosts, src []makeflow.Sou
 // trying placement out) runs the rules on it, as allpairs -T local does.
 func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath string, auto bool, bt batchType, msgs io.Writer) (*placement, batchType, error) {
 	p := &placement{path: costsPath(), logPath: logPath}
-	p.costs = makeflow.LoadRuleCosts(p.path)
+	p.costs = makeflow.LoadRuleCosts(p.path, wf)
 	// Rules a run before this one completed teach their times too.
 	p.costs.Learn(wf, logPath)
 	cost, src := p.costs.Estimate(wf)

@@ -618,13 +618,14 @@ func TestCCToolsHabits(t *testing.T) {
 // worker (ours failed on the files listed apart; a CCTools worker sends
 // the spaced name unencoded, and our master dropped it).
 func TestWorkQueueDirectoryOutputs(t *testing.T) {
-	workers := map[string]func(port string) func(string) []string{
-		"rightsize": func(port string) func(string) []string {
+	// Each takes its subtest's t: a missing CCTools skips only its own.
+	workers := map[string]func(t *testing.T, port string) func(string) []string{
+		"rightsize": func(_ *testing.T, port string) func(string) []string {
 			return func(dir string) []string {
 				return []string{workqueueBinary, "worker", "--cores", "1", "-s", dir, "-t", "300", "127.0.0.1", port}
 			}
 		},
-		"cctools": func(port string) func(string) []string {
+		"cctools": func(t *testing.T, port string) func(string) []string {
 			wqw := testutil.NeedCCTools(t, "work_queue_worker")
 			return func(dir string) []string {
 				return []string{wqw, "--cores", "1", "-s", dir, "-t", "300", "127.0.0.1", port}
@@ -638,7 +639,7 @@ func TestWorkQueueDirectoryOutputs(t *testing.T) {
 				"w.mf": "mydir mydir/1.txt:\n\tmkdir -p mydir && echo one > mydir/1.txt && echo two > \"mydir/a b.txt\"\n",
 			})
 			m, port := startWQ(t, dir, nil, "w.mf")
-			startWorkers(t, 1, worker(port))
+			startWorkers(t, 1, worker(t, port))
 			if r := m.wait(t); r.code != 0 {
 				t.Fatalf("makeflow: %v", r)
 			}

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // defaultKillDelay is how long Terminate waits between SIGTERM and SIGKILL
@@ -61,7 +63,7 @@ type Cmd struct {
 // Wait must be called once.
 type Process struct {
 	cmd     *Cmd
-	p       *os.Process
+	pid     int // the command's process id and its group's
 	slot    Slot
 	started time.Time
 
@@ -123,7 +125,7 @@ func (c *Cmd) Start() (*Process, error) {
 			devnullFile.Close()
 		}
 	}()
-	files := []*os.File{c.Stdin, nil, nil}
+	files := [3]*os.File{c.Stdin}
 	if files[0] == nil {
 		f, err := devnull()
 		if err != nil {
@@ -154,9 +156,9 @@ func (c *Cmd) Start() (*Process, error) {
 			files[2] = files[1] // one pipe for both, in order
 			return nil
 		}
-		r, wr, err := os.Pipe()
+		r, wr, err := commandPipe()
 		if err != nil {
-			return fmt.Errorf("pipe: %w", err)
+			return err
 		}
 		files[i] = wr
 		childEnds = append(childEnds, wr)
@@ -175,12 +177,7 @@ func (c *Cmd) Start() (*Process, error) {
 		closeAll()
 		return nil, err
 	}
-	attr := &os.ProcAttr{
-		Dir:   c.Dir,
-		Env:   c.Env,
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	}
+	attr := &SpawnAttr{Dir: c.Dir, Env: c.Env, Files: files}
 	var err error
 	if c.Keeper != nil {
 		if pr.slot, err = c.Keeper.Reserve(); err != nil {
@@ -189,7 +186,7 @@ func (c *Cmd) Start() (*Process, error) {
 		}
 	}
 	pr.started = time.Now()
-	pr.p, err = os.StartProcess(c.Path, c.Args, attr)
+	pr.pid, err = Spawn(c.Path, c.Args, attr)
 	for _, f := range childEnds {
 		f.Close()
 	}
@@ -200,7 +197,7 @@ func (c *Cmd) Start() (*Process, error) {
 		}
 		return nil, err
 	}
-	pr.slot.Set(pr.p.Pid)
+	pr.slot.Set(pr.pid)
 	for _, p := range pr.pipes {
 		go p.copy()
 	}
@@ -217,6 +214,25 @@ func (c *Cmd) Start() (*Process, error) {
 		pr.mu.Unlock()
 	}
 	return pr, nil
+}
+
+// commandPipe returns a pipe from a command: a read end for this process,
+// non-blocking and in Go's poller, and a blocking write end for the
+// command that never enters the poller. os.Pipe puts both ends in the
+// poller, and takes the write end out again when it is handed over: six
+// system calls more per command.
+func commandPipe() (r, w *os.File, err error) {
+	var fds [2]int
+	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
+		return nil, nil, os.NewSyscallError("pipe2", err)
+	}
+	// F_SETFL sets only the status flags: 0 clears O_NONBLOCK.
+	if _, err := unix.FcntlInt(uintptr(fds[1]), unix.F_SETFL, 0); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, nil, os.NewSyscallError("fcntl", err)
+	}
+	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
 }
 
 func (p *pipe) copy() {
@@ -239,7 +255,7 @@ func (p *pipe) copy() {
 }
 
 // Pid returns the command's process id, which is also its group's.
-func (pr *Process) Pid() int { return pr.p.Pid }
+func (pr *Process) Pid() int { return pr.pid }
 
 // Terminate sends SIGTERM to the command's process group, and SIGKILL
 // after Cmd.KillDelay unless it has exited by then. Calls after the first,
@@ -257,7 +273,7 @@ func (pr *Process) terminateLocked() {
 	if pr.killTimer != nil {
 		return
 	}
-	syscall.Kill(-pr.p.Pid, syscall.SIGTERM)
+	syscall.Kill(-pr.pid, syscall.SIGTERM)
 	delay := pr.cmd.KillDelay
 	if delay <= 0 {
 		delay = defaultKillDelay
@@ -266,7 +282,7 @@ func (pr *Process) terminateLocked() {
 		pr.mu.Lock()
 		defer pr.mu.Unlock()
 		if !pr.exited {
-			syscall.Kill(-pr.p.Pid, syscall.SIGKILL)
+			syscall.Kill(-pr.pid, syscall.SIGKILL)
 		}
 	})
 }
@@ -278,7 +294,7 @@ func (pr *Process) Kill() {
 	defer pr.mu.Unlock()
 	if !pr.exited {
 		pr.terminated = true
-		syscall.Kill(-pr.p.Pid, syscall.SIGKILL)
+		syscall.Kill(-pr.pid, syscall.SIGKILL)
 	}
 }
 
@@ -289,7 +305,7 @@ func (pr *Process) Kill() {
 func (pr *Process) Wait() *Result {
 	// Until the command is reaped its group's id cannot be reused: stop
 	// signalling, kill the group, release it from the keeper, then reap.
-	WaitExit(pr.p.Pid)
+	WaitExit(pr.pid)
 	pr.mu.Lock()
 	pr.exited = true
 	for _, t := range []*time.Timer{pr.killTimer, pr.wallTimer} {
@@ -299,9 +315,17 @@ func (pr *Process) Wait() *Result {
 	}
 	terminated, timedOut := pr.terminated, pr.timedOut
 	pr.mu.Unlock()
-	syscall.Kill(-pr.p.Pid, syscall.SIGKILL)
+	syscall.Kill(-pr.pid, syscall.SIGKILL)
 	pr.slot.Release()
-	state, err := pr.p.Wait()
+	var ws syscall.WaitStatus
+	var ru syscall.Rusage
+	var err error
+	for {
+		_, err = syscall.Wait4(pr.pid, &ws, 0, &ru)
+		if err != syscall.EINTR {
+			break
+		}
+	}
 	res := &Result{Started: pr.started, Ended: time.Now(), ExitCode: -1, Terminated: terminated, TimedOut: timedOut}
 	var grace <-chan time.Time
 	for _, p := range pr.pipes {
@@ -333,15 +357,11 @@ func (pr *Process) Wait() *Result {
 		res.Err = fmt.Errorf("wait: %w", err)
 		return res
 	}
-	if ru, ok := state.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		res.Usage = *ru
-	}
-	ws, ok := state.Sys().(syscall.WaitStatus)
-	switch {
-	case ok && ws.Signaled():
+	res.Usage = ru
+	if ws.Signaled() {
 		res.Signal = ws.Signal()
-	default:
-		res.ExitCode = state.ExitCode()
+	} else {
+		res.ExitCode = ws.ExitStatus()
 	}
 	return res
 }

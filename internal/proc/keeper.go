@@ -8,7 +8,8 @@
 // SIGKILL (Terminate, or its wall time), what it leaves in its group dies
 // with it, and its Result says how it ended and what it used (rusage). The
 // per-call runner of All-Pairs and Wavefront programs (package funcs) is
-// leaner and registers with a Keeper the same way.
+// leaner and registers with a Keeper the same way. Both start processes
+// with Spawn: posix_spawn, which does not take Go's fork lock.
 //
 // A Keeper is a small helper process, a /bin/sh script, that a program
 // starts once, at the first Reserve. It runs in a session of its own, so
@@ -34,11 +35,10 @@
 //
 // What a Keeper does not do: it does not follow a process that leaves its
 // group (setsid, setpgid); a program killed in the microseconds between
-// starting a process and registering it leaves that process behind (a
-// parent-death signal, where the caller can set one, covers the process
-// itself); and a group whose processes do not end within about ten seconds
-// of SIGKILL (stuck in the kernel) is given up on. It starts no processes of
-// its own beyond the keeper and the commands of Cmd.
+// starting a process and registering it leaves that process behind; and a
+// group whose processes do not end within about ten seconds of SIGKILL
+// (stuck in the kernel) is given up on. It starts no processes of its own
+// beyond the keeper and the commands of Cmd.
 package proc
 
 import (

@@ -266,6 +266,11 @@ const (
 	hybridDispatchShare = 0.05
 )
 
+// maxHybridWork bounds the blocks times the slots of a hybrid Wavefront
+// whose graph the decision schedules block by block (block sizes 10%
+// apart): a few milliseconds each.
+const maxHybridWork = 1 << 18
+
 // DecideAllPairs predicts the problem on this machine, on the cluster and
 // on both, and picks the fastest, corrected by cs.
 func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
@@ -399,12 +404,26 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	// Hybrid: this machine's cores are as many more slots, and they are
 	// free first: the blocks the wavefront releases one at a time (its
 	// start, its end, its critical path) run here without the cluster's
-	// dispatch. So hybrid is the better of the cluster widened by this
-	// machine (every block charged a dispatch: on the safe side) and this
-	// machine's cores alone running the blocks at their own cost.
-	ht, hb := best(slots+max(local/k, 1), k, c.perJob())
+	// dispatch, and a core here takes a block still in the cluster's
+	// dispatch. The blocks' graph list-scheduled on both (model.Makespan,
+	// as batch.Hybrid and the master's own worker run it) predicts that,
+	// for the block sizes whose graph is small enough to schedule block
+	// by block; the bounds are the cluster widened by this machine (every
+	// block charged a dispatch: on the safe side) and this machine's cores
+	// alone.
+	here := max(local/k, 1)
+	ht, hb := best(slots+here, k, c.perJob())
 	if lt, lb := best(local, 1, c.hereJobCost()); lt < ht {
 		ht, hb = lt, lb
+	}
+	p := model.FlowPlaces{LocalSlots: here, RemoteSlots: slots, Dispatch: c.perJob(), Hybrid: true}
+	for b := 1; b <= min(w.N, limit); b = max(b+1, b*11/10) {
+		if nb := (w.N + b - 1) / b; nb*nb*(slots+here) > maxHybridWork {
+			continue
+		}
+		if t := model.Makespan(model.WavefrontBlocks(w.N, b, k, tau), p); t < ht {
+			ht, hb = t, b
+		}
 	}
 	hy := apply(cs, Hybrid, c.Kind, ht)
 	hy.Detail = fmt.Sprintf("blocks of %d×%d on %d slots and %d cores here", hb, hb, slots, local)
@@ -440,7 +459,7 @@ func DecideFlow(w FlowWork, m Machine, c *Cluster, cs map[string]Correction, now
 	d := Decision{Cluster: c}
 	d.Inputs = append([]Input{
 		{"workflow", fmt.Sprintf("%d rules, %s of work, critical path %s", len(w.Rules), Seconds(model.TotalWork(w.Rules)), Seconds(critical)), "counted"},
-		{"rule times", w.Estimates, "earlier runs, kept in ~/.cache/rightsize/makeflow-rules.json"},
+		{"rule times", w.Estimates, "earlier runs, kept in ~/.cache/rightsize/makeflow-rules.costs"},
 		{"this machine", fmt.Sprintf("%d cores", local), m.Cores.Describe(now)},
 	}, c.inputs(now)...)
 	mc := apply(cs, Multicore, "", model.Makespan(w.Rules, model.FlowPlaces{LocalSlots: local}))

@@ -119,6 +119,28 @@ func TestDecideWavefront(t *testing.T) {
 	}
 }
 
+// A hybrid Wavefront's blocks run here free of dispatch while the
+// cluster's slots start a dispatch later, and a core here takes a block
+// still in its dispatch: on seed 000's crossover (a 20×20 Wavefront of
+// 0.2 s cells, 16 slots a second away, 2 cores here) it is predicted
+// faster than either alone, and no faster than the work spread over every
+// slot or the critical path allow.
+func TestDecideWavefrontHybridBlocks(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	const n, tau = 20, 0.2
+	d := DecideWavefront(WavefrontWork{N: n, CellTime: measured(tau, "sampled")}, two, slurm(16, 1, 1), nil, now)
+	mc, dist, hy := d.Predicted(Multicore), d.Predicted(Distributed), d.Predicted(Hybrid)
+	if hy >= min(mc, dist) {
+		t.Errorf("hybrid predicted %.2f s, multicore %.2f s, distributed %.2f s: want hybrid fastest", hy, mc, dist)
+	}
+	if floor := max(n*n*tau/(16+2), (2*n-1)*tau); hy < floor {
+		t.Errorf("hybrid predicted %.2f s, below the floor %.2f s", hy, floor)
+	}
+	if d.Mode != Hybrid {
+		t.Errorf("chose %v, want hybrid", d.Mode)
+	}
+}
+
 // A hybrid run's share here is done in the master's process, on a batch
 // system and on Work Queue (by the master's own worker) alike, so a costly
 // job (a slow program start) costs this machine's cores nothing: hybrid is

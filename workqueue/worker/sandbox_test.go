@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
@@ -238,4 +239,110 @@ func TestCacheNotThroughPlantedLink(t *testing.T) {
 		c.close()
 		t.Error("cache opened through a symbolic link")
 	}
+}
+
+// listAll lists dir, which the worker keeps unlistable (mode 0311).
+func listAll(t *testing.T, dir string) []string {
+	t.Helper()
+	if err := os.Chmod(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(dir, boxesMode)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []string
+	for _, e := range entries {
+		list = append(list, e.Name())
+	}
+	return list
+}
+
+// TestSandboxDisposal: a finished sandbox that its outputs left empty is
+// removed at once; one that holds what the task left (however unreadable)
+// is moved to the trash, which sweep empties; no finished sandbox stays
+// among the tasks' own.
+func TestSandboxDisposal(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		leave   func(t *testing.T, dir string)
+		trashed int
+	}{
+		{"empty", func(*testing.T, string) {}, 0},
+		{"a file left", func(t *testing.T, dir string) {
+			if err := os.WriteFile(filepath.Join(dir, "left"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}, 1},
+		{"an unreadable tree left", func(t *testing.T, dir string) {
+			sub := filepath.Join(dir, "a", "b")
+			if err := os.MkdirAll(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(filepath.Join(sub, "left"), []byte("x"), 0o644)
+			os.Chmod(filepath.Join(dir, "a"), 0)
+		}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			wsDir, err := os.Open(ws)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer wsDir.Close()
+			s := &session{w: &worker{workspace: wsDir, res: resources{cores: 1}}, log: slog.New(slog.DiscardHandler)}
+			if err := s.openWorkspace(); err != nil {
+				t.Fatal(err)
+			}
+			defer s.files.close()
+			defer s.boxes.close()
+			sb, err := s.boxes.take()
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.leave(t, sb.Name())
+			s.boxes.done(sb)
+			trash := filepath.Join(ws, "trash")
+			if got := listAll(t, trash); len(got) != tc.trashed {
+				t.Errorf("trash holds %v, want %d sandboxes", got, tc.trashed)
+			}
+			// One made ahead, empty; the finished one gone.
+			tasks := listAll(t, filepath.Join(ws, "tasks"))
+			if len(tasks) != 1 || tasks[0] == filepath.Base(sb.Name()) {
+				t.Errorf("tasks holds %v, want one new sandbox", tasks)
+			} else if left := listAll(t, filepath.Join(ws, "tasks", tasks[0])); len(left) != 0 {
+				t.Errorf("the sandbox made ahead holds %v", left)
+			}
+			s.boxes.sweep()
+			if got := listAll(t, trash); len(got) != 0 {
+				t.Errorf("trash holds %v after a sweep", got)
+			}
+		})
+	}
+}
+
+// TestTrashEmptiedWhenIdle: a task that leaves files behind does not meet
+// the next, and once the worker is idle its sandbox is gone from the
+// trash.
+func TestTrashEmptiedWhenIdle(t *testing.T) {
+	workdir := t.TempDir()
+	f := newFakeMaster(t)
+	runWorker(t, f, workdir)
+	spaces, err := filepath.Glob(filepath.Join(workdir, "worker-*"))
+	if err != nil || len(spaces) != 1 {
+		t.Fatalf("workspaces %v (%v), want one", spaces, err)
+	}
+	trash := filepath.Join(spaces[0], "trash")
+	f.send(t, taskMsg(1, "ls -A; mkdir -p a/b && echo x > a/b/left && chmod 0 a && echo 1 > out", "outfile file-1-out out 0\n"))
+	f.send(t, taskMsg(2, "ls -A"))
+	r := results(t, f, 2)
+	for id := 1; id <= 2; id++ {
+		if r[id].Status != 0 || r[id].Exit != 0 || r[id].output != "" {
+			t.Errorf("task %d: %+v, output %q; want an empty sandbox", id, r[id].Result, r[id].output)
+		}
+	}
+	testutil.WaitFor(t, "the trash to be emptied", 20*time.Second, func() bool {
+		return len(listAll(t, trash)) == 0
+	})
 }

@@ -31,6 +31,9 @@ type session struct {
 	c     *wire.Conn
 	files *cache // files received or produced, by cache name
 	boxes *sandboxes
+	// devnull is every task's standard input: opened once per session,
+	// not once per task.
+	devnull *os.File
 
 	wmu sync.Mutex
 
@@ -54,18 +57,29 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 		c:       wire.NewConn(conn, wire.Limits{File: w.res.diskMB << 20}),
 		running: map[int]*task{},
 	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer devnull.Close() // after the tasks have ended, below
+	s.devnull = devnull
 	if err := s.openWorkspace(); err != nil {
 		return err
 	}
 	s.lastWork.Store(time.Now().UnixNano())
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
-	done := make(chan struct{})
-	defer close(done)
-	go s.watchIdle(done)
+	done, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		s.watchIdle(done)
+	}()
 	defer func() {
 		// Kill what runs and wait, so that no task writes into the
-		// workspace while it is cleaned for the next master.
+		// workspace while it is cleaned for the next master, and no
+		// sweep of the trash uses the directories closed here.
+		close(done)
+		<-watched
 		s.kill(-1)
 		s.tasks.Wait()
 		s.files.close()
@@ -134,6 +148,7 @@ func (s *session) watchIdle(done <-chan struct{}) {
 			s.lastWork.Store(time.Now().UnixNano())
 			continue
 		}
+		s.boxes.sweep() // idle: the trash's removal costs no task anything
 		if time.Since(time.Unix(0, s.lastWork.Load())) > timeout && CycleEnding(s.w.started, time.Now(), s.w.cfg.BillingCycle) {
 			s.idle.Store(true)
 			s.send(func(c *wire.Conn) error {

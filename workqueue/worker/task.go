@@ -105,6 +105,7 @@ func (t *task) execute(s *session, sandbox *os.File, p *placement) bool {
 		Path: "/bin/sh", Args: []string{"sh", "-c", t.spec.Command},
 		Dir:    sandbox.Name(),
 		Env:    append(os.Environ(), t.spec.Env...),
+		Stdin:  s.devnull,
 		Stdout: out, Stderr: out,
 		// The keeper kills the task's group should the worker die first.
 		Keeper:    s.w.keeper,

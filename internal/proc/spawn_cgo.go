@@ -1,0 +1,170 @@
+//go:build cgo && linux
+
+package proc
+
+/*
+#define _GNU_SOURCE
+#include <errno.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+extern char **environ;
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 29))
+#define RS_HAVE_ADDCHDIR 1
+#else
+#define RS_HAVE_ADDCHDIR 0
+#endif
+
+// rs_spawn starts path in a new process group with in, out and err as its
+// descriptors 0, 1 and 2, in directory dir unless it is NULL, with
+// environment envp (NULL: environ). glibc's adddup2 of a descriptor onto
+// itself clears its close-on-exec flag (2.29 and later), so a descriptor
+// already in place is inherited too. The signal mask is emptied: Go blocks
+// signals on some threads.
+static int rs_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
+		const char *dir, int in, int out, int err) {
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none;
+	int r;
+
+	if ((r = posix_spawn_file_actions_init(&fa)) != 0)
+		return r;
+	if ((r = posix_spawnattr_init(&at)) != 0) {
+		posix_spawn_file_actions_destroy(&fa);
+		return r;
+	}
+	sigemptyset(&none);
+	if ((r = posix_spawn_file_actions_adddup2(&fa, in, 0)) == 0 &&
+	    (r = posix_spawn_file_actions_adddup2(&fa, out, 1)) == 0 &&
+	    (r = posix_spawn_file_actions_adddup2(&fa, err, 2)) == 0 &&
+	    (r = posix_spawnattr_setpgroup(&at, 0)) == 0 &&
+	    (r = posix_spawnattr_setsigmask(&at, &none)) == 0 &&
+	    (r = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK)) == 0) {
+		if (dir != NULL) {
+#if RS_HAVE_ADDCHDIR
+			r = posix_spawn_file_actions_addchdir_np(&fa, dir);
+#else
+			r = ENOSYS;
+#endif
+		}
+		if (r == 0)
+			r = posix_spawn(pid, path, &fa, &at, argv, envp != NULL ? envp : environ);
+	}
+	posix_spawnattr_destroy(&at);
+	posix_spawn_file_actions_destroy(&fa);
+	return r;
+}
+*/
+import "C"
+
+import (
+	"runtime"
+	"syscall"
+	"unsafe"
+)
+
+// spawn starts the process with posix_spawn, or with forkExec for a
+// directory this C library cannot set.
+func spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
+	if attr.Dir != "" && C.RS_HAVE_ADDCHDIR == 0 {
+		return forkExec(path, argv, attr)
+	}
+	var fds [3]int
+	for i, f := range attr.Files {
+		fds[i] = int(f.Fd())
+	}
+	// A source descriptor below 3 that is not already in its place would
+	// be overwritten by an earlier dup2 (stdout given as the child's
+	// stderr and the other way round): move it out of the way first.
+	for i, fd := range fds {
+		if fd < 3 && fd != i {
+			moved, err := dupCloexec(fd)
+			if err != nil {
+				return 0, err
+			}
+			defer syscall.Close(moved)
+			fds[i] = moved
+		}
+	}
+
+	dir := attr.Dir
+	if dir == "." {
+		dir = "" // a chdir that changes nothing is a system call saved
+	}
+	block := newCStrings(path, dir, argv, attr.Env)
+	defer C.free(block.mem)
+	var pid C.pid_t
+	r := C.rs_spawn(&pid, block.path, block.argv, block.envp, block.dir,
+		C.int(fds[0]), C.int(fds[1]), C.int(fds[2]))
+	runtime.KeepAlive(attr)
+	if r != 0 {
+		return 0, syscall.Errno(r)
+	}
+	return int(pid), nil
+}
+
+func dupCloexec(fd int) (int, error) {
+	r, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_DUPFD_CLOEXEC, 3)
+	if errno != 0 {
+		return 0, errno
+	}
+	return int(r), nil
+}
+
+// cStrings are the C strings and pointer arrays of one spawn, all in one
+// C allocation: C may not be given Go memory that holds Go pointers, and
+// one malloc costs less than one per string.
+type cStrings struct {
+	mem       unsafe.Pointer
+	path, dir *C.char // dir is nil for ""
+	argv      **C.char
+	envp      **C.char // nil for a nil environment
+}
+
+func newCStrings(path, dir string, argv, env []string) cStrings {
+	nptr := len(argv) + 1
+	if env != nil {
+		nptr += len(env) + 1
+	}
+	size := len(path) + 1 + len(dir) + 1
+	for _, s := range argv {
+		size += len(s) + 1
+	}
+	for _, s := range env {
+		size += len(s) + 1
+	}
+	ptrSize := int(unsafe.Sizeof((*C.char)(nil)))
+	mem := C.malloc(C.size_t(nptr*ptrSize + size))
+	ptrs := unsafe.Slice((**C.char)(mem), nptr)
+	bytes := unsafe.Slice((*byte)(unsafe.Add(mem, nptr*ptrSize)), size)
+	off := 0
+	put := func(s string) *C.char {
+		p := (*C.char)(unsafe.Pointer(&bytes[off]))
+		off += copy(bytes[off:], s)
+		bytes[off] = 0
+		off++
+		return p
+	}
+	cs := cStrings{mem: mem, path: put(path)}
+	if dir != "" {
+		cs.dir = put(dir)
+	}
+	for i, s := range argv {
+		ptrs[i] = put(s)
+	}
+	ptrs[len(argv)] = nil
+	cs.argv = &ptrs[0]
+	if env != nil {
+		envPtrs := ptrs[len(argv)+1:]
+		for i, s := range env {
+			envPtrs[i] = put(s)
+		}
+		envPtrs[len(env)] = nil
+		cs.envp = &envPtrs[0]
+	}
+	return cs
+}
