@@ -77,12 +77,12 @@ Each worker is submitted for one master, and tells it the pool's name (the
 master counts them in workers_by_pool). The decision is enforced as seed 000
 §4.5 says: the pool's record lists the workers it gives each master; a master
 that has more of the pool's workers gives the excess no new task and releases
-each once it holds none; a released worker, or one whose master is gone,
-picks its next master among the pool's at random, weighted by the workers each
-may still take (--stay: it serves only the master it was submitted for; a
-master keeps such a worker that comes straight back after its release, as
-CCTools' workers do too, drained until it leaves at -t or the decision has
-room for it, rather than releasing it again each time).
+each the moment its last task is done; a released worker, or one whose master
+is gone, picks its next master among the pool's at random, weighted by the
+workers each may still take (--stay: it serves only the master it was
+submitted for, and comes straight back when released: the master then keeps
+it drained until it leaves at -t or the decision has room for it, rather than
+releasing it again each time).
 Workers that end are replaced while the masters still need them, never for a
 move. The pool never removes a worker that runs a task: workers no master has
 room for leave after -t (or, with a billing cycle, near the end of their

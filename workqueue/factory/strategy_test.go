@@ -11,6 +11,7 @@ import (
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/shape"
+	"github.com/rightsize/rightsize/workqueue"
 )
 
 // TestSplit checks seed 004's request sequences for a deficit of 48
@@ -136,5 +137,29 @@ func TestShapedRequests(t *testing.T) {
 			t.Errorf("request of %d with room %d: %d cores for %v counted as %d (%s); want %d cores for %v as %d",
 				tt.k, tt.room, job.Resources.Cores, job.Resources.WallTime, n, job.Command, tt.cores, tt.wall, tt.workers)
 		}
+	}
+}
+
+// TestShapedWorkersWithinMax: with real workers, a shape wider than --max
+// leaves room for is cut to it: 4 cores with a maximum of 3 is one
+// worker of 3 cores, counted as 3, and the factory submits nothing more.
+func TestShapedWorkersWithinMax(t *testing.T) {
+	m := startMaster(t, workqueue.Config{})
+	r := startFactory(t, Config{
+		Driver: localDriver(t, 8),
+		Master: masterAddr(m),
+		Worker: Worker{Cores: 1, IdleTimeout: time.Minute},
+		Limits: Limits{Max: 3},
+		Shapes: []shape.Shape{{Cores: 4, Wall: time.Hour}},
+	}, t.TempDir())
+	submitTasks(t, m, 6, "sleep 0.2")
+	waitResults(t, m, 6)
+	c, maxActive := r.snapshot()
+	if maxActive != 3 || c.Submitted != 3 || c.Requests != 1 {
+		t.Errorf("at most %d workers, %d submitted in %d requests; want 3 in 1 (a 4-core shape cut to --max 3)",
+			maxActive, c.Submitted, c.Requests)
+	}
+	if ws := m.Workers(); len(ws) != 1 || ws[0].Cores != 3 {
+		t.Errorf("workers %+v, want one of 3 cores", ws)
 	}
 }

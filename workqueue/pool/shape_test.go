@@ -3,13 +3,20 @@ package pool
 import (
 	"context"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/shape"
+	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/workqueue"
+	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
@@ -73,5 +80,108 @@ func TestShapedRequests(t *testing.T) {
 				t.Errorf("room after the request %d, want %d", r, tc.wantRoomAfterRequest)
 			}
 		})
+	}
+}
+
+// recordingDriver keeps the resources of every job submitted.
+type recordingDriver struct {
+	batch.Driver
+	mu   sync.Mutex
+	jobs []batch.Resources
+}
+
+func (d *recordingDriver) Submit(ctx context.Context, j *batch.Job) (string, error) {
+	d.mu.Lock()
+	d.jobs = append(d.jobs, j.Resources)
+	d.mu.Unlock()
+	return d.Driver.Submit(ctx, j)
+}
+
+// TestPoolShapedWorkers: a pool whose policy shapes each worker job as 2
+// cores for an hour serves a master with real workers through the local
+// batch system: its first job is a 2-core worker, counted as 2, and the
+// next is cut to the 1 worker max_workers 3 leaves; it never holds more
+// than 3, and every task completes.
+func TestPoolShapedWorkers(t *testing.T) {
+	cat := testutil.StartCatalog(t)
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "pool.conf")
+	if err := os.WriteFile(policyFile, []byte("max_workers: 3\ndistribution: alpha=1\ndecision: D1\nshapes: 2x1h\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0", Project: "alpha", Catalogs: []string{cat},
+		AdvertiseInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close() })
+	const tasks = 9
+	for i := range tasks {
+		if _, err := m.Submit(&workqueue.Task{Command: "sleep 0.3", Tag: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the master in the catalog", func() bool {
+		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
+		return err == nil && len(ms) == 1
+	})
+
+	local := batch.NewLocal(batch.Options{Slots: 8, KillDelay: 2 * time.Second})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		local.Close(ctx)
+	})
+	d := &recordingDriver{Driver: local}
+	var mu sync.Mutex
+	maxTotal := 0
+	log := &testutil.SyncBuffer{}
+	cfg := Config{
+		Driver: d, PolicyFile: policyFile, Catalogs: []string{cat}, CatalogNetwork: "tcp", Name: "shapepool",
+		Worker: testWorker(dir), Interval: 100 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Report: func(r Report) {
+			mu.Lock()
+			defer mu.Unlock()
+			maxTotal = max(maxTotal, r.Counts.Queued+r.Counts.Running)
+		},
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, cfg) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("pool log:\n%s", log)
+		}
+	})
+
+	wctx, wcancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer wcancel()
+	for i := range tasks {
+		r, err := m.Wait(wctx)
+		if err != nil {
+			t.Fatalf("after %d of %d tasks: %v", i, tasks, err)
+		}
+		if !r.OK() {
+			t.Errorf("task %s: %v exit %d", r.Tag, r.Status, r.ExitCode)
+		}
+	}
+	d.mu.Lock()
+	jobs := slices.Clone(d.jobs)
+	d.mu.Unlock()
+	if len(jobs) < 2 || jobs[0].Cores != 2 || jobs[1].Cores != 1 {
+		t.Errorf("jobs %+v; want first 2 cores, then 1 (the room max_workers 3 leaves)", jobs)
+	}
+	for _, j := range jobs {
+		if j.WallTime != time.Hour {
+			t.Errorf("job %+v: want the shape's wall time, 1h", j)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if maxTotal > 3 {
+		t.Errorf("the pool kept %d workers at once, more than max_workers 3", maxTotal)
 	}
 }
