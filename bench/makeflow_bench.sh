@@ -64,21 +64,27 @@ gen() {
   esac
 }
 
-# run TOOL SHAPE N prints the seconds one run takes, in a fresh directory.
+# run TOOL SHAPE N prints the seconds one run takes, in a fresh directory,
+# or "failed" if the tool failed. GNU make recurses once per rule of a
+# chain: it gets an unlimited stack (at 50,000 rules 8 MiB overflows).
 run() {
-  local tool=$1 shape=$2 n=$3 dir
+  local tool=$1 shape=$2 n=$3 dir status=0
   dir=$(mktemp -d "$work/run.XXXXXX")
   cp "$work/$shape.$n.mf" "$dir/Makeflow"
   cp "$work/$shape.$n.mk" "$dir/Makefile"
   local start end
   start=$(date +%s%N)
   case $tool in
-    ours) (cd "$dir" && "$ours" -T local -j 2 Makeflow >/dev/null) ;;
-    make) (cd "$dir" && make -s -j2 >/dev/null) ;;
-    cctools) (cd "$dir" && "$cctools" -T local -j 2 Makeflow >/dev/null 2>&1) ;;
+    ours) (cd "$dir" && "$ours" -T local -j 2 Makeflow >/dev/null) || status=$? ;;
+    make) (ulimit -s unlimited 2>/dev/null; cd "$dir" && make -s -j2 >/dev/null) || status=$? ;;
+    cctools) (cd "$dir" && "$cctools" -T local -j 2 Makeflow >/dev/null 2>&1) || status=$? ;;
   esac
   end=$(date +%s%N)
   rm -rf "$dir"
+  if [ "$status" -ne 0 ]; then
+    echo failed
+    return
+  fi
   awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f\n", (e - s) / 1e9 }'
 }
 
@@ -105,13 +111,17 @@ for shape in $shapes; do
     echo "$shape: $n rules, -j 2, median of $rounds rounds ($(date -u +%TZ), load average $(cut -d' ' -f1-3 /proc/loadavg))"
     declare -A med=()
     for tool in "${tools[@]}"; do
+      if [[ "${times[$tool]}" == *failed* ]]; then
+        printf '  %-8s failed   (%s)\n' "$tool" "${times[$tool]% }"
+        continue
+      fi
       med[$tool]=$(echo "${times[$tool]}" | tr ' ' '\n' | grep . | median)
       awk -v t="$tool" -v s="${med[$tool]}" -v n="$n" -v all="${times[$tool]% }" \
         'BEGIN { printf "  %-8s %7.2f s  %6.0f µs per rule   (%s)\n", t, s, s * 1e6 / n, all }'
     done
     if [ -n "${med[make]:-}" ]; then
       for tool in "${tools[@]}"; do
-        [ "$tool" = make ] && continue
+        [ "$tool" = make ] || [ -z "${med[$tool]:-}" ] && continue
         awk -v t="$tool" -v a="${med[$tool]}" -v b="${med[make]}" 'BEGIN { printf "  %s / make = %.2f\n", t, a / b }'
       done
     fi

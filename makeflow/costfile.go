@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -27,10 +28,13 @@ import (
 //	last     int64     µs since the epoch
 //
 // LoadRuleCosts maps the file and finds the workflow's rules by binary
-// search; Save merges what it holds into the sorted records and replaces
-// the file in one rename, so that a reader sees the old file or the new
-// one. (The JSON map it replaces took 0.4 s to read and write at 100,000
-// rules, on every run of any size.)
+// search. Save writes over their records in place when the file has them
+// all (a workflow run again), and otherwise merges what it holds into the
+// sorted records and replaces the file in one rename. The file never
+// shrinks in place, so a mapping of it stays whole; a reader may see one
+// record half written, which costs one rule's prediction. (The JSON map it
+// replaces took 0.4 s to read and write at 100,000 rules, on every run of
+// any size.)
 const (
 	costHeader = "rightsize rule costs v1\n"
 	costKeyLen = 12
@@ -70,17 +74,31 @@ func costRecordAt(b []byte) RuleCost {
 	}
 }
 
-// costFile is a rule-cost file mapped into memory.
+// costFile is a rule-cost file in memory.
 type costFile struct {
 	data    []byte // the whole file, nil if empty
 	records []byte // data after the header
+	mapped  bool   // data is a mapping of the file
 }
 
-// openCostFile maps the rule-cost file at path. A missing file is an
-// empty one; so is one that is not a rule-cost file, or is cut short, or
-// has its records out of order (it is replaced at the next Save).
-func openCostFile(path string) (*costFile, error) {
-	f, err := os.Open(path)
+// costFileMode says how openCostFile has the file in memory.
+type costFileMode int
+
+const (
+	costRead    costFileMode = iota // mapped, read-only: a few pages are looked at
+	costWrite                       // mapped, shared and writable: records change in place
+	costReadAll                     // read whole: every record is looked at
+)
+
+// openCostFile has the rule-cost file at path in memory. A missing file is
+// an empty one; so is one that is not a rule-cost file, or is cut short
+// (it is replaced at the next Save).
+func openCostFile(path string, mode costFileMode) (*costFile, error) {
+	flag := os.O_RDONLY
+	if mode == costWrite {
+		flag = os.O_RDWR
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if os.IsNotExist(err) {
 		return &costFile{}, nil
 	}
@@ -96,26 +114,37 @@ func openCostFile(path string) (*costFile, error) {
 	if size < int64(len(costHeader)) || (size-int64(len(costHeader)))%costRecord != 0 || size > math.MaxInt32*costRecord {
 		return &costFile{}, nil
 	}
-	// Mapped, not read: a run looks at a few pages. Writers replace the
-	// file by rename and never change it in place, so the mapping stays
-	// whole.
-	data, err := unix.Mmap(int(f.Fd()), 0, int(size), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("map %s: %w", path, err)
+	cf := &costFile{}
+	switch mode {
+	case costReadAll:
+		// One read: faulting in a mapping page by page costs more.
+		cf.data = make([]byte, size)
+		if _, err := io.ReadFull(f, cf.data); err != nil {
+			return nil, fmt.Errorf("read %s: %w", path, err)
+		}
+	default:
+		prot := unix.PROT_READ
+		if mode == costWrite {
+			prot |= unix.PROT_WRITE
+		}
+		if cf.data, err = unix.Mmap(int(f.Fd()), 0, int(size), prot, unix.MAP_SHARED); err != nil {
+			return nil, fmt.Errorf("map %s: %w", path, err)
+		}
+		cf.mapped = true
 	}
-	cf := &costFile{data: data, records: data[len(costHeader):]}
-	if string(data[:len(costHeader)]) != costHeader {
+	if string(cf.data[:len(costHeader)]) != costHeader {
 		cf.close()
 		return &costFile{}, nil
 	}
+	cf.records = cf.data[len(costHeader):]
 	return cf, nil
 }
 
 func (cf *costFile) close() {
-	if cf.data != nil {
+	if cf.mapped {
 		unix.Munmap(cf.data)
-		cf.data, cf.records = nil, nil
 	}
+	*cf = costFile{}
 }
 
 func (cf *costFile) len() int { return len(cf.records) / costRecord }
@@ -124,10 +153,18 @@ func (cf *costFile) key(i int) []byte {
 	return cf.records[i*costRecord : i*costRecord+costKeyLen]
 }
 
-// find returns the record of k, if the file has one.
-func (cf *costFile) find(k costKey) (RuleCost, bool) {
+// index returns the position of k's record, or -1 if the file has none.
+func (cf *costFile) index(k costKey) int {
 	i := sort.Search(cf.len(), func(i int) bool { return bytes.Compare(cf.key(i), k[:]) >= 0 })
 	if i < cf.len() && bytes.Equal(cf.key(i), k[:]) {
+		return i
+	}
+	return -1
+}
+
+// find returns the record of k, if the file has one.
+func (cf *costFile) find(k costKey) (RuleCost, bool) {
+	if i := cf.index(k); i >= 0 {
 		return costRecordAt(cf.records[i*costRecord:]), true
 	}
 	return RuleCost{}, false
@@ -148,7 +185,7 @@ func (cf *costFile) sorted() bool {
 // the rules of w. A missing or damaged file holds nothing.
 func LoadRuleCosts(path string, w *Workflow) RuleCosts {
 	c := RuleCosts{}
-	cf, err := openCostFile(path)
+	cf, err := openCostFile(path, costRead)
 	if err != nil {
 		return c
 	}
@@ -169,15 +206,17 @@ func LoadRuleCosts(path string, w *Workflow) RuleCosts {
 	return c
 }
 
+// A costEntry is one rule's cost, to be saved.
+type costEntry struct {
+	k costKey
+	c RuleCost
+}
+
 // Save writes c into the rule-cost file at path: its costs replace those
-// the file holds for the same rules, and the file keeps the others. The
-// file is replaced atomically. Keys that RuleKey cannot have made are not
-// kept.
+// the file holds for the same rules, and the file keeps the others. Keys
+// that RuleKey cannot have made are not kept.
 func (c RuleCosts) Save(path string) error {
-	type entry struct {
-		k costKey
-		c RuleCost
-	}
+	type entry = costEntry
 	news := make([]entry, 0, len(c))
 	for name, v := range c {
 		if k, ok := decodeCostKey(name); ok {
@@ -185,8 +224,11 @@ func (c RuleCosts) Save(path string) error {
 		}
 	}
 	slices.SortFunc(news, func(a, b entry) int { return bytes.Compare(a.k[:], b.k[:]) })
+	if updateCostsInPlace(path, news) {
+		return nil
+	}
 
-	old, err := openCostFile(path)
+	old, err := openCostFile(path, costReadAll)
 	if err != nil {
 		return fmt.Errorf("rule costs: %w", err)
 	}
@@ -230,4 +272,25 @@ func (c RuleCosts) Save(path string) error {
 		return fmt.Errorf("rule costs: %w", err)
 	}
 	return nil
+}
+
+// updateCostsInPlace writes news over their records in the rule-cost file
+// at path and reports true if the file has a record for every one of them;
+// otherwise it changes nothing and reports false.
+func updateCostsInPlace(path string, news []costEntry) bool {
+	cf, err := openCostFile(path, costWrite)
+	if err != nil || cf.len() == 0 {
+		return false
+	}
+	defer cf.close()
+	at := make([]int, len(news))
+	for i, e := range news {
+		if at[i] = cf.index(e.k); at[i] < 0 {
+			return false
+		}
+	}
+	for i, e := range news {
+		putCostRecord(cf.records[at[i]*costRecord:], e.k, e.c)
+	}
+	return true
 }

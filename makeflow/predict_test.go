@@ -163,7 +163,7 @@ func TestRuleCostFile(t *testing.T) {
 		if got := LoadRuleCosts(path, wf); !reflect.DeepEqual(got, want) {
 			t.Errorf("%s: read %v, want %v", what, got, want)
 		}
-		cf, err := openCostFile(path)
+		cf, err := openCostFile(path, costReadAll)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -184,6 +184,20 @@ func TestRuleCostFile(t *testing.T) {
 	mustSave(second)
 	check("replaced and added", w, second, 52)
 	check("the other workflow's still kept", other, otherCosts, 52)
+
+	// Costs of rules the file has are written over their records, in the
+	// same file.
+	before, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second[RuleKey(w.Rules[2])] = RuleCost{Seconds: 0.5, Runs: 2, Last: 9}
+	mustSave(second)
+	check("written in place", w, second, 52)
+	check("the other workflow's kept by the writing in place", other, otherCosts, 52)
+	if after, err := os.Stat(path); err != nil || !os.SameFile(before, after) {
+		t.Errorf("the file was replaced (%v), not written in place", err)
+	}
 
 	for _, damaged := range []struct{ name, content string }{
 		{"an earlier version's JSON", `{"0123456789abcdef01234567":{"seconds":1}}`},

@@ -18,14 +18,40 @@ extern char **environ;
 #define RS_HAVE_ADDCHDIR 0
 #endif
 
+// rs_handled_signals fills set with the signals that have a handler in
+// this process, those a child must not run before it execs, and glibc's
+// internal signals (below SIGRTMIN), which the child would otherwise
+// ignore and pass on ignored to the program it execs.
+static void rs_handled_signals(sigset_t *set) {
+	struct sigaction sa;
+	sigemptyset(set);
+	for (int sig = 1; sig < NSIG; sig++) {
+		if (sig >= 32 && sig < SIGRTMIN) {
+			// sigaddset refuses these; the set is a bit array.
+			unsigned long *bits = (unsigned long *)set;
+			bits[(sig - 1) / (8 * sizeof *bits)] |= 1UL << ((sig - 1) % (8 * sizeof *bits));
+			continue;
+		}
+		if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL)
+			sigaddset(set, sig);
+	}
+}
+
 // rs_spawn starts path in a new process group with in, out and err as its
 // descriptors 0, 1 and 2, in directory dir unless it is NULL, with
 // environment envp (NULL: environ). glibc's adddup2 of a descriptor onto
 // itself clears its close-on-exec flag (2.29 and later), so a descriptor
 // already in place is inherited too. The signal mask is emptied: Go blocks
 // signals on some threads.
+//
+// The child resets the signals in handled to their default action before
+// it execs: a handler of this process must not run in the child, which
+// shares its memory until then. Without that set glibc looks at every
+// signal in the child, two system calls each where a handler is set; Go
+// sets one for nearly all, so the set halves the child's work before exec
+// (130 system calls to 74).
 static int rs_spawn(pid_t *pid, const char *path, char *const argv[], char *const envp[],
-		const char *dir, int in, int out, int err) {
+		const char *dir, int in, int out, int err, const sigset_t *handled) {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
 	sigset_t none;
@@ -43,7 +69,8 @@ static int rs_spawn(pid_t *pid, const char *path, char *const argv[], char *cons
 	    (r = posix_spawn_file_actions_adddup2(&fa, err, 2)) == 0 &&
 	    (r = posix_spawnattr_setpgroup(&at, 0)) == 0 &&
 	    (r = posix_spawnattr_setsigmask(&at, &none)) == 0 &&
-	    (r = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK)) == 0) {
+	    (r = posix_spawnattr_setsigdefault(&at, handled)) == 0 &&
+	    (r = posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)) == 0) {
 		if (dir != NULL) {
 #if RS_HAVE_ADDCHDIR
 			r = posix_spawn_file_actions_addchdir_np(&fa, dir);
@@ -63,9 +90,20 @@ import "C"
 
 import (
 	"runtime"
+	"sync"
 	"syscall"
 	"unsafe"
 )
+
+// handledSignals is the set of signals with a handler in this process,
+// looked at once, at the first spawn: Go installs its handlers at start.
+// (A signal ignored later, by signal.Ignore, would be reset to its default
+// action in the children rather than stay ignored; nothing here does that.)
+var handledSignals = sync.OnceValue(func() *C.sigset_t {
+	set := (*C.sigset_t)(C.malloc(C.size_t(unsafe.Sizeof(C.sigset_t{}))))
+	C.rs_handled_signals(set)
+	return set
+})
 
 // spawn starts the process with posix_spawn, or with forkExec for a
 // directory this C library cannot set.
@@ -99,7 +137,7 @@ func spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
 	defer C.free(block.mem)
 	var pid C.pid_t
 	r := C.rs_spawn(&pid, block.path, block.argv, block.envp, block.dir,
-		C.int(fds[0]), C.int(fds[1]), C.int(fds[2]))
+		C.int(fds[0]), C.int(fds[1]), C.int(fds[2]), handledSignals())
 	runtime.KeepAlive(attr)
 	if r != 0 {
 		return 0, syscall.Errno(r)

@@ -62,12 +62,27 @@ func TestSpawn(t *testing.T) {
 	os.Setenv("RIGHTSIZE_SPAWN_TEST", "inherited")
 	defer os.Unsetenv("RIGHTSIZE_SPAWN_TEST")
 
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sigIgn string // this process's ignored signals, as the child should have them
+	for line := range strings.Lines(string(status)) {
+		if strings.HasPrefix(line, "SigIgn:") {
+			sigIgn = line
+		}
+	}
+
 	cases := []struct {
 		name   string
 		script string
 		attr   SpawnAttr
 		want   func(pid int, out string) bool
 	}{
+		// Go's handlers are reset before exec (and exec resets them
+		// anyway); what is ignored stays ignored.
+		{"signals ignored as here", `grep SigIgn /proc/$$/status`, SpawnAttr{},
+			func(_ int, out string) bool { return sigIgn != "" && out == sigIgn }},
 		{"own process group", `echo $$; cut -d' ' -f5 /proc/self/stat`, SpawnAttr{},
 			func(pid int, out string) bool { p := strconv.Itoa(pid); return out == p+"\n"+p+"\n" }},
 		{"directory", `pwd -P`, SpawnAttr{Dir: dir},
