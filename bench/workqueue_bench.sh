@@ -25,11 +25,22 @@
 #   WQ_BENCH_LOAD    busy loops kept running during every side, to measure
 #                    on a busy machine (default 0)
 #   WQ_BENCH_SIDES   the sides to run (default "ours xargs cctools")
+#   WQ_BENCH_SETTLE  seconds to wait after a side that removed files
+#                    (default 61)
+#
+# Why the wait: on ext4 without a journal (this machine's /), each inode
+# allocation skips, one buffer lookup each, every inode of its block group
+# freed in the last 60 s (360 s until its inode table is written back, so
+# a sync comes first). The workers of both Work Queue sides remove about
+# 4000 files and directories a run (CCTools' as it goes, ours at the end),
+# which made the next side's every file cost 100-200 µs more: xargs took
+# 0.68 s after ours but 2.08 s after CCTools in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${WQ_BENCH_ROUNDS:-5}
 n=${WQ_BENCH_TASKS:-2000}
 load=${WQ_BENCH_LOAD:-0}
+settle=${WQ_BENCH_SETTLE:-61}
 sides=(${WQ_BENCH_SIDES:-ours xargs cctools})
 ours="$PWD/bin/makeflow"
 worker="$PWD/bin/workqueue"
@@ -138,6 +149,10 @@ for ((r = 1; r <= rounds; r++)); do
     c0=$(cpu "$work/times0") c1=$(cpu "$work/times1")
     secs[$side]+="$t "
     cpus[$side]+="$(awk -v a="$c0" -v b="$c1" -v n="$n" 'BEGIN { printf "%.0f", (b - a) / n * 1e6 }') "
+    if [ "$side" != xargs ] && [ "$settle" != 0 ]; then
+      sync
+      sleep "$settle"
+    fi
   done
 done
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
