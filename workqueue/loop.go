@@ -163,10 +163,14 @@ func (l *loop) handle(ev event) {
 				}
 			}
 		}
-		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 		if drain {
+			// Drained before it offers anything (with nothing to
+			// offer, it is given no task), so that it takes none of
+			// the tasks waiting here.
+			l.apply(l.s.WorkerJoined(w.id, w.host, sched.Resources{}, now), now)
 			l.apply(l.s.Drain(w.id, true, now), now)
 		}
+		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 		l.touch(w, now)
 	case evWorkerLeft:
 		l.workerLeft(ev.w, ev.err, now)
