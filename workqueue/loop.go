@@ -168,6 +168,9 @@ func (l *loop) handle(ev event) {
 			// offer, it is given no task), so that it takes none of
 			// the tasks waiting here.
 			l.apply(l.s.WorkerJoined(w.id, w.host, sched.Resources{}, now), now)
+			if _, _, ok := l.s.Holds(w.id); !ok {
+				return // dropped: its host is kept out
+			}
 			l.apply(l.s.Drain(w.id, true, now), now)
 		}
 		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
