@@ -84,7 +84,7 @@ type Action struct {
 	Pool     string
 	Decision int
 	Holds    int
-	// Back says a Drain keeps a worker that came back within Remember of
+	// Back says a Drain keeps a worker that came back within the window of
 	// its release, instead of releasing it again.
 	Back bool
 }
