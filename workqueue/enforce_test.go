@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -150,4 +151,139 @@ func TestReleasedWorkerBackKeptDrained(t *testing.T) {
 		ws := a.Workers()
 		return len(ws) == 2 && !ws[0].Draining && !ws[1].Draining
 	})
+}
+
+// TestWorkerBeyondDecisionReleasedAtJoin: a worker of pool "tp" that joins
+// a master already holding the workers the pool gives it is released
+// before it is given any of the tasks waiting there, and moves to the
+// master with room.
+func TestWorkerBeyondDecisionReleasedAtJoin(t *testing.T) {
+	cat := testutil.StartCatalog(t)
+	dir := t.TempDir()
+	gate := filepath.Join(dir, "gate")
+	cfg := func() Config {
+		return Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond}
+	}
+	a, b := startMaster(t, cfg()), startMaster(t, cfg())
+	host, _ := os.Hostname()
+	publish := func(forA int) {
+		t.Helper()
+		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": []enforce.Assignment{
+			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: forA},
+			{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.1", Workers: 1},
+		}}
+		if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A's one worker runs a task until the gate opens.
+	publish(0)
+	startWorker(t, a, worker.Config{Cores: 1, Pool: "tp", FollowPool: true, Catalogs: []string{cat}})
+	if _, err := a.Submit(&Task{Command: "while [ ! -e " + gate + " ]; do sleep 0.02; done", Tag: "gated"}); err != nil {
+		t.Fatal(err)
+	}
+	// The decisions seen to reach A: 0 drains its worker, 1 gives it back.
+	waitMinute(t, "A's worker drained by a decision of 0", func() bool {
+		ws := a.Workers()
+		return len(ws) == 1 && ws[0].Draining && ws[0].Running == 1
+	})
+	publish(1)
+	waitMinute(t, "A's worker given room by a decision of 1", func() bool {
+		ws := a.Workers()
+		return len(ws) == 1 && !ws[0].Draining
+	})
+	first := a.Workers()[0].Addr
+	for i := range 3 {
+		if _, err := a.Submit(&Task{Command: "true", Tag: strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A second worker joins A, which has tasks waiting but no room in
+	// the decision: released at once, it serves B.
+	startWorker(t, a, worker.Config{Cores: 1, Pool: "tp", FollowPool: true, Catalogs: []string{cat}})
+	waitMinute(t, "the second worker released by A and serving B", func() bool {
+		return len(b.Workers()) == 1 && a.Stats().WorkersReleased == 1
+	})
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for tag, r := range waitAll(t, a, 4) {
+		if !r.OK() || r.Worker != first {
+			t.Errorf("task %s: %v on %s; want done on A's own worker %s", tag, r.Status, r.Worker, first)
+		}
+	}
+}
+
+// TestBackWorkerTakesNoWaitingTask: a worker of pool "tp" that does not
+// follow the pool, released while tasks wait, comes straight back and is
+// kept drained without taking any of them; the worker within the decision
+// runs them all.
+func TestBackWorkerTakesNoWaitingTask(t *testing.T) {
+	cat := testutil.StartCatalog(t)
+	dir := t.TempDir()
+	gate1, gate2 := filepath.Join(dir, "gate1"), filepath.Join(dir, "gate2")
+	a := startMaster(t, Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: time.Second})
+	host, _ := os.Hostname()
+	publish := func(workers int) {
+		t.Helper()
+		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": []enforce.Assignment{
+			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: workers},
+		}}
+		if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wait := func(gate string) string { return "while [ ! -e " + gate + " ]; do sleep 0.02; done" }
+	publish(2)
+	for range 2 {
+		startWorker(t, a, worker.Config{Cores: 1, Pool: "tp"})
+	}
+	for i := range 2 {
+		if _, err := a.Submit(&Task{Command: wait(gate1), Tag: "first" + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitMinute(t, "both workers running a task", func() bool {
+		ws := a.Workers()
+		return len(ws) == 2 && ws[0].Running == 1 && ws[1].Running == 1
+	})
+	for i := range 3 {
+		if _, err := a.Submit(&Task{Command: wait(gate2), Tag: "second" + strconv.Itoa(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(1)
+	var stays string
+	waitMinute(t, "one worker drained", func() bool {
+		ws := a.Workers()
+		if len(ws) != 2 || ws[0].Draining == ws[1].Draining {
+			return false
+		}
+		stays = ws[0].Addr
+		if ws[0].Draining {
+			stays = ws[1].Addr
+		}
+		return true
+	})
+	if err := os.WriteFile(gate1, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitMinute(t, "the drained worker released, back and kept drained, with tasks waiting", func() bool {
+		ws := a.Workers()
+		return len(ws) == 2 && a.Stats().WorkersReleased == 1 && a.Stats().TasksWaiting == 2 &&
+			(ws[0].Draining && ws[0].Addr != stays || ws[1].Draining && ws[1].Addr != stays)
+	})
+	for _, w := range a.Workers() {
+		if w.Draining && w.Running != 0 {
+			t.Errorf("the worker back after its release runs %d tasks, want none", w.Running)
+		}
+	}
+	if err := os.WriteFile(gate2, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for tag, r := range waitAll(t, a, 5) {
+		if !r.OK() || strings.HasPrefix(tag, "second") && r.Worker != stays {
+			t.Errorf("task %s: %v on %s; want done, on %s", tag, r.Status, r.Worker, stays)
+		}
+	}
 }

@@ -147,6 +147,7 @@ func (l *loop) handle(ev event) {
 		ev.reply <- l.status(ev.kind, now)
 	case evWorkerJoined:
 		w := ev.w
+		drain := false
 		if _, known := l.workers[w.id]; !known {
 			l.workers[w.id] = w
 			l.st.WorkersJoined++
@@ -155,13 +156,25 @@ func (l *loop) handle(ev event) {
 			if f := l.m.cfg.Joined; f != nil {
 				f(WorkerInfo{Addr: w.conn.RemoteAddr(), Host: w.hello.Host, Cores: ev.res.Cores, Features: ev.features})
 			}
+			if w.poolName() != "" {
+				var released bool
+				if drain, released = l.poolWorkerJoined(w, now); released {
+					return
+				}
+			}
+		}
+		if drain {
+			// Drained before it offers anything (with nothing to
+			// offer, it is given no task), so that it takes none of
+			// the tasks waiting here.
+			l.apply(l.s.WorkerJoined(w.id, w.host, sched.Resources{}, now), now)
+			if _, _, ok := l.s.Holds(w.id); !ok {
+				return // dropped: its host is kept out
+			}
+			l.apply(l.s.Drain(w.id, true, now), now)
 		}
 		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
-		if w.poolName() != "" {
-			l.syncHolds(now)
-			n, _, _ := l.s.Holds(w.id)
-			l.enforce(l.enforcer.Joined(enforce.Joining{ID: int(w.id), Pool: w.poolName(), Key: w.workerKey(), Holds: n}, now), now)
-		}
+		l.touch(w, now)
 	case evWorkerLeft:
 		l.workerLeft(ev.w, ev.err, now)
 	case evReported:
@@ -187,6 +200,22 @@ func (l *loop) handle(ev event) {
 		l.syncHolds(now)
 		l.enforce(l.enforcer.Decided(ev.byPool, now), now)
 	}
+}
+
+// poolWorkerJoined tells the enforcer of a pool's worker that joined,
+// before the scheduler hears of it, so that a worker beyond its pool's
+// decision is released before it is given a task. It reports whether the
+// enforcer drains the worker (for the scheduler to do, once it knows it)
+// or has released it.
+func (l *loop) poolWorkerJoined(w *workerConn, now time.Time) (drain, released bool) {
+	l.syncHolds(now)
+	acts := l.enforcer.Joined(enforce.Joining{ID: int(w.id), Pool: w.poolName(), Key: w.workerKey()}, now)
+	for _, a := range acts {
+		drain = drain || a.Worker == int(w.id) && a.Verb == enforce.Drain
+	}
+	l.enforce(acts, now)
+	_, kept := l.workers[w.id]
+	return drain, !kept
 }
 
 // touch tells the enforcer the tasks worker w holds now, after they may

@@ -17,15 +17,15 @@ import (
 // last task is done, not at the next advertising interval; and never
 // while it holds a task.
 //
-// A worker that does not follow the pool's decision (CCTools' worker, or
-// ours with --stay) comes straight back to the master that released it.
-// The Enforcer remembers each released worker, by Key, for Remember: one
-// that joins again within it is not released again while beyond the
-// decision, but kept drained, taking no task, until it leaves at its own
-// idle timeout or the decision gives it room. A worker of the pool's that
-// follows the decision returns within Remember only if the master's own
-// catalog record, which tells the workers where there is room, had no
-// time to change; Remember is so best the master's advertising interval.
+// A worker that does not follow the pool's decision (ours with --stay)
+// comes straight back to the master that released it. The Enforcer
+// remembers each released worker, by its Key, for a window: one that
+// joins again within it is not released again while beyond the decision,
+// but kept drained, taking no task, until it leaves at its own idle
+// timeout or the decision gives it room. A worker that follows the
+// decision comes back within the window only if the master's catalog
+// record, which tells the workers where there is room, has not changed
+// since: the master's advertising interval is the window to take.
 //
 // An Enforcer is not safe for concurrent use.
 type Enforcer struct {
@@ -39,13 +39,13 @@ type Enforcer struct {
 type tracked struct {
 	Worker
 	key string
-	// back: it joined again within Remember of its release; it is never
-	// released again, only drained.
+	// back: it joined again within the window of its release; it is
+	// never released again, only drained.
 	back bool
 }
 
 // NewEnforcer returns an Enforcer without decisions that remembers the
-// workers it releases for remember.
+// workers it releases for the window remember.
 func NewEnforcer(remember time.Duration) *Enforcer {
 	return &Enforcer{remember: remember, decisions: map[string]int{}, workers: map[int]*tracked{},
 		released: map[string]time.Time{}}
@@ -84,7 +84,7 @@ type Action struct {
 	Pool     string
 	Decision int
 	Holds    int
-	// Back says a Drain keeps a worker that came back within Remember of
+	// Back says a Drain keeps a worker that came back within the window of
 	// its release, instead of releasing it again.
 	Back bool
 }
