@@ -269,7 +269,9 @@ func overhead(dir, noop, forkloop, allpairs string, cores int) {
 
 	tC, cpuC := measure(func() { run(forkloop, fmt.Sprint(cells), fmt.Sprint(cores), noop, a[0], a[1]) })
 	tGo, cpuGo := measure(func() { goForkLoop(cells, cores, noop, a[0], a[1]) })
-	tAP, cpuAP := measure(func() { run(allpairs, "-q", "-o", "/dev/null", noop, setDir, setDir) })
+	// --local: the engine on this machine's cores, not a placement that
+	// may choose a cluster the machine has (SLURM, a Work Queue project).
+	tAP, cpuAP := measure(func() { run(allpairs, "--local", "-q", "-o", "/dev/null", noop, setDir, setDir) })
 
 	floor := min(tC, tGo)
 	busy := func(wall, cpu time.Duration) float64 { return 100 * cpu.Seconds() / (wall.Seconds() * float64(cores)) }
@@ -281,7 +283,7 @@ func overhead(dir, noop, forkloop, allpairs string, cores int) {
 	}
 	row("bare fork/exec loop, C (fork+execv+wait)", tC, cpuC)
 	row("bare fork/exec loop, Go (os.StartProcess+Wait)", tGo, cpuGo)
-	row("allpairs "+filepath.Base(noop)+" A A -o /dev/null", tAP, cpuAP)
+	row("allpairs --local "+filepath.Base(noop)+" A A -o /dev/null", tAP, cpuAP)
 	fmt.Println()
 }
 
