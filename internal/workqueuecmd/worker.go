@@ -63,7 +63,8 @@ func newWorkerCmd(s cmdutil.Streams) *cobra.Command {
 		Short: "run tasks for a Work Queue master (rightsize or CCTools)",
 		Long: `Connects to a master, by address or by project name through the catalog,
 and runs its tasks, each in a new sandbox of its own under a fresh workspace,
-removed when the task ends with whatever it left running in its process group.
+set aside when the task ends (and removed once the worker is idle); whatever
+it left running in its process group is killed.
 Files the master marks cacheable are kept for later tasks; a task that writes
 to one is run again with a copy of its own. Outputs are sent as regular files
 and directories only: a symbolic link is reported, never followed. When the

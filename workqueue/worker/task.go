@@ -60,7 +60,7 @@ func (s *session) start(spec *wire.TaskSpec) {
 
 // run gives the task a new sandbox, places its inputs, runs the command,
 // kills what it left running, and collects its outputs into the cache; it
-// returns the sandbox, to be removed. A task that held a cached input some
+// returns the sandbox, for the trash. A task that held a cached input some
 // task wrote to is given back (forsaken), with no output, for the master
 // to run again.
 func (t *task) run(s *session) *os.File {

@@ -11,8 +11,9 @@
 // relative paths without "..", and the worker reaches every file it makes,
 // moves or reads there through open directories, following no symbolic
 // link (a link in an output is reported missing, not sent). Each task gets
-// a fresh sandbox, removed when it ends, and whatever it left running in
-// its process group is killed. Cached inputs reach tasks as hard links to
+// a fresh sandbox, moved to a trash when it ends (and removed once the
+// worker is idle, the trash is full, or the session ends), and whatever it
+// left running in its process group is killed. Cached inputs reach tasks as hard links to
 // copies the worker watches, never the cache's own files: a task that
 // writes to one is given back to the master to run again, with the tasks
 // that held it, and later tasks get a copy of their own.
