@@ -49,8 +49,9 @@ type Problem struct {
 
 	// Cores is how many calls run at once; zero means all of this machine's.
 	Cores int
-	// BlockSize is how many items of A are held in memory at once; zero
-	// means as many as fit in half of the available memory.
+	// BlockSize is how many items of A are taken together, kept in memory
+	// (the page cache) while B's items pass them; zero means as many as fit
+	// in half of the available memory.
 	BlockSize int
 	// Symmetric computes only M[i,j] with i <= j; A and B must be the same
 	// set.

@@ -53,10 +53,11 @@ func parseMemAvailable(r io.Reader) (int64, error) {
 	return 0, fmt.Errorf("no MemAvailable line in /proc/meminfo")
 }
 
-// AllPairsBlockSize returns how many items of A to hold in memory at once:
-// as many as fit in half of mem bytes, given the sizes of A's items, and at
-// least one. Half, because B's items, the page cache for what streams past
-// the block, and the function's own memory need the rest.
+// AllPairsBlockSize returns how many items of A to take together in a
+// block: as many as fit in half of mem bytes, given the sizes of A's items,
+// and at least one. A block's items are read again for every tile of B, so
+// they must stay in memory (the page cache) while it runs; half, because
+// B's items and the function's own memory need the rest.
 func AllPairsBlockSize(mem int64, sizes []int64) int {
 	n := len(sizes)
 	if n == 0 {
