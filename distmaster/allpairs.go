@@ -235,6 +235,18 @@ func (r *apRun) missing(b apBlock) int {
 	return n
 }
 
+func (r *apRun) size(b int) int64 {
+	bl := r.blocks[b]
+	if !r.p.Symmetric {
+		return int64(bl.w) * int64(bl.h)
+	}
+	n := int64(0) // the cells with x <= y
+	for x := bl.x; x < bl.x+bl.w; x++ {
+		n += int64(max(0, bl.y+bl.h-max(bl.y, x)))
+	}
+	return n
+}
+
 func (r *apRun) name(b int) string {
 	bl := r.blocks[b]
 	return fmt.Sprintf("x%d-y%d", bl.x, bl.y)

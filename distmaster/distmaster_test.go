@@ -94,7 +94,12 @@ func TestAllPairsEqualsMulticore(t *testing.T) {
 			for _, tt := range tests {
 				t.Run(tt.name, func(t *testing.T) {
 					want := multicoreLines(t, set, tt.b, tt.fn, tt.symmetric)
-					got, res, err := runAllPairs(context.Background(), t, testConfig(t, d, "allpairs"), AllPairs{
+					cfg := testConfig(t, d, "allpairs")
+					// The cells in flight: every block's once, on the
+					// way up, and none at the end.
+					var flight []int64
+					cfg.InFlight = func(cells int64) { flight = append(flight, cells) }
+					got, res, err := runAllPairs(context.Background(), t, cfg, AllPairs{
 						A: set, B: tt.b, Func: FunctionOf(tt.fn.Info(), "", 0), Pair: tt.fn,
 						Symmetric: tt.symmetric, JobW: tt.jobW, JobH: tt.jobH,
 					})
@@ -110,6 +115,17 @@ func TestAllPairsEqualsMulticore(t *testing.T) {
 					}
 					if res.Computed != int64(len(want)) || res.Cells != int64(len(want)) || res.Written != int64(len(want)) {
 						t.Errorf("result %+v, want %d cells", res, len(want))
+					}
+					var sent, prev int64
+					for _, n := range flight {
+						if n < 0 || n > int64(len(want)) {
+							t.Fatalf("cells in flight %v", flight)
+						}
+						sent += max(0, n-prev)
+						prev = n
+					}
+					if sent != int64(len(want)) || prev != 0 {
+						t.Errorf("cells in flight %v: %d sent, %d left at the end; want %d sent, none left", flight, sent, prev, len(want))
 					}
 				})
 			}

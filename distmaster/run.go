@@ -92,6 +92,10 @@ type Config struct {
 	// JobEnded, if set, is called as each block job ends, however it
 	// ended, for a report of the run (package report).
 	JobEnded func(JobEnd)
+	// InFlight, if set, is called with the cells of the jobs submitted and
+	// not yet ended (queued or running: Work Queue says which only at the
+	// end) whenever that number changes, for a status page.
+	InFlight func(cells int64)
 
 	// wallTime is the chosen shape's wall time (chooseShape), or 0.
 	wallTime time.Duration
@@ -219,6 +223,8 @@ type blockSource interface {
 	failed(b int, err *BlockError)
 	// parents returns the blocks whose cells block b reads.
 	parents(b int) []int
+	// size returns the cells block b computes.
+	size(b int) int64
 }
 
 // BlockError is a block given up after its last attempt, with the end of
@@ -322,11 +328,19 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	tr.Add(ready...)
 	type jobInfo struct {
 		block   int
+		cells   int64
 		dir     string
 		started time.Time   // when it was seen running
 		here    atomic.Bool // done in this process
 	}
 	submitted := map[string]*jobInfo{}
+	var inFlight int64 // cells of the jobs in submitted
+	flight := func(delta int64) {
+		inFlight += delta
+		if cfg.InFlight != nil {
+			cfg.InFlight(inFlight)
+		}
+	}
 	var ran time.Duration // by the jobs that ran as processes and finished
 	var ranJobs, hereJobs int
 	stats := func() loopStats {
@@ -377,7 +391,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 				// would not mend.
 				return fmt.Errorf("block %s: %w", src.name(b), err)
 			}
-			info := &jobInfo{block: b, dir: dir}
+			info := &jobInfo{block: b, cells: src.size(b), dir: dir}
 			if do := job.Do; do != nil {
 				job.Do = func(ctx context.Context) error {
 					info.here.Store(true)
@@ -400,6 +414,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 			tr.Submitted(b, id, time.Now())
 			tr.Spent(id, time.Since(began))
 			submitted[id] = info
+			flight(info.cells)
 		}
 	}
 	finish := func(ev batch.Event) {
@@ -408,6 +423,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 			return
 		}
 		delete(submitted, ev.ID)
+		flight(-info.cells)
 		defer os.RemoveAll(info.dir)
 		var jobErr error
 		switch {
@@ -479,6 +495,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 			for _, sl := range tr.Tick(now) {
 				info := submitted[sl.Job]
 				delete(submitted, sl.Job)
+				flight(-info.cells)
 				why := fmt.Sprintf("block %s ran %v, past the fast-abort limit of %v (mean job %v): removed and submitted again",
 					src.name(info.block), sl.Ran.Round(time.Millisecond), sl.Limit.Round(time.Millisecond), sl.Mean.Round(time.Millisecond))
 				if sl.Final {

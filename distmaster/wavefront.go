@@ -208,6 +208,11 @@ func (r *wfRun) released() []int {
 	}
 }
 
+func (r *wfRun) size(b int) int64 {
+	rect := r.block(b)
+	return int64(rect.W) * int64(rect.H)
+}
+
 func (r *wfRun) name(b int) string {
 	rect := r.block(b)
 	return fmt.Sprintf("x%d-y%d", rect.X, rect.Y)

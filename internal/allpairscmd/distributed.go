@@ -76,6 +76,7 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 		}
 	}()
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(ck.Path()), explain)
+	cfg.InFlight = page.SetRunning
 	res, err := distmaster.RunAllPairs(ctx, cfg, &distmaster.AllPairs{
 		A: a, B: b,
 		Func:           distmaster.FunctionOf(fn.Info(), o.extraArgs, o.timeout),

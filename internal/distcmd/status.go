@@ -17,10 +17,10 @@ import (
 // A StatusPage is a run's live status page (--http): package status's
 // tracker and its server. A nil StatusPage (no --http) does nothing.
 type StatusPage struct {
-	t            *status.Tracker
-	srv          *status.Server
-	total        int64
-	done, failed atomic.Int64
+	t                     *status.Tracker
+	srv                   *status.Server
+	total                 int64
+	done, running, failed atomic.Int64
 }
 
 // StartStatus serves the status page of tool's run of title (total units)
@@ -120,7 +120,16 @@ func (f *Flags) where() (mode, backend string) {
 func (p *StatusPage) SetDone(n int64) {
 	if p != nil {
 		p.done.Store(n)
-		p.t.Progress(p.total, n, 0, p.failed.Load())
+		p.t.Progress(p.total, n, p.running.Load(), p.failed.Load())
+	}
+}
+
+// SetRunning reports n units in the jobs on their way: submitted and not
+// yet ended (distmaster.Config.InFlight's signature).
+func (p *StatusPage) SetRunning(n int64) {
+	if p != nil {
+		p.running.Store(n)
+		p.t.Progress(p.total, p.done.Load(), n, p.failed.Load())
 	}
 }
 
@@ -129,7 +138,7 @@ func (p *StatusPage) SetDone(n int64) {
 func (p *StatusPage) Fail(name, how, stderr string) {
 	if p != nil {
 		p.t.Fail(status.Failure{Name: name, Status: how, Stderr: stderr})
-		p.t.Progress(p.total, p.done.Load(), 0, p.failed.Add(1))
+		p.t.Progress(p.total, p.done.Load(), p.running.Load(), p.failed.Add(1))
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 func TestStatusPage(t *testing.T) {
 	var none *StatusPage // no --http: every method does nothing
 	none.SetDone(1)
+	none.SetRunning(1)
 	none.Fail("a", "b", "c")
 	none.SetPicture(func() image.Image { return image.NewGray(image.Rect(0, 0, 1, 1)) })
 	none.Finish(nil)
@@ -33,6 +34,7 @@ func TestStatusPage(t *testing.T) {
 	}
 	url := strings.TrimSpace(strings.TrimPrefix(msgs.String(), "allpairs: status page at "))
 	p.SetDone(4)
+	p.SetRunning(3)
 	p.Fail("block 3", "exit status 1", "")
 	snap := func() status.Snapshot {
 		t.Helper()
@@ -45,7 +47,7 @@ func TestStatusPage(t *testing.T) {
 		json.NewDecoder(res.Body).Decode(&s)
 		return s
 	}
-	if s := snap(); s.Done != 4 || s.Failed != 1 || s.Total != 10 || s.Mode != "hybrid" || s.Backend != "slurm" || s.Predicted != 42 || len(s.Workers) != 1 {
+	if s := snap(); s.Done != 4 || s.Running != 3 || s.Failed != 1 || s.Total != 10 || s.Mode != "hybrid" || s.Backend != "slurm" || s.Predicted != 42 || len(s.Workers) != 1 {
 		t.Errorf("status %+v", s)
 	}
 	// Finishing lists the blocks a distributed run gave up, and stops

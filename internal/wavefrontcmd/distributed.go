@@ -75,6 +75,7 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 		out = fileWriter{p.files, p.sink}
 	}
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(p.checkpoint), explain)
+	cfg.InFlight = p.sink.page.SetRunning
 	res, err := distmaster.RunWavefront(ctx, cfg, &distmaster.Wavefront{
 		Func:          distmaster.FunctionOf(p.cell.Info(), o.extraArgs, o.timeout),
 		Cell:          p.cell,
