@@ -418,7 +418,7 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	}
 	p := model.FlowPlaces{LocalSlots: here, RemoteSlots: slots, Dispatch: c.perJob(), Hybrid: true}
 	for b := 1; b <= min(w.N, limit); b = max(b+1, b*11/10) {
-		if nb := (w.N + b - 1) / b; nb*nb*(slots+here) > maxHybridWork {
+		if nb := float64((w.N + b - 1) / b); nb*nb*float64(slots+here) > maxHybridWork {
 			continue
 		}
 		if t := model.Makespan(model.WavefrontBlocks(w.N, b, k, tau), p); t < ht {
