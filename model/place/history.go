@@ -3,6 +3,7 @@ package place
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -41,7 +42,14 @@ func (r Record) Ratio() float64 { return r.Measured / r.Predicted }
 // zero History (empty Path) keeps nothing.
 type History struct {
 	Path string
+	// MaxBytes bounds the file (default 4 MiB, some 15,000 records): when
+	// an append takes it past, it is rewritten with only the records a
+	// correction can still use, the latest historyWindow of each tool,
+	// key, mode and back end. Every placed run reads the whole file.
+	MaxBytes int64
 }
+
+const defaultHistoryBytes = 4 << 20
 
 // DefaultHistory returns the history in the user's cache directory
 // ($XDG_CACHE_HOME or ~/.cache, rightsize/runs.jsonl), or the zero
@@ -81,19 +89,100 @@ func (h History) Append(r Record) error {
 	}
 	// One write of a whole line: concurrent runs append whole records.
 	_, err = f.Write(append(b, '\n'))
+	var size int64
+	if st, serr := f.Stat(); serr == nil {
+		size = st.Size()
+	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		return fmt.Errorf("run history: %w", err)
 	}
+	if size > cmp.Or(h.MaxBytes, defaultHistoryBytes) {
+		if err := h.compact(); err != nil {
+			return fmt.Errorf("run history: %w", err)
+		}
+	}
 	return nil
+}
+
+// compact rewrites the history with only the records corrections use:
+// the latest historyWindow of each tool, key, mode and back end, in their
+// order. It replaces the file in one rename; a record another run appends
+// meanwhile may be lost, which costs a correction one sample.
+func (h History) compact() error {
+	recs, err := h.read(func([]byte) bool { return true })
+	if err != nil {
+		return err
+	}
+	type group struct{ tool, key, mode, backend string }
+	left := map[group]int{}
+	keep := make([]bool, len(recs))
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		g := group{r.Tool, r.Key, r.Mode, r.Backend}
+		if left[g] < historyWindow {
+			left[g]++
+			keep[i] = true
+		}
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(h.Path), ".runs-*.jsonl")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, there is none
+	w := bufio.NewWriter(tmp)
+	for i, r := range recs {
+		if !keep[i] {
+			continue
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			tmp.Close()
+			return err
+		}
+		w.Write(b)
+		w.WriteByte('\n')
+	}
+	err = w.Flush()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), h.Path)
 }
 
 // Records returns the records of tool and key, oldest first. A missing
 // history has none; a line that is not a record (a torn last line, another
 // version's format) is skipped.
 func (h History) Records(tool, key string) ([]Record, error) {
+	// Only lines naming the key are decoded: the history holds every
+	// workflow's and function's runs.
+	needle, err := json.Marshal(key)
+	if err != nil {
+		return nil, err
+	}
+	needle = append([]byte(`"key":`), needle...)
+	recs, err := h.read(func(line []byte) bool { return bytes.Contains(line, needle) })
+	out := recs[:0]
+	for _, r := range recs {
+		if r.Tool == tool && r.Key == key {
+			out = append(out, r)
+		}
+	}
+	return out, err
+}
+
+// read returns the history's records whose lines pass match, oldest first,
+// skipping lines that are not records (a torn last line, another version's
+// format) and records that say nothing of a prediction.
+func (h History) read(match func(line []byte) bool) ([]Record, error) {
 	if h.Path == "" {
 		return nil, nil
 	}
@@ -109,7 +198,7 @@ func (h History) Records(tool, key string) ([]Record, error) {
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		var r Record
-		if json.Unmarshal(sc.Bytes(), &r) != nil || r.Tool != tool || r.Key != key || !(r.Predicted > 0) || !(r.Measured > 0) {
+		if !match(sc.Bytes()) || json.Unmarshal(sc.Bytes(), &r) != nil || !(r.Predicted > 0) || !(r.Measured > 0) {
 			continue
 		}
 		out = append(out, r)

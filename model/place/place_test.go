@@ -237,6 +237,46 @@ func TestHistory(t *testing.T) {
 	}
 }
 
+// TestHistoryCompacts: a history past MaxBytes keeps only what corrections
+// use, the latest runs of each group, and corrects as the whole one did.
+func TestHistoryCompacts(t *testing.T) {
+	h := History{Path: filepath.Join(t.TempDir(), "runs.jsonl"), MaxBytes: 3000}
+	var all []Record
+	for i := range 60 {
+		r := Record{Time: time.Unix(int64(i), 0), Tool: "makeflow", Key: "wf", Mode: "multicore", Predicted: 10, Measured: float64(5 + i)}
+		if i%20 == 0 {
+			r.Key = "other <&>" // escaped in JSON; found all the same
+		}
+		all = append(all, r)
+		if err := h.Append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := os.Stat(h.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 3000 {
+		t.Errorf("history of %d bytes, past MaxBytes 3000", st.Size())
+	}
+	for _, key := range []string{"wf", "other <&>"} {
+		recs, err := h.Records("makeflow", key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []Record
+		for _, r := range all {
+			if r.Key == key {
+				want = append(want, r)
+			}
+		}
+		got, exp := Corrections(recs)[CorrectionKey(Multicore, "")], Corrections(want)[CorrectionKey(Multicore, "")]
+		if got.Runs != exp.Runs || math.Abs(got.Factor-exp.Factor) > 1e-9 || math.Abs(got.Spread-exp.Spread) > 1e-9 {
+			t.Errorf("%s: correction %+v after compacting, %+v from every run", key, got, exp)
+		}
+	}
+}
+
 func TestNewSample(t *testing.T) {
 	flat := NewSample([]float64{1, 1.1, 0.9, 1, 1}, []float64{100, 100, 100, 100, 100})
 	if flat.Slope != 0 || math.Abs(flat.At(1e6)-1) > 1e-9 {
