@@ -6,11 +6,10 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/batch/shape"
 )
 
@@ -19,20 +18,6 @@ type failingChooser struct{}
 
 func (failingChooser) Choose(context.Context, []shape.Shape) (shape.Choice, error) {
 	return shape.Choice{Index: -1}, errors.New("sbatch: not found")
-}
-
-// recordingDriver keeps the resources of every job submitted.
-type recordingDriver struct {
-	batch.Driver
-	mu   sync.Mutex
-	jobs []batch.Resources
-}
-
-func (d *recordingDriver) Submit(ctx context.Context, j *batch.Job) (string, error) {
-	d.mu.Lock()
-	d.jobs = append(d.jobs, j.Resources)
-	d.mu.Unlock()
-	return d.Driver.Submit(ctx, j)
 }
 
 func TestChooseShape(t *testing.T) {
@@ -75,7 +60,7 @@ func TestChooseShape(t *testing.T) {
 func TestShapedJobs(t *testing.T) {
 	set := itemSet(t, 6)
 	fn := openPair(t, pairScript(t, t.TempDir(), ""))
-	d := &recordingDriver{Driver: localDriver(t)}
+	d := &batchtest.Submissions{Driver: localDriver(t)}
 	cfg := testConfig(t, d, "allpairs")
 	cfg.Kind = "local"
 	cfg.Shapes = []shape.Shape{{Cores: 64, Wall: time.Hour}, {Cores: 1, Wall: 30 * time.Minute}}
@@ -87,12 +72,11 @@ func TestShapedJobs(t *testing.T) {
 	if want := multicoreLines(t, set, set, fn, false); !slices.Equal(got, want) {
 		t.Errorf("%s", firstDiff(got, want))
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if len(d.jobs) != 4 {
-		t.Errorf("%d jobs, want 4 blocks of 3×3", len(d.jobs))
+	jobs := d.Resources()
+	if len(jobs) != 4 {
+		t.Errorf("%d jobs, want 4 blocks of 3×3", len(jobs))
 	}
-	for _, r := range d.jobs {
+	for _, r := range jobs {
 		if r.Cores != 1 || r.WallTime != 30*time.Minute {
 			t.Errorf("job asked for %+v, want 1 core for 30m (64 cores never fit in 2)", r)
 		}

@@ -276,3 +276,25 @@ func CloseStarted(t *testing.T, d batch.Driver, started func(rec *Recorder, id s
 		t.Errorf("second Close = %v", err)
 	}
 }
+
+// Submissions is a driver that keeps the resources of every job submitted
+// to it, then submits the job to the driver it wraps.
+type Submissions struct {
+	batch.Driver
+	mu   sync.Mutex
+	jobs []batch.Resources
+}
+
+func (d *Submissions) Submit(ctx context.Context, j *batch.Job) (string, error) {
+	d.mu.Lock()
+	d.jobs = append(d.jobs, j.Resources)
+	d.mu.Unlock()
+	return d.Driver.Submit(ctx, j)
+}
+
+// Resources returns the resources of the jobs submitted so far, in order.
+func (d *Submissions) Resources() []batch.Resources {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]batch.Resources(nil), d.jobs...)
+}

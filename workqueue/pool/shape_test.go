@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
@@ -83,20 +84,6 @@ func TestShapedRequests(t *testing.T) {
 	}
 }
 
-// recordingDriver keeps the resources of every job submitted.
-type recordingDriver struct {
-	batch.Driver
-	mu   sync.Mutex
-	jobs []batch.Resources
-}
-
-func (d *recordingDriver) Submit(ctx context.Context, j *batch.Job) (string, error) {
-	d.mu.Lock()
-	d.jobs = append(d.jobs, j.Resources)
-	d.mu.Unlock()
-	return d.Driver.Submit(ctx, j)
-}
-
 // TestPoolShapedWorkers: a pool whose policy shapes each worker job as 2
 // cores for an hour serves a master with real workers through the local
 // batch system: its first job is a 2-core worker, counted as 2, and the
@@ -132,7 +119,7 @@ func TestPoolShapedWorkers(t *testing.T) {
 		defer cancel()
 		local.Close(ctx)
 	})
-	d := &recordingDriver{Driver: local}
+	d := &batchtest.Submissions{Driver: local}
 	var mu sync.Mutex
 	maxTotal := 0
 	log := &testutil.SyncBuffer{}
@@ -168,9 +155,7 @@ func TestPoolShapedWorkers(t *testing.T) {
 			t.Errorf("task %s: %v exit %d", r.Tag, r.Status, r.ExitCode)
 		}
 	}
-	d.mu.Lock()
-	jobs := slices.Clone(d.jobs)
-	d.mu.Unlock()
+	jobs := d.Resources()
 	if len(jobs) < 2 || jobs[0].Cores != 2 || jobs[1].Cores != 1 {
 		t.Errorf("jobs %+v; want first 2 cores, then 1 (the room max_workers 3 leaves)", jobs)
 	}
