@@ -290,18 +290,7 @@ func TestSandboxDisposal(t *testing.T) {
 		{"many left files", leaveFile, trashFull + 1, 1, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ws := t.TempDir()
-			wsDir, err := os.Open(ws)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer wsDir.Close()
-			s := &session{w: &worker{workspace: wsDir, res: resources{cores: 1}}, log: slog.New(slog.DiscardHandler)}
-			if err := s.openWorkspace(); err != nil {
-				t.Fatal(err)
-			}
-			defer s.files.close()
-			defer s.boxes.close()
+			ws, s := openTestWorkspace(t)
 			var last *os.File
 			for range tc.tasks {
 				sb, err := s.boxes.take()
@@ -331,21 +320,31 @@ func TestSandboxDisposal(t *testing.T) {
 	}
 }
 
-// TestCacheEntryToTrash: an entry the master unlinks leaves the cache at
-// once, through the trash.
-func TestCacheEntryToTrash(t *testing.T) {
+// openTestWorkspace opens a one-core session's workspace in a new
+// directory, closed at the test's end, and returns the directory.
+func openTestWorkspace(t *testing.T) (string, *session) {
+	t.Helper()
 	ws := t.TempDir()
 	wsDir, err := os.Open(ws)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer wsDir.Close()
+	t.Cleanup(func() { wsDir.Close() })
 	s := &session{w: &worker{workspace: wsDir, res: resources{cores: 1}}, log: slog.New(slog.DiscardHandler)}
 	if err := s.openWorkspace(); err != nil {
 		t.Fatal(err)
 	}
-	defer s.files.close()
-	defer s.boxes.close()
+	t.Cleanup(func() {
+		s.boxes.close()
+		s.files.close()
+	})
+	return ws, s
+}
+
+// TestCacheEntryToTrash: an entry the master unlinks leaves the cache at
+// once, through the trash.
+func TestCacheEntryToTrash(t *testing.T) {
+	ws, s := openTestWorkspace(t)
 	for _, name := range []string{"file-1-out", "dir-2-out"} {
 		p := filepath.Join(ws, "cache", name)
 		if strings.HasPrefix(name, "dir") {
