@@ -29,16 +29,9 @@ func TestPoolDecisionEnforced(t *testing.T) {
 		return Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond}
 	}
 	a, b := startMaster(t, cfg()), startMaster(t, cfg())
-	host, _ := os.Hostname()
 	publish := func(forA, forB int) {
 		t.Helper()
-		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": []enforce.Assignment{
-			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: forA},
-			{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.1", Workers: forB},
-		}}
-		if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
-			t.Fatal(err)
-		}
+		publishPool(t, cat, poolShare{a, forA}, poolShare{b, forB})
 	}
 	publish(2, 0)
 	for range 2 {
@@ -103,15 +96,9 @@ func TestReleasedWorkerBackKeptDrained(t *testing.T) {
 	// The advertising interval is also how long a released worker is
 	// remembered: long enough for a reconnection on a loaded machine.
 	a := startMaster(t, Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: time.Second})
-	host, _ := os.Hostname()
 	publish := func(workers int) {
 		t.Helper()
-		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": []enforce.Assignment{
-			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: workers},
-		}}
-		if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
-			t.Fatal(err)
-		}
+		publishPool(t, cat, poolShare{a, workers})
 	}
 	publish(1)
 	for range 2 {
@@ -165,16 +152,9 @@ func TestWorkerBeyondDecisionReleasedAtJoin(t *testing.T) {
 		return Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond}
 	}
 	a, b := startMaster(t, cfg()), startMaster(t, cfg())
-	host, _ := os.Hostname()
 	publish := func(forA int) {
 		t.Helper()
-		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": []enforce.Assignment{
-			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: forA},
-			{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.1", Workers: 1},
-		}}
-		if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
-			t.Fatal(err)
-		}
+		publishPool(t, cat, poolShare{a, forA}, poolShare{b, 1})
 	}
 	// A's one worker runs a task until the gate opens.
 	publish(0)
@@ -223,15 +203,9 @@ func TestBackWorkerTakesNoWaitingTask(t *testing.T) {
 	dir := t.TempDir()
 	gate1, gate2 := filepath.Join(dir, "gate1"), filepath.Join(dir, "gate2")
 	a := startMaster(t, Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: time.Second})
-	host, _ := os.Hostname()
 	publish := func(workers int) {
 		t.Helper()
-		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": []enforce.Assignment{
-			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: workers},
-		}}
-		if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
-			t.Fatal(err)
-		}
+		publishPool(t, cat, poolShare{a, workers})
 	}
 	wait := func(gate string) string { return "while [ ! -e " + gate + " ]; do sleep 0.02; done" }
 	publish(2)
@@ -285,5 +259,26 @@ func TestBackWorkerTakesNoWaitingTask(t *testing.T) {
 		if !r.OK() || strings.HasPrefix(tag, "second") && r.Worker != stays {
 			t.Errorf("task %s: %v on %s; want done, on %s", tag, r.Status, r.Worker, stays)
 		}
+	}
+}
+
+// poolShare is the workers a pool's decision gives a master.
+type poolShare struct {
+	m       *Master
+	workers int
+}
+
+// publishPool sends the catalog pool "tp"'s decision for masters on this
+// host, as a pool publishes it.
+func publishPool(t *testing.T, cat string, shares ...poolShare) {
+	t.Helper()
+	host, _ := os.Hostname()
+	var as []enforce.Assignment
+	for _, s := range shares {
+		as = append(as, enforce.Assignment{Project: s.m.cfg.Project, Name: host, Port: s.m.Port(), Address: "127.0.0.1", Workers: s.workers})
+	}
+	rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0, "assignments": as}
+	if err := catalog.Send(context.Background(), cat, "tcp", rec); err != nil {
+		t.Fatal(err)
 	}
 }
