@@ -9,7 +9,8 @@
 // with it, and its Result says how it ended and what it used (rusage). The
 // per-call runner of All-Pairs and Wavefront programs (package funcs) is
 // leaner and registers with a Keeper the same way. Both start processes
-// with Spawn: posix_spawn, which does not take Go's fork lock.
+// with Spawn: posix_spawn, which does not take Go's fork lock (Go's
+// ForkExec in a build without cgo, as the Work Queue worker is built).
 //
 // A Keeper is a small helper process, a /bin/sh script, that a program
 // starts once, at the first Reserve. It runs in a session of its own, so
