@@ -147,8 +147,11 @@ type TaskGroup struct {
 	Runtime Dist `json:"runtime"`
 	// InputMB is sent with each task; SharedInputMB is one input every
 	// task of the group reads, cached on a worker after its first task.
+	// Groups whose SharedInput names the same file share it: a worker that
+	// holds it for one has it for all (default: each group its own).
 	InputMB       float64 `json:"input_mb"`
 	SharedInputMB float64 `json:"shared_input_mb"`
+	SharedInput   string  `json:"shared_input"`
 	OutputMB      float64 `json:"output_mb"`
 	// Hang is the chance that an attempt never ends (a straggler only
 	// fast abort or a copy can end).

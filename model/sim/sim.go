@@ -118,7 +118,7 @@ type simWorker struct {
 	left     float64 // when it left; -1 before
 	// silent: dead, but the master was not told; it answers nothing.
 	silent    bool
-	cached    map[int32]bool // task groups whose shared input it holds
+	cached    map[int32]bool // the shared inputs it holds, by engine.sharedInput
 	attempts  map[sched.TaskID]*attempt
 	idleSince float64 // -1 while it holds a task
 }
@@ -146,11 +146,14 @@ type engine struct {
 	plan    *factory.Plan
 	// capacity is the master's estimate (Eq. 4.5), as the real master
 	// keeps it, for the factory's decisions.
-	capacity  capacity.Window
-	tasks     []simTask
-	workers   []*simWorker // by ID - 1
-	queueWait sampler      // the factory's batch queue
-	lrm       *lrm         // or its LRM
+	capacity capacity.Window
+	tasks    []simTask
+	// sharedInput numbers each task group's shared input, the same for
+	// groups that name the same one.
+	sharedInput []int32
+	workers     []*simWorker // by ID - 1
+	queueWait   sampler      // the factory's batch queue
+	lrm         *lrm         // or its LRM
 
 	blocks                   *blockRun // nil without Scenario.Blocks
 	blocksDone, blocksFailed int
@@ -253,6 +256,18 @@ func (e *engine) setup() error {
 		total += g.Count
 	}
 	e.plainTasks = total
+	e.sharedInput = make([]int32, len(sc.Tasks))
+	named := map[string]int32{}
+	for gi, g := range sc.Tasks {
+		e.sharedInput[gi] = int32(gi)
+		if g.SharedInput != "" {
+			if first, ok := named[g.SharedInput]; ok {
+				e.sharedInput[gi] = first
+			} else {
+				named[g.SharedInput] = int32(gi)
+			}
+		}
+	}
 	e.tasks = make([]simTask, 0, total)
 	for gi, g := range sc.Tasks {
 		run, submit := g.Runtime.sampler(e.src), g.Submit.sampler(e.src)
@@ -538,9 +553,9 @@ func (e *engine) dispatch(d sched.Dispatch) {
 	hang := 0.0
 	if t.group >= 0 {
 		g := &e.sc.Tasks[t.group]
-		if g.SharedInputMB > 0 && !w.cached[t.group] {
+		if in := e.sharedInput[t.group]; g.SharedInputMB > 0 && !w.cached[in] {
 			mb += g.SharedInputMB
-			w.cached[t.group] = true
+			w.cached[in] = true
 		}
 		hang = g.Hang
 	}
