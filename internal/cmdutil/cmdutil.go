@@ -20,6 +20,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
 
@@ -29,6 +30,7 @@ const (
 	ExitFailure     = 1   // the run failed, or finished with failed cells, rules or tasks
 	ExitUsage       = 2   // bad flags or arguments; nothing was run
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM; finished work was kept
+	ExitBrokenPipe  = 141 // stopped because its output's reader went away (| head); finished work was kept
 )
 
 // Streams are the standard streams a command reads and writes. Commands take
@@ -191,11 +193,61 @@ type MainFunc func(ctx context.Context, args []string, s Streams) int
 // RunMain runs main with the process's arguments and streams, cancels its
 // context on SIGINT or SIGTERM, and exits with the code it returns. It is all
 // a tool's main package needs to do.
+//
+// It also cancels the context when the reader of the standard output or
+// error goes away (makeflow wf.mf | head), and then exits ExitBrokenPipe:
+// by default a Go program writing to such a pipe is killed by SIGPIPE at
+// once, leaving its batch jobs queued and its children running.
 func RunMain(main MainFunc) {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancelCause(ctx)
+	// Asked for before main writes anything: until then a broken pipe
+	// kills the process.
+	sigpipe := make(chan os.Signal, 1)
+	signal.Notify(sigpipe, syscall.SIGPIPE)
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		watchBrokenPipe(ctx, sigpipe, cancel)
+	}()
 	code := main(ctx, os.Args[1:], StdStreams())
+	if errors.Is(context.Cause(ctx), errBrokenPipe) {
+		code = ExitBrokenPipe
+	}
+	cancel(nil)
+	<-watched
+	signal.Stop(sigpipe)
 	stop()
 	os.Exit(code)
+}
+
+var errBrokenPipe = errors.New("the reader of the standard output or error went away")
+
+// watchBrokenPipe cancels ctx when a write to the standard output or error
+// finds its pipe without a reader. Asking for SIGPIPE (on sig) turns that
+// write's death into an EPIPE error; the signal comes for sockets too (a
+// worker gone), so only a standard stream whose pipe reports an error
+// stops the run.
+func watchBrokenPipe(ctx context.Context, sig <-chan os.Signal, cancel context.CancelCauseFunc) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+			if pipeBroken(1) || pipeBroken(2) {
+				cancel(errBrokenPipe)
+				return
+			}
+		}
+	}
+}
+
+// pipeBroken reports whether descriptor fd is a pipe whose reader is
+// gone: on Linux the write end of such a pipe polls as an error.
+func pipeBroken(fd int32) bool {
+	fds := []unix.PollFd{{Fd: fd}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 1 && fds[0].Revents&unix.POLLERR != 0
 }
 
 // Prepare gives a tool's root command what every tool has: --version

@@ -181,7 +181,8 @@ UNLIKE CCTOOLS
 
 EXIT STATUS
   0 everything ran; 1 a rule failed or the workflow has errors; 2 bad flags;
-  130 interrupted (finished rules are kept).
+  130 interrupted, 141 the reader of its output went away (finished rules
+  are kept, jobs removed).
 
 EXAMPLES
   makeflow                       run ./Makeflow with one job per CPU
