@@ -27,6 +27,12 @@ import (
 // moment between the look and the removal: the command then starts there
 // too, and is stopped there by the removal.
 //
+// With Hold, a job the local slots cannot take at once is first held
+// here, and sent to the remote driver only once this machine is not
+// expected to start it within the remote's dispatch latency (HybridHold):
+// a run of short jobs then never pays a batch system's submission and
+// removal for jobs this machine's cores finish first.
+//
 // Jobs run the same command on either side, with the same files, so
 // Hybrid is for back ends on a filesystem this machine shares (SLURM, Grid
 // Engine, HTCondor here). It does not check: with a driver that ships
@@ -47,6 +53,43 @@ type Hybrid struct {
 	seq      int
 	closed   bool
 	counts   HybridCounts
+
+	// With Hold: the jobs held here, oldest first; the local jobs'
+	// mean run time (0 before one ends) and start times; the timer
+	// that looks at the held jobs again.
+	hold      HybridHold
+	held      []*hybridJob
+	localMean time.Duration
+	started   map[*hybridJob]time.Time
+	wake      *time.Timer
+}
+
+// HybridHold is when a Hybrid sends a job to the remote driver rather than
+// holding it until a local slot frees.
+type HybridHold struct {
+	// Dispatch is the remote driver's latency from submission to start:
+	// a job this machine is expected to start sooner is held here. 0
+	// sends every job the local slots cannot take at once.
+	Dispatch time.Duration
+	// RemoteSlots, if positive, is how many jobs the remote driver can
+	// run at once: no more are sent to it at a time, the others held.
+	RemoteSlots int
+}
+
+// firstRemote returns the position (0 the oldest) of the first of n held
+// jobs that goes to the remote driver, n if none, when slots local slots
+// each end a job every mean: the job at position pos would wait here for
+// pos/slots+1 of them, so it goes once that is longer than dispatch.
+func firstRemote(n, slots int, mean, dispatch time.Duration) int {
+	if mean <= 0 {
+		return n
+	}
+	// (pos/slots+1)·mean > dispatch ⇔ pos/slots ≥ ⌊dispatch/mean⌋.
+	waits := dispatch / mean
+	if waits >= time.Duration(n/slots+1) {
+		return n
+	}
+	return min(n, int(waits)*slots)
 }
 
 // HybridCounts say where a Hybrid's jobs ended.
@@ -67,7 +110,7 @@ type hybridJob struct {
 	job     *Job
 	cores   int
 	local   bool   // on the local driver
-	under   string // its ID there
+	under   string // its ID there; "" while held
 	removed bool   // by Remove or Close
 }
 
@@ -85,9 +128,18 @@ func NewHybrid(local Driver, slots int, remote Driver) *Hybrid {
 		jobs:     make(map[string]*hybridJob),
 		byLocal:  make(map[string]*hybridJob),
 		byRemote: make(map[string]*hybridJob),
+		started:  make(map[*hybridJob]time.Time),
 	}
 	go h.merge()
 	return h
+}
+
+// Hold sets when h sends jobs to the remote driver; call it before the
+// first Submit.
+func (h *Hybrid) Hold(p HybridHold) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.hold = p
 }
 
 // Counts returns where the jobs that have ended so far ended.
@@ -111,25 +163,132 @@ func (h *Hybrid) Submit(ctx context.Context, job *Job) (string, error) {
 	}
 	j := &hybridJob{job: job, cores: max(job.Resources.Cores, 1)}
 	j.local = h.used+j.cores <= h.slots
-	d, side := h.remote, "remote"
-	if j.local {
-		d, side = h.local, "local"
-	}
-	under, err := d.Submit(ctx, job)
-	if err != nil {
-		return "", fmt.Errorf("%s: %w", side, err)
+	// Held if the local slots could take it once free, and there is a
+	// wait to weigh against the remote's.
+	held := !j.local && h.hold.Dispatch > 0 && j.cores <= h.slots
+	var under string
+	if held {
+		// Checked now, as a driver would: the caller learns of a bad
+		// job from Submit, not from an event after the hold.
+		if _, err := prepareShared(job); err != nil {
+			return "", fmt.Errorf("local: %w", err)
+		}
+	} else {
+		d, side := h.remote, "remote"
+		if j.local {
+			d, side = h.local, "local"
+		}
+		var err error
+		if under, err = d.Submit(ctx, job); err != nil {
+			return "", fmt.Errorf("%s: %w", side, err)
+		}
 	}
 	h.seq++
 	j.id = "h" + strconv.Itoa(h.seq)
 	if err := h.t.Add(j.id, Status{State: Queued, Submitted: time.Now()}); err != nil {
 		// Not reached: the IDs are Hybrid's own, and h.t is closed only
 		// after h.closed is set.
-		d.Remove(ctx, under)
+		if !held {
+			h.sideOf(j).Remove(ctx, under)
+		}
 		return "", err
 	}
 	h.jobs[j.id] = j
+	if held {
+		h.held = append(h.held, j)
+		h.review(time.Now())
+		return j.id, nil
+	}
 	h.attach(j, under)
 	return j.id, nil
+}
+
+// sideOf returns the driver that has j.
+func (h *Hybrid) sideOf(j *hybridJob) Driver {
+	if j.local {
+		return h.local
+	}
+	return h.remote
+}
+
+// review sends to the remote driver, at now, the held jobs this machine
+// is not expected to start within its dispatch latency, oldest first as
+// far as HybridHold.RemoteSlots allows, and sets the timer for the next
+// look while jobs are held. Until a local job ends, the time the running
+// ones have taken so far stands for their mean; and the mean is never
+// less than that time: the longer they run, the more jobs go. Called
+// with h.mu held.
+func (h *Hybrid) review(now time.Time) {
+	if h.wake != nil {
+		h.wake.Stop()
+		h.wake = nil
+	}
+	if h.closed || len(h.held) == 0 {
+		return
+	}
+	oldest := now
+	for _, at := range h.started {
+		if at.Before(oldest) {
+			oldest = at
+		}
+	}
+	first := 0 // the oldest job to send; those after it wait longer
+	if len(h.started) > 0 {
+		first = firstRemote(len(h.held), h.slots, max(h.localMean, now.Sub(oldest)), h.hold.Dispatch)
+	}
+	n := len(h.held) - first
+	if h.hold.RemoteSlots > 0 {
+		n = max(0, min(n, h.hold.RemoteSlots-len(h.byRemote)))
+	}
+	send := slices.Clone(h.held[first : first+n])
+	h.held = slices.Delete(h.held, first, first+n)
+	ctx := context.Background()
+	for _, j := range send {
+		under, err := h.remote.Submit(ctx, j.job)
+		if err != nil {
+			delete(h.jobs, j.id)
+			h.counts.Remote++
+			h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Ended: now, Err: fmt.Errorf("remote: %w", err)}})
+			continue
+		}
+		h.attach(j, under)
+	}
+	if len(h.held) == 0 || len(h.started) == 0 || n < len(h.held)-first {
+		// Nothing held, or held for the remote's room: a job's end
+		// looks again.
+		return
+	}
+	// The running jobs' time grows: look again when it sends the newest
+	// job held.
+	k := time.Duration((len(h.held)-1)/h.slots + 1)
+	h.wake = time.AfterFunc(oldest.Add(h.hold.Dispatch/k+1).Sub(now), func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		h.review(time.Now())
+	})
+}
+
+// takeHeld starts the oldest held jobs on the free local slots, passing
+// over those that do not fit. Called with h.mu held.
+func (h *Hybrid) takeHeld() {
+	ctx := context.Background()
+	for i := 0; i < len(h.held) && h.used < h.slots && !h.closed; {
+		j := h.held[i]
+		if h.used+j.cores > h.slots {
+			i++
+			continue
+		}
+		h.held = slices.Delete(h.held, i, i+1)
+		j.local = true
+		under, err := h.local.Submit(ctx, j.job)
+		if err != nil {
+			delete(h.jobs, j.id)
+			h.counts.Local++
+			h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Ended: time.Now(), Err: fmt.Errorf("local: %w", err)}})
+			continue
+		}
+		h.attach(j, under)
+	}
 }
 
 // attach records that j is now under on its side. Called with h.mu held.
@@ -138,6 +297,7 @@ func (h *Hybrid) attach(j *hybridJob, under string) {
 	if j.local {
 		h.byLocal[under] = j
 		h.used += j.cores
+		h.started[j] = time.Now()
 	} else {
 		h.byRemote[under] = j
 		h.queued = append(h.queued, j)
@@ -200,13 +360,28 @@ func (h *Hybrid) pass(ev Event, local bool) {
 		if local {
 			h.used -= j.cores
 			h.counts.Local++
+			if at, ok := h.started[j]; ok && !j.removed {
+				// A moving mean: the jobs' times may change over a run.
+				took := time.Since(at)
+				if h.localMean == 0 {
+					h.localMean = took
+				} else {
+					h.localMean += (took - h.localMean) / 4
+				}
+			}
+			delete(h.started, j)
 		} else {
 			h.counts.Remote++
 		}
 	}
 	h.t.Set(ev)
-	if local && ev.State.Final() {
-		h.moveQueued()
+	if ev.State.Final() {
+		if local {
+			// Held jobs first: they cost no removal from the remote.
+			h.takeHeld()
+			h.moveQueued()
+		}
+		h.review(time.Now())
 	}
 }
 
@@ -265,6 +440,12 @@ func (h *Hybrid) Remove(ctx context.Context, id string) error {
 		_, err := h.t.Status(id)
 		return err
 	}
+	if i := slices.Index(h.held, j); i >= 0 {
+		h.held = slices.Delete(h.held, i, i+1)
+		delete(h.jobs, j.id)
+		h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Err: ErrRemoved, Ended: time.Now()}})
+		return nil
+	}
 	d, side := h.remote, "remote"
 	if j.local {
 		d, side = h.local, "local"
@@ -291,6 +472,9 @@ func (h *Hybrid) Close(ctx context.Context) error {
 	h.closed = true
 	for _, j := range h.jobs {
 		j.removed = true
+	}
+	if h.wake != nil {
+		h.wake.Stop()
 	}
 	h.mu.Unlock()
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/batchtest"
+	"github.com/rightsize/rightsize/internal/testutil"
 )
 
 func TestHybridContract(t *testing.T) {
@@ -471,4 +472,89 @@ func ExampleNewHybrid() {
 	// h2: two
 	// h3: three
 	// {Local:3 Remote:0 Moved:2}
+}
+
+// TestHybridHold: with a remote dispatch longer than this machine takes to
+// start them, jobs wait here and never reach the remote queue; with a
+// short one they go, as many at a time as the remote's slots.
+func TestHybridHold(t *testing.T) {
+	t.Run("jobs this machine starts first stay here", func(t *testing.T) {
+		local, remote := newFakeDriver("L"), newFakeDriver("R")
+		h := batch.NewHybrid(local, 1, remote)
+		h.Hold(batch.HybridHold{Dispatch: time.Hour})
+		defer batchtest.Close(t, h)
+		rec := batchtest.Record(t, h)
+		a := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		b := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		c := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		checkFake(t, "local", local, []string{"L1"}, nil)
+		checkFake(t, "remote", remote, nil, nil)
+
+		// Removing a held job ends it without a driver.
+		if err := h.Remove(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		if ev := rec.Final(t, c); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRemoved) {
+			t.Errorf("removed held job: %+v", ev.Status)
+		}
+		local.finish("L1", 0)
+		rec.Final(t, a)
+		checkCounts(t, h, batch.HybridCounts{Local: 1})
+		checkFake(t, "local", local, []string{"L1", "L2"}, nil)
+		local.finish("L2", 0)
+		if ev := rec.Final(t, b); ev.State != batch.Done {
+			t.Errorf("held job: %+v", ev.Status)
+		}
+		checkFake(t, "remote", remote, nil, nil)
+	})
+
+	t.Run("jobs go once this machine would start them later", func(t *testing.T) {
+		local, remote := newFakeDriver("L"), newFakeDriver("R")
+		h := batch.NewHybrid(local, 1, remote)
+		// A dispatch of a millisecond: L1, running longer, makes the
+		// held jobs go, one at a time for the remote's one slot.
+		h.Hold(batch.HybridHold{Dispatch: time.Millisecond, RemoteSlots: 1})
+		defer batchtest.Close(t, h)
+		rec := batchtest.Record(t, h)
+		batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		b := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		c := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		testutil.WaitFor(t, "a held job sent", 10*time.Second, func() bool {
+			ids, _ := remote.submitted()
+			return len(ids) == 1
+		})
+		checkFake(t, "remote", remote, []string{"R1"}, nil)
+		remote.start("R1")
+		rec.Wait(t, b, batch.Running)
+		remote.finish("R1", 0)
+		rec.Final(t, b)
+		testutil.WaitFor(t, "the next held job sent", 10*time.Second, func() bool {
+			ids, _ := remote.submitted()
+			return len(ids) == 2
+		})
+		remote.start("R2")
+		rec.Wait(t, c, batch.Running)
+		checkCounts(t, h, batch.HybridCounts{Remote: 1})
+	})
+
+	t.Run("held jobs end at close", func(t *testing.T) {
+		local, remote := newFakeDriver("L"), newFakeDriver("R")
+		h := batch.NewHybrid(local, 1, remote)
+		h.Hold(batch.HybridHold{Dispatch: time.Hour})
+		batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		b := batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		batchtest.Close(t, h)
+		if st, err := h.Status(b); err != nil || st.State != batch.Failed || !errors.Is(st.Err, batch.ErrRemoved) {
+			t.Errorf("held job at close: %+v, %v", st, err)
+		}
+		checkFake(t, "remote", remote, nil, nil)
+	})
+}
+
+func TestHybridHoldContract(t *testing.T) {
+	batchtest.Contract(t, func(t *testing.T) batch.Driver {
+		h := batch.NewHybrid(newTestLocal(t, 1), 1, newTestLocal(t, 4))
+		h.Hold(batch.HybridHold{Dispatch: 50 * time.Millisecond, RemoteSlots: 2})
+		return h
+	})
 }

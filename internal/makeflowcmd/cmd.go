@@ -104,6 +104,13 @@ type options struct {
 	// localCluster is the local "cluster" placement sent rules to (not
 	// a flag).
 	localCluster *place.Cluster
+	// hold is when a hybrid run sends a rule to the cluster rather than
+	// keep it for this machine's next free core: placement's measure of
+	// the cluster (not a flag).
+	hold batch.HybridHold
+	// hybridDriver is the driver of a hybrid run on a batch system, for
+	// where its rules ran.
+	hybridDriver *batch.Hybrid
 
 	// Remote runs.
 	port         int
@@ -549,6 +556,11 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if err == nil {
 		pl.finish(wf, rep, o.explain, s.Err)
 	}
+	if h := o.hybridDriver; h != nil && (o.explain || o.verbose) {
+		c := h.Counts()
+		fmt.Fprintf(s.Err, "makeflow: hybrid: %d rules done here (%d of them taken from %s's queue), %d on %s\n",
+			c.Local, c.Moved, bt.name, c.Remote, bt.name)
+	}
 	var listErr makeflow.ErrorList
 	if o.summaryLog != "" && rep != nil && !errors.As(err, &listErr) {
 		if serr := writeSummary(inDir(dir, o.summaryLog), wf, dir, rep, err, time.Now()); serr != nil && err == nil {
@@ -695,7 +707,9 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 	if o.hybrid && wqcfg == nil {
 		// Placement chose hybrid: this machine's cores take rules too.
 		cores := runtime.NumCPU()
-		d = batch.NewHybrid(batch.NewLocal(batch.Options{Slots: cores}), cores, d)
+		h := batch.NewHybrid(batch.NewLocal(batch.Options{Slots: cores}), cores, d)
+		h.Hold(o.hold)
+		d, o.hybridDriver = h, h
 		fmt.Fprintf(errOut, "makeflow: this machine's %d cores take rules too, while %s's queue holds them\n", cores, bt.name)
 	}
 	stopOwn := func() {}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/distcmd"
 	"github.com/rightsize/rightsize/makeflow"
@@ -197,6 +198,13 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 		return p, bt, nil
 	}
 	o.hybrid = d.Mode == place.Hybrid
+	if o.hybrid {
+		// A rule this machine's cores start sooner than the cluster's
+		// dispatch stays here: on a first run, before the rules' times
+		// are known, short rules never reach the cluster's queue.
+		o.hold = batch.HybridHold{Dispatch: time.Duration((cl.Dispatch.V + cl.JobCost.V) * float64(time.Second)),
+			RemoteSlots: cl.Slots()}
+	}
 	if cl.Kind == "local" {
 		return p, o.onStandIn(cl, bt), nil
 	}

@@ -240,3 +240,41 @@ func TestHybridOnWorkQueue(t *testing.T) {
 		t.Errorf("recorded %+v, want the second run, hybrid on wq", recs)
 	}
 }
+
+// TestHybridKeepsShortRulesHere: on a first run the rules' times are
+// assumed (1 s), so placement picks hybrid on a cluster with a 3 s
+// dispatch; the rules take milliseconds, this machine's cores finish each
+// before the cluster could start it, and none reaches the cluster's queue.
+// Slow rules on a quick cluster do go there.
+func TestHybridKeepsShortRulesHere(t *testing.T) {
+	if runtime.NumCPU() > 8 {
+		t.Skipf("%d CPUs: the first run would stay here", runtime.NumCPU())
+	}
+	for _, tc := range []struct {
+		name, secs, cluster string
+		want                string
+	}{
+		{"short rules, slow cluster", "0", "local hosts=16 dispatch=3", ", 0 on local"},
+		{"slow rules, quick cluster", "0.5", "local hosts=16 dispatch=0.01", "(0 of them taken from local's queue)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("XDG_CACHE_HOME", t.TempDir())
+			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+			t.Setenv("RIGHTSIZE_CLUSTER", tc.cluster)
+			dir := t.TempDir()
+			fanWorkflow(t, dir, 24, tc.secs)
+			r := mf(t, dir, "--explain", "fan.mf")
+			if r.code != 0 {
+				t.Fatalf("run: %v", r)
+			}
+			for _, w := range []string{"from assumed 1 s (no earlier run)", "choice: hybrid", tc.want} {
+				if !strings.Contains(r.err, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.err)
+				}
+			}
+			if tc.secs != "0" && strings.Contains(r.err, ", 0 on local") {
+				t.Errorf("slow rules: none ran on the cluster:\n%s", r.err)
+			}
+		})
+	}
+}
