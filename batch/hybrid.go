@@ -74,6 +74,11 @@ type HybridHold struct {
 	// RemoteSlots, if positive, is how many jobs the remote driver can
 	// run at once: no more are sent to it at a time, the others held.
 	RemoteSlots int
+	// Mean, if known, is a local job's expected time until one ends
+	// (then their moving mean takes over). Unknown (0), the time the
+	// running ones have taken so far stands for it, and the first jobs
+	// go to the remote driver only once that is long enough.
+	Mean time.Duration
 }
 
 // firstRemote returns the position (0 the oldest) of the first of n held
@@ -214,10 +219,9 @@ func (h *Hybrid) sideOf(j *hybridJob) Driver {
 // review sends to the remote driver, at now, the held jobs this machine
 // is not expected to start within its dispatch latency, oldest first as
 // far as HybridHold.RemoteSlots allows, and sets the timer for the next
-// look while jobs are held. Until a local job ends, the time the running
-// ones have taken so far stands for their mean; and the mean is never
-// less than that time: the longer they run, the more jobs go. Called
-// with h.mu held.
+// look while jobs are held. The local jobs' mean is never taken as less
+// than the time the running ones have taken so far: the longer they run,
+// the more jobs go. Called with h.mu held.
 func (h *Hybrid) review(now time.Time) {
 	if h.wake != nil {
 		h.wake.Stop()
@@ -234,7 +238,11 @@ func (h *Hybrid) review(now time.Time) {
 	}
 	first := 0 // the oldest job to send; those after it wait longer
 	if len(h.started) > 0 {
-		first = firstRemote(len(h.held), h.slots, max(h.localMean, now.Sub(oldest)), h.hold.Dispatch)
+		mean := h.localMean
+		if mean == 0 {
+			mean = h.hold.Mean
+		}
+		first = firstRemote(len(h.held), h.slots, max(mean, now.Sub(oldest)), h.hold.Dispatch)
 	}
 	n := len(h.held) - first
 	if h.hold.RemoteSlots > 0 {

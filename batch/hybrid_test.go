@@ -537,6 +537,20 @@ func TestHybridHold(t *testing.T) {
 		checkCounts(t, h, batch.HybridCounts{Remote: 1})
 	})
 
+	t.Run("jobs known to be long go at once", func(t *testing.T) {
+		local, remote := newFakeDriver("L"), newFakeDriver("R")
+		h := batch.NewHybrid(local, 1, remote)
+		// A local job takes two hours, twice the dispatch: the second
+		// job would start here after two, the third after four.
+		h.Hold(batch.HybridHold{Dispatch: time.Hour, Mean: 2 * time.Hour})
+		defer batchtest.Close(t, h)
+		for range 3 {
+			batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		}
+		checkFake(t, "local", local, []string{"L1"}, nil)
+		checkFake(t, "remote", remote, []string{"R1", "R2"}, nil)
+	})
+
 	t.Run("held jobs end at close", func(t *testing.T) {
 		local, remote := newFakeDriver("L"), newFakeDriver("R")
 		h := batch.NewHybrid(local, 1, remote)

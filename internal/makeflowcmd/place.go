@@ -202,8 +202,10 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 		// A rule this machine's cores start sooner than the cluster's
 		// dispatch stays here: on a first run, before the rules' times
 		// are known, short rules never reach the cluster's queue.
-		o.hold = batch.HybridHold{Dispatch: time.Duration((cl.Dispatch.V + cl.JobCost.V) * float64(time.Second)),
-			RemoteSlots: cl.Slots()}
+		o.hold = batch.HybridHold{Dispatch: seconds(cl.Dispatch.V + cl.JobCost.V), RemoteSlots: cl.Slots()}
+		if !p.guessed {
+			o.hold.Mean = seconds(meanRemote(flow, d.KeepHere))
+		}
 	}
 	if cl.Kind == "local" {
 		return p, o.onStandIn(cl, bt), nil
@@ -221,6 +223,26 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	}
 	return p, nbt, nil
 }
+
+// meanRemote returns the mean predicted time of the rules that may go to
+// the cluster: those neither marked nor kept here.
+func meanRemote(rules []model.FlowRule, keepHere []bool) float64 {
+	var sum float64
+	n := 0
+	for i, r := range rules {
+		if r.Here || i < len(keepHere) && keepHere[i] {
+			continue
+		}
+		sum += r.Seconds
+		n++
+	}
+	if n == 0 {
+		return 0
+	}
+	return sum / float64(n)
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
 
 // onStandIn returns the batch type that runs rules on local "cluster" c
 // (RIGHTSIZE_CLUSTER=local ...), which stands for a real one: the local
