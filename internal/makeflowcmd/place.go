@@ -36,9 +36,12 @@ type placement struct {
 	guessed bool
 }
 
-// costsPath is where rule costs are kept: beside the run history. (The
-// makeflow-rules.json of earlier versions is no longer read: its rules are
-// learnt again from their workflows' logs.)
+// oldCosts is the rule-cost cache of earlier versions, beside the costs
+// file. It is no longer read (its rules are learnt again from their
+// workflows' logs) and is removed once the costs file is written.
+const oldCosts = "makeflow-rules.json"
+
+// costsPath is where rule costs are kept: beside the run history.
 func costsPath() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
@@ -276,6 +279,10 @@ func (p *placement) finish(wf *makeflow.Workflow, rep *makeflow.Report, explain 
 		if err == nil || rep != nil && len(rep.Took) > 0 {
 			if err := p.costs.Save(p.path); err != nil {
 				fmt.Fprintf(msgs, "makeflow: warning: %v\n", err)
+			} else {
+				// Earlier versions' cache, replaced by the costs file:
+				// it grew with every rule ever run (9 MB and more).
+				os.Remove(filepath.Join(filepath.Dir(p.path), oldCosts))
 			}
 		}
 	}

@@ -35,14 +35,26 @@ func fanWorkflow(t *testing.T, dir string, n int, secs string) {
 // TestPlacementLearnsRuleTimes runs a workflow with no cluster twice,
 // cleaning it between: the first run's times are assumed, the second's
 // come from the first, and only the second is recorded in the history.
+// The first removes the rule-cost cache of earlier versions.
 func TestPlacementLearnsRuleTimes(t *testing.T) {
 	dir, cache := t.TempDir(), t.TempDir()
 	t.Setenv("XDG_CACHE_HOME", cache)
 	t.Setenv("RIGHTSIZE_CLUSTER", "none")
 	fanWorkflow(t, dir, 3, "0.2")
+	// An earlier version's cache, which this one replaces.
+	old := filepath.Join(cache, "rightsize", "makeflow-rules.json")
+	if err := os.MkdirAll(filepath.Dir(old), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(old, []byte(`{"0123": {"seconds": 5}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	r := mf(t, dir, "--explain", "fan.mf")
 	if r.code != 0 || !strings.Contains(r.err, "4 from assumed 1 s (no earlier run)") || !strings.Contains(r.err, "choice: multicore, because there is no cluster") {
 		t.Fatalf("first run: %v", r)
+	}
+	if _, err := os.Stat(old); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the earlier versions' cache is still there: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(cache, "rightsize", "runs.jsonl")); err == nil {
 		t.Error("a run on assumed times was recorded in the history")
