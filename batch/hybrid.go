@@ -29,9 +29,11 @@ import (
 //
 // With Hold, a job the local slots cannot take at once is first held
 // here, and sent to the remote driver only once this machine is not
-// expected to start it within the remote's dispatch latency (HybridHold):
-// a run of short jobs then never pays a batch system's submission and
-// removal for jobs this machine's cores finish first.
+// expected to start it within half the remote's dispatch latency
+// (HybridHold): a run of short jobs then never pays a batch system's
+// submission and removal for jobs this machine's cores finish first. The
+// half is a hedge against the estimate: a job sent that the local slots
+// reach before the remote starts it is still moved here.
 //
 // Jobs run the same command on either side, with the same files, so
 // Hybrid is for back ends on a filesystem this machine shares (SLURM, Grid
@@ -68,8 +70,8 @@ type Hybrid struct {
 // holding it until a local slot frees.
 type HybridHold struct {
 	// Dispatch is the remote driver's latency from submission to start:
-	// a job this machine is expected to start sooner is held here. 0
-	// sends every job the local slots cannot take at once.
+	// a job this machine is expected to start within half of it is held
+	// here. 0 sends every job the local slots cannot take at once.
 	Dispatch time.Duration
 	// RemoteSlots, if positive, is how many jobs the remote driver can
 	// run at once: no more are sent to it at a time, the others held.
@@ -217,7 +219,7 @@ func (h *Hybrid) sideOf(j *hybridJob) Driver {
 }
 
 // review sends to the remote driver, at now, the held jobs this machine
-// is not expected to start within its dispatch latency, oldest first as
+// is not expected to start within half its dispatch latency, oldest first as
 // far as HybridHold.RemoteSlots allows, and sets the timer for the next
 // look while jobs are held. The local jobs' mean is never taken as less
 // than the time the running ones have taken so far: the longer they run,
@@ -242,7 +244,7 @@ func (h *Hybrid) review(now time.Time) {
 		if mean == 0 {
 			mean = h.hold.Mean
 		}
-		first = firstRemote(len(h.held), h.slots, max(mean, now.Sub(oldest)), h.hold.Dispatch)
+		first = firstRemote(len(h.held), h.slots, max(mean, now.Sub(oldest)), h.hold.Dispatch/2)
 	}
 	n := len(h.held) - first
 	if h.hold.RemoteSlots > 0 {
@@ -269,7 +271,7 @@ func (h *Hybrid) review(now time.Time) {
 	// The running jobs' time grows: look again when it sends the newest
 	// job held.
 	k := time.Duration((len(h.held)-1)/h.slots + 1)
-	h.wake = time.AfterFunc(oldest.Add(h.hold.Dispatch/k+1).Sub(now), func() {
+	h.wake = time.AfterFunc(oldest.Add(h.hold.Dispatch/2/k+1).Sub(now), func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		h.review(time.Now())

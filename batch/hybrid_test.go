@@ -511,30 +511,39 @@ func TestHybridHold(t *testing.T) {
 	t.Run("jobs go once this machine would start them later", func(t *testing.T) {
 		local, remote := newFakeDriver("L"), newFakeDriver("R")
 		h := batch.NewHybrid(local, 1, remote)
-		// A dispatch of a millisecond: L1, running longer, makes the
-		// held jobs go, one at a time for the remote's one slot.
-		h.Hold(batch.HybridHold{Dispatch: time.Millisecond, RemoteSlots: 1})
+		// Nothing known of the jobs' times: L1, running longer than the
+		// millisecond's dispatch, makes the held jobs go.
+		h.Hold(batch.HybridHold{Dispatch: time.Millisecond})
+		defer batchtest.Close(t, h)
+		for range 3 {
+			batchtest.Submit(t, h, &batch.Job{Command: "true"})
+		}
+		testutil.WaitFor(t, "the held jobs sent", 10*time.Second, func() bool {
+			ids, _ := remote.submitted()
+			return len(ids) == 2
+		})
+		checkFake(t, "local", local, []string{"L1"}, nil)
+	})
+
+	t.Run("no more at a time than the remote's slots", func(t *testing.T) {
+		local, remote := newFakeDriver("L"), newFakeDriver("R")
+		h := batch.NewHybrid(local, 1, remote)
+		h.Hold(batch.HybridHold{Dispatch: time.Millisecond, Mean: time.Hour, RemoteSlots: 1})
 		defer batchtest.Close(t, h)
 		rec := batchtest.Record(t, h)
 		batchtest.Submit(t, h, &batch.Job{Command: "true"})
 		b := batchtest.Submit(t, h, &batch.Job{Command: "true"})
 		c := batchtest.Submit(t, h, &batch.Job{Command: "true"})
-		testutil.WaitFor(t, "a held job sent", 10*time.Second, func() bool {
-			ids, _ := remote.submitted()
-			return len(ids) == 1
-		})
 		checkFake(t, "remote", remote, []string{"R1"}, nil)
 		remote.start("R1")
 		rec.Wait(t, b, batch.Running)
 		remote.finish("R1", 0)
 		rec.Final(t, b)
-		testutil.WaitFor(t, "the next held job sent", 10*time.Second, func() bool {
-			ids, _ := remote.submitted()
-			return len(ids) == 2
-		})
+		// Counts waits for Hybrid to have handled R1's end, which sends c.
+		checkCounts(t, h, batch.HybridCounts{Remote: 1})
+		checkFake(t, "remote", remote, []string{"R1", "R2"}, nil)
 		remote.start("R2")
 		rec.Wait(t, c, batch.Running)
-		checkCounts(t, h, batch.HybridCounts{Remote: 1})
 	})
 
 	t.Run("jobs known to be long go at once", func(t *testing.T) {
