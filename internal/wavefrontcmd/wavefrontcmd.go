@@ -177,6 +177,7 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say where the run goes and why in a line; with -T, how it is set up (the function's measured time, the model, the block size) and every retry and fast abort")
 	f.IntVar(&o.jobSize, "job-size", 0, "-T: cells per side of each job's block (default: chosen by the model)")
 	o.dist.Add(f)
+	o.dist.CellsHere = true
 	cmd.AddCommand(newExportCommand(s))
 	// A subcommand's name shadows a FUNC of that name: keep to "export"
 	// (cmdutil.Execute makes completion a flag).
