@@ -273,8 +273,10 @@ const maxHybridWork = 1 << 18
 
 // maxHybridCells bounds the cells of a hybrid Wavefront on a batch system
 // that the decision simulates cell by cell (model.WavefrontHybrid, block
-// sizes 10% apart): a few tens of milliseconds in all.
-const maxHybridCells = 1 << 16
+// sizes 10% apart): a 64×64 region takes about 40 ms (400 ns a cell and
+// block size). A larger region is predicted by its blocks (hybridBlocks),
+// as if this machine's cores took blocks too.
+const maxHybridCells = 1 << 12
 
 // DecideAllPairs predicts the problem on this machine, on the cluster and
 // on both, and picks the fastest, corrected by cs.
