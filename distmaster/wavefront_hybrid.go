@@ -1,6 +1,7 @@
 package distmaster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -82,6 +83,13 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	failedBlock := map[int]bool{}
 	var ran time.Duration
 	var ranJobs int
+	var inFlight int64 // cells running here or away
+	flight := func(delta int64) {
+		inFlight += delta
+		if cfg.InFlight != nil {
+			cfg.InFlight(inFlight)
+		}
+	}
 
 	forget := func(id string) {
 		delete(away, id)
@@ -108,6 +116,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			}
 			forget(id)
 			os.RemoveAll(j.dir)
+			flight(-r.size(j.block))
 			hy.TakeBack(j.block)
 			return true
 		}
@@ -132,6 +141,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			label.SetCell(x, y)
 			callCtx = funcs.WithLabel(ctx, &label)
 		}
+		flight(1)
 		go func() {
 			out, err := w.Cell.Call(callCtx, in[0], in[1], in[2])
 			results <- cellDone{x: x, y: y, out: out, err: err}
@@ -154,6 +164,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			return nil
 		}
 		res.Jobs++
+		flight(r.size(b))
 		away[id] = &hybridJob{block: b, dir: dir, sent: time.Now()}
 		order = append(order, id)
 		return nil
@@ -161,6 +172,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	finish := func(id string, ev batch.Event) error {
 		j := away[id]
 		forget(id)
+		flight(-r.size(j.block))
 		defer os.RemoveAll(j.dir)
 		jobErr := ev.Err
 		if ev.State != batch.Failed && ev.ExitCode != 0 {
@@ -180,17 +192,22 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 				}
 			}
 		}
-		if jobErr == nil && err == nil && complete {
+		why := errors.Join(jobErr, err)
+		if why == nil && !complete {
+			why = errors.New("the job exited 0 but did not return every cell of its block")
+		}
+		ended := cmp.Or(ev.Ended, time.Now())
+		if cfg.JobEnded != nil {
+			cfg.JobEnded(JobEnd{Block: j.block, Name: r.name(j.block), Parents: r.parents(j.block),
+				Started: cmp.Or(ev.Started, ended), Ended: ended, Err: why, Stderr: ev.Stderr})
+		}
+		if why == nil {
 			if !ev.Started.IsZero() {
-				ran += ev.Ended.Sub(ev.Started)
+				ran += ended.Sub(ev.Started)
 				ranJobs++
 			}
 			res.Done++
 			return nil
-		}
-		why := errors.Join(jobErr, err)
-		if why == nil {
-			why = errors.New("the job exited 0 but did not return every cell of its block")
 		}
 		fmt.Fprintf(cfg.Explain, "block %s failed on the cluster (%v); its cells left are computed here\n", r.name(j.block), why)
 		cfg.Logger.Warn("block failed on the cluster; computing it here", "block", r.name(j.block), "err", why)
@@ -228,6 +245,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 		select {
 		case c := <-results:
 			free++
+			flight(-1)
 			if c.err != nil {
 				if ctx.Err() != nil {
 					return ctx.Err()

@@ -36,9 +36,20 @@ func TestWavefrontHybridByCells(t *testing.T) {
 			p := newWavefront(t, tc.n)
 			p.here = 2
 			want := p.multicore(t, fn)
-			res, err := p.run(context.Background(), t, testConfig(t, d, "wavefront"), fn, tc.size)
+			cfg := testConfig(t, d, "wavefront")
+			ended := 0
+			cfg.JobEnded = func(e JobEnd) {
+				ended++
+				if e.Err != nil || e.Here || e.Ended.Before(e.Started) {
+					t.Errorf("job ended: %+v", e)
+				}
+			}
+			res, err := p.run(context.Background(), t, cfg, fn, tc.size)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if ended != res.Jobs-res.TakenBack {
+				t.Errorf("%d jobs ended; %d sent, %d taken back", ended, res.Jobs, res.TakenBack)
 			}
 			if got := p.result(t); !equalCells(got, want) {
 				t.Errorf("%d cells, want %d, or values differ", len(got), len(want))
