@@ -215,6 +215,33 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 		return nil
 	}
 
+	cellEnded := func(c cellDone) error {
+		free++
+		flight(-1)
+		if c.err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			hy.CellFailed(c.x, c.y)
+			if w.States != nil {
+				w.States.Set(c.x, c.y, wavefront.Failed)
+			}
+			b := hy.BlockOf(c.x, c.y)
+			if !failedBlock[b] {
+				failedBlock[b] = true
+				failures = append(failures, &BlockError{Block: r.name(b), Attempts: 1, Err: &wavefront.CellError{X: c.x, Y: c.y, Err: c.err}})
+			}
+			r.failedCells++
+			return nil
+		}
+		if err := r.store(c.x, c.y, c.out); err != nil {
+			return err
+		}
+		hy.CellDone(c.x, c.y)
+		r.release(c.x, c.y)
+		return nil
+	}
+
 	for {
 		// Cores first, then the cluster: a block a core could start now
 		// stays here.
@@ -244,29 +271,19 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 		}
 		select {
 		case c := <-results:
-			free++
-			flight(-1)
-			if c.err != nil {
-				if ctx.Err() != nil {
-					return ctx.Err()
+			// The cells that ended meanwhile too, so that a core is not
+			// thought idle (and a block taken back) for want of a cell
+			// its neighbour has just finished.
+			for more := true; more; {
+				if err := cellEnded(c); err != nil {
+					return err
 				}
-				hy.CellFailed(c.x, c.y)
-				if w.States != nil {
-					w.States.Set(c.x, c.y, wavefront.Failed)
+				select {
+				case c = <-results:
+				default:
+					more = false
 				}
-				b := hy.BlockOf(c.x, c.y)
-				if !failedBlock[b] {
-					failedBlock[b] = true
-					failures = append(failures, &BlockError{Block: r.name(b), Attempts: 1, Err: &wavefront.CellError{X: c.x, Y: c.y, Err: c.err}})
-				}
-				r.failedCells++
-				continue
 			}
-			if err := r.store(c.x, c.y, c.out); err != nil {
-				return err
-			}
-			hy.CellDone(c.x, c.y)
-			r.release(c.x, c.y)
 		case ev, ok := <-d.Events():
 			if !ok {
 				return errors.New("the batch driver closed while jobs were running")

@@ -214,6 +214,14 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 			now = ev.at
 			h.CellDone(ev.x, ev.y)
 			free++
+			// Cells that end together are seen together, as the
+			// master drains the results at hand before it hands out
+			// more.
+			for cells.Len() > 0 && cells[0].at <= now+tieTime {
+				ev := heap.Pop(&cells).(cellEvent)
+				h.CellDone(ev.x, ev.y)
+				free++
+			}
 		case next >= 0:
 			now = away[next].end
 			h.BlockDone(away[next].block)
@@ -227,6 +235,9 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 	}
 	return WavefrontHybridRun{Seconds: now, HybridCounts: h.Counts()}
 }
+
+// tieTime is how close cells must end to be seen together.
+const tieTime = 1e-9
 
 type cellEvent struct {
 	at   float64
