@@ -312,8 +312,9 @@ func run(ctx context.Context, o *options) error {
 			return err
 		}
 		// Kept, so that timing the function costs the run nothing; a
-		// distributed run computes whole blocks.
-		if first != nil && !o.dist.Distributed() && !ck.Done(region)(region.X, region.Y) {
+		// distributed run computes whole blocks, but a hybrid one by
+		// cells starts from the cells here.
+		if first != nil && (!o.dist.Distributed() || o.dist.HybridByCells()) && !ck.Done(region)(region.X, region.Y) {
 			if err := ck.Put(region.X, region.Y, first); err != nil {
 				bar.Stop()
 				return fmt.Errorf("checkpoint %s: %w", ckPath, err)
