@@ -35,7 +35,6 @@ import (
 type hybridJob struct {
 	block   int
 	dir     string
-	sent    time.Time
 	started bool // the batch system said it runs: too late to take back
 }
 
@@ -165,7 +164,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 		}
 		res.Jobs++
 		flight(r.size(b))
-		away[id] = &hybridJob{block: b, dir: dir, sent: time.Now()}
+		away[id] = &hybridJob{block: b, dir: dir}
 		order = append(order, id)
 		return nil
 	}
