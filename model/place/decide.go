@@ -278,6 +278,11 @@ const maxHybridWork = 1 << 18
 // as if this machine's cores took blocks too.
 const maxHybridCells = 1 << 12
 
+// hybridTie is how much slower, relatively, a hybrid Wavefront plan may be
+// predicted than the fastest and still be chosen for taking fewer blocks
+// back from the batch system's queue.
+const hybridTie = 0.005
+
 // DecideAllPairs predicts the problem on this machine, on the cluster and
 // on both, and picks the fastest, corrected by cs.
 func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
@@ -411,22 +416,40 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	var ht float64
 	var hb int
 	var hdetail string
-	if c.Kind != "wq" && w.N*w.N <= maxHybridCells {
+	if c.Kind != "wq" && w.N >= 1 && w.N*w.N <= maxHybridCells {
 		// Hybrid on a batch system: this machine's cores take cells as
 		// the multicore engine does, the cluster the blocks that become
 		// ready while they are busy (blocks.Hybrid, which the master
 		// runs and model.WavefrontHybrid simulates).
-		ht, hb = math.Inf(1), w.N
-		var sent, back int
+		type plan struct {
+			block int
+			model.WavefrontHybridRun
+		}
+		var plans []plan
+		fastest := math.Inf(1)
 		for b := 1; b <= min(w.N, limit); b = max(b+1, b*11/10) {
 			run := model.WavefrontHybrid(model.WavefrontHybridInputs{
 				W: w.N, H: w.N, Block: b, LocalCores: local, Slots: slots, JobCores: k,
 				CellTime: tau, Dispatch: c.Dispatch.V, JobCost: c.JobCost.V,
 			})
-			if run.Seconds < ht {
-				ht, hb, sent, back = run.Seconds, b, run.Sent, run.TakenBack
+			plans = append(plans, plan{b, run})
+			fastest = math.Min(fastest, run.Seconds)
+		}
+		// Among the plans as fast (within hybridTie), the one that
+		// takes the fewest blocks back from the queue: each costs the
+		// batch system a submission and a removal (sbatch and scancel),
+		// and when nothing is gained by sending blocks, none should go.
+		var best *plan
+		for i, p := range plans {
+			if p.Seconds > fastest*(1+hybridTie) {
+				continue
+			}
+			if best == nil || p.TakenBack < best.TakenBack || p.TakenBack == best.TakenBack && p.Seconds < best.Seconds {
+				best = &plans[i]
 			}
 		}
+		ht, hb = best.Seconds, best.block
+		sent, back := best.Sent, best.TakenBack
 		hdetail = fmt.Sprintf("cells on %d cores here, %d blocks of %d×%d to %d slots (%d taken back from the queue)", local, sent-back, hb, hb, slots, back)
 	} else {
 		ht, hb = hybridBlocks(w.N, local, slots, k, limit, tau, c)

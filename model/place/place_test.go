@@ -181,6 +181,27 @@ func TestDecideWavefrontHybridCells(t *testing.T) {
 	}
 }
 
+// A hybrid Wavefront whose cluster gains nothing (small problems: the
+// cores here reach every block before a dispatch of a second ends) is
+// planned to send no block, rather than blocks that the cores take back
+// from the queue, each a submission and a removal on the batch system.
+func TestDecideWavefrontHybridSendsNothingForNothing(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	for _, tc := range []struct {
+		n   int
+		tau float64
+	}{{6, 0.05}, {6, 0.2}, {12, 0.05}} {
+		t.Run(fmt.Sprintf("%d×%d of %g s", tc.n, tc.n, tc.tau), func(t *testing.T) {
+			d := DecideWavefront(WavefrontWork{N: tc.n, CellTime: measured(tc.tau, "sampled")}, two, slurm(16, 1, 1), nil, now)
+			if hb := d.blocks[Hybrid]; hb != tc.n {
+				var b strings.Builder
+				d.Explain(&b)
+				t.Errorf("hybrid in blocks of %d×%d, want the whole region\n%s", hb, hb, b.String())
+			}
+		})
+	}
+}
+
 // A hybrid run's share here is done in the master's process, on a batch
 // system and on Work Queue (by the master's own worker) alike, so a costly
 // job (a slow program start) costs this machine's cores nothing: hybrid is
