@@ -204,6 +204,7 @@ type wfProblem struct {
 	n      int
 	dir    *wavefront.Dir
 	matrix string
+	here   int // Wavefront.HereCores
 }
 
 func newWavefront(t *testing.T, n int) *wfProblem {
@@ -249,6 +250,7 @@ func (p *wfProblem) run(ctx context.Context, t *testing.T, cfg Config, fn funcs.
 		Out:        out,
 		Checkpoint: p.matrix,
 		JobSize:    jobSize,
+		HereCores:  p.here,
 	})
 }
 

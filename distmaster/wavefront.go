@@ -58,6 +58,13 @@ type Wavefront struct {
 	// models chose; the run uses it unless JobSize or an earlier run's
 	// plan says otherwise.
 	PlacedJobSize int
+	// HereCores, if positive, makes the run hybrid by cells: that many of
+	// this machine's cores compute cells with Cell, one at a time as soon
+	// as their inputs are done, while the batch system takes the whole
+	// blocks that become ready while the cores are busy (see runHybrid).
+	// Cell is then required, and the driver should not itself run jobs on
+	// this machine (no batch.Hybrid).
+	HereCores int
 
 	// States, if set, follows every cell: running while its block's job is
 	// out, complete, or failed.
@@ -77,6 +84,8 @@ type WavefrontResult struct {
 	TrackerCounts
 	MeanJob   time.Duration
 	HereJobs  int           // jobs done in the master's process
+	HereCells int           // cells computed by this machine's cores (HereCores)
+	TakenBack int           // blocks taken back from the batch system's queue (HereCores)
 	Predicted time.Duration // what the model predicted, if it chose the block size
 	Elapsed   time.Duration
 }
@@ -143,11 +152,24 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		return res, fmt.Errorf("checkpoint plan: %w", err)
 	}
 
+	r.nx = (rg.W + r.b - 1) / r.b
+	if w.HereCores > 0 {
+		if w.Cell == nil {
+			return res, errors.New("distmaster: a hybrid Wavefront by cells needs the function opened here")
+		}
+		runErr := r.runHybrid(ctx, w.HereCores, &res)
+		res.Computed = r.computed
+		var fe *FailedError
+		if errors.As(runErr, &fe) {
+			res.NotRun = rg.Cells() - res.Skipped - r.computed - r.failedCells
+		}
+		res.Elapsed = time.Since(start)
+		return res, runErr
+	}
 	r.sched, err = blocks.NewScheduler(rg, r.b, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
 	if err != nil {
 		return res, err
 	}
-	r.nx = (rg.W + r.b - 1) / r.b
 	res.Blocks = r.sched.Blocks()
 	ready := r.released()
 	if err := startWork(&cfg, res.Blocks-r.sched.Counts().Done, res.Blocks); err != nil {
@@ -181,6 +203,9 @@ type wfRun struct {
 	computed    int
 	failedCells int
 	gate        coreGate // for blocks done in process
+	// vals holds the cells a hybrid run by cells (runHybrid) has and
+	// still needs for the cells it computes here; nil otherwise.
+	vals map[sparsematrix.Key][]byte
 }
 
 func (r *wfRun) index(x, y int) int {
@@ -323,6 +348,9 @@ func (r *wfRun) absorb(b int, dir string) (bool, error) {
 		if i := r.index(rec.X, rec.Y); !r.have.has(i) { // else kept by an earlier run or attempt
 			r.have.set(i) // a cell twice in the file is kept once
 			fresh = append(fresh, rec)
+			if r.vals != nil {
+				r.vals[sparsematrix.Key{X: rec.X, Y: rec.Y}] = rec.Value
+			}
 		}
 		return nil
 	})
@@ -330,7 +358,7 @@ func (r *wfRun) absorb(b int, dir string) (bool, error) {
 		for _, rec := range fresh {
 			r.have.clear(r.index(rec.X, rec.Y))
 		}
-		return false, werr
+		return false, &writeError{werr}
 	}
 	r.computed += len(fresh)
 	if r.w.States != nil {

@@ -1,8 +1,12 @@
 package model
 
 import (
+	"container/heap"
 	"fmt"
 	"math"
+	"slices"
+
+	"github.com/rightsize/rightsize/wavefront/blocks"
 )
 
 // antiDiagonal returns the number of cells (i, j), 0 <= i < x, 0 <= j < y,
@@ -120,4 +124,135 @@ func ChooseWavefront(n, localCores, nodes, cpn int, tau, delta float64) Wavefron
 	}
 	c.Distribute = c.Cluster*distributeFactor < c.Multicore
 	return c
+}
+
+// WavefrontHybridInputs describe a hybrid Wavefront run: this machine's
+// cores computing cells, a cluster computing blocks.
+type WavefrontHybridInputs struct {
+	W, H       int // cells of the region
+	Block      int // side of the cluster's square blocks
+	LocalCores int // this machine's cores, one cell each at a time
+	Slots      int // the cluster's jobs at once
+	JobCores   int // cores of each job, on which its block's cells run (0 means 1)
+	CellTime   float64
+	// Dispatch is a job's time from its submission to its start, during
+	// which a core here may take its block back; JobCost what it costs
+	// once started beyond its cells (starting the program, reading the
+	// inputs, returning the cells).
+	Dispatch, JobCost float64
+}
+
+// WavefrontHybridRun is what WavefrontHybrid predicts.
+type WavefrontHybridRun struct {
+	Seconds float64
+	blocks.HybridCounts
+}
+
+// WavefrontHybrid predicts a hybrid Wavefront run by simulating, in
+// logical time, the policy the distributed master runs (blocks.Hybrid):
+// the cores here take cells one at a time as soon as their inputs are
+// done, cells of different blocks interleaving; the cluster takes, while
+// it has free slots, each block untouched here whose inputs are all done,
+// and returns it Dispatch + JobCost + T_mc(block, JobCores) later; a core
+// with no ready cell takes back a block still in its dispatch. Cells cost
+// CellTime each, here and there alike.
+//
+// Its cost is about cells × (front width + log cells): the decision
+// simulates only regions of at most maxHybridCells cells.
+func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
+	region := blocks.Rect{X: 1, Y: 1, W: in.W, H: in.H}
+	h, err := blocks.NewHybrid(region, in.Block, nil)
+	if err != nil {
+		return WavefrontHybridRun{Seconds: math.Inf(1)}
+	}
+	k := max(in.JobCores, 1)
+	type job struct {
+		block     int
+		sent, end float64
+	}
+	var (
+		now     float64
+		free    = max(in.LocalCores, 1)
+		cells   cellEvents
+		away    []job // oldest first
+		stalled bool
+	)
+	for h.Undone() > 0 {
+		// Cores first, then the cluster: a block a core could start now
+		// stays here.
+		for free > 0 {
+			if x, y, ok := h.NextCell(); ok {
+				heap.Push(&cells, cellEvent{at: now + in.CellTime, x: x, y: y})
+				free--
+				continue
+			}
+			i := slices.IndexFunc(away, func(j job) bool { return j.sent+in.Dispatch > now })
+			if i < 0 {
+				break
+			}
+			h.TakeBack(away[i].block)
+			away = slices.Delete(away, i, i+1)
+		}
+		for len(away) < in.Slots {
+			b, ok := h.NextBlock()
+			if !ok {
+				break
+			}
+			r := h.Block(b)
+			away = append(away, job{block: b, sent: now, end: now + in.Dispatch + in.JobCost + WavefrontMulticore(r.W, r.H, k, in.CellTime)})
+		}
+		// The next event: a cell here or a block from the cluster.
+		next := -1
+		for i, j := range away {
+			if next < 0 || j.end < away[next].end {
+				next = i
+			}
+		}
+		switch {
+		case cells.Len() > 0 && (next < 0 || cells[0].at <= away[next].end):
+			ev := heap.Pop(&cells).(cellEvent)
+			now = ev.at
+			h.CellDone(ev.x, ev.y)
+			free++
+			// Cells that end together are seen together, as the
+			// master drains the results at hand before it hands out
+			// more.
+			for cells.Len() > 0 && cells[0].at <= now+tieTime {
+				ev := heap.Pop(&cells).(cellEvent)
+				h.CellDone(ev.x, ev.y)
+				free++
+			}
+		case next >= 0:
+			now = away[next].end
+			h.BlockDone(away[next].block)
+			away = slices.Delete(away, next, next+1)
+		default:
+			stalled = true
+		}
+		if stalled {
+			return WavefrontHybridRun{Seconds: math.Inf(1), HybridCounts: h.Counts()}
+		}
+	}
+	return WavefrontHybridRun{Seconds: now, HybridCounts: h.Counts()}
+}
+
+// tieTime is how close cells must end to be seen together.
+const tieTime = 1e-9
+
+type cellEvent struct {
+	at   float64
+	x, y int
+}
+
+// cellEvents are the cells running here, the first to end first.
+type cellEvents []cellEvent
+
+func (e cellEvents) Len() int           { return len(e) }
+func (e cellEvents) Less(i, j int) bool { return e[i].at < e[j].at }
+func (e cellEvents) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
+func (e *cellEvents) Push(x any)        { *e = append(*e, x.(cellEvent)) }
+func (e *cellEvents) Pop() any {
+	x := (*e)[len(*e)-1]
+	*e = (*e)[:len(*e)-1]
+	return x
 }

@@ -57,6 +57,12 @@ type Flags struct {
 	FastAbort float64
 	// Hybrid makes this machine's cores take jobs too, as one more worker.
 	Hybrid bool
+	// CellsHere says the command does this machine's share of a hybrid
+	// run on a batch system itself, cell by cell (wavefront: see
+	// distmaster.Wavefront.HereCores), so that Open does not make this
+	// machine one more slot of the driver. Work Queue keeps the master's
+	// own worker.
+	CellsHere bool
 	// HTTP is where to serve the run's live status page (--http; see
 	// StartStatus), on this machine or distributed.
 	HTTP string
@@ -170,6 +176,12 @@ func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
 	return nil
 }
 
+// HybridByCells reports whether the run is hybrid with this machine's
+// share done cell by cell by the command (CellsHere, on a batch system).
+func (f *Flags) HybridByCells() bool {
+	return f.Hybrid && f.CellsHere && f.BatchType != "wq"
+}
+
 // Distributed reports whether -T was given.
 func (f *Flags) Distributed() bool { return f.BatchType != "" }
 
@@ -237,7 +249,7 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		defer cancel()
 		d.Close(ctx)
 	}
-	if f.Hybrid {
+	if f.Hybrid && !f.HybridByCells() {
 		// closer closes d, which becomes the Hybrid (closing both of its
 		// drivers) when there is one.
 		both, stopLocal, err := f.addThisMachine(d, wq, own, msgs, tool)

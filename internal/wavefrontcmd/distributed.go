@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -76,6 +77,10 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 	}
 	cfg := o.dist.Config(d, distmaster.DefaultWorkDir(p.checkpoint), explain)
 	cfg.InFlight = p.sink.page.SetRunning
+	here := 0
+	if o.dist.HybridByCells() {
+		here = runtime.NumCPU()
+	}
 	res, err := distmaster.RunWavefront(ctx, cfg, &distmaster.Wavefront{
 		Func:          distmaster.FunctionOf(p.cell.Info(), o.extraArgs, o.timeout),
 		Cell:          p.cell,
@@ -88,8 +93,14 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 		CellTime:      o.cellTime,
 		PlacedJobSize: o.placedBlock,
 		States:        p.states,
+		HereCores:     here,
 	})
-	fmt.Fprintf(explain, "blocks of %d×%d: %s\n", res.JobSize, res.JobSize, distcmd.Summary(d, res.TrackerCounts, res.MeanJob, res.HereJobs))
+	if here > 0 {
+		fmt.Fprintf(explain, "blocks of %d×%d: %d cells computed here, %d blocks sent to the cluster (%d of them taken back from its queue)\n",
+			res.JobSize, res.JobSize, res.HereCells, res.Jobs, res.TakenBack)
+	} else {
+		fmt.Fprintf(explain, "blocks of %d×%d: %s\n", res.JobSize, res.JobSize, distcmd.Summary(d, res.TrackerCounts, res.MeanJob, res.HereJobs))
+	}
 	if res.Predicted > 0 && err == nil && o.dist.Cluster == nil {
 		fmt.Fprintf(explain, "the model predicted %v; this run took %v\n", res.Predicted.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond))
 	}

@@ -114,8 +114,8 @@ It times the function on the first cell, looks for the cluster you have
 (named in RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster, or detected:
 SLURM's sinfo, Grid Engine's qstat, HTCondor's condor_status, a Work Queue
 project's workers in the catalog), and predicts the run on this machine's
-cores, in blocks on the cluster, and hybrid (this machine's cores take blocks
-as one more worker from the start). It runs where it predicts fastest,
+cores, in blocks on the cluster, and hybrid (this machine's cores take cells
+from the start, the cluster the blocks that become ready while they are busy). It runs where it predicts fastest,
 staying here unless the cluster is predicted more than 5% and half a second
 faster. --explain prints what it measured and where each input came from,
 each prediction, the choice and its reason, and after the run the prediction
@@ -133,7 +133,10 @@ benchmark of the function and the Wavefront model (-v explains it;
 crash resumes with the same blocks. Failing blocks are submitted again
 (--retries), then reported with the end of their standard error; stragglers
 are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
---hybrid makes this machine's cores take blocks too.`,
+--hybrid makes this machine's cores take part: on a batch system they take
+cells, as without -T, while the cluster takes the blocks that become ready
+while they are busy, and a block still in the queue when they run out of
+cells is taken back; with -T wq they are one more worker taking blocks.`,
 		Example: `  wavefront builtin:sum R                      # R holds R.0.0 … R.9.0 and R.0.1 … R.0.9
   wavefront --explain ./align R                 # where it runs, and why
   wavefront --bitmap progress.png ./align R     # a program, with a progress picture
@@ -177,6 +180,7 @@ are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "say where the run goes and why in a line; with -T, how it is set up (the function's measured time, the model, the block size) and every retry and fast abort")
 	f.IntVar(&o.jobSize, "job-size", 0, "-T: cells per side of each job's block (default: chosen by the model)")
 	o.dist.Add(f)
+	o.dist.CellsHere = true
 	cmd.AddCommand(newExportCommand(s))
 	// A subcommand's name shadows a FUNC of that name: keep to "export"
 	// (cmdutil.Execute makes completion a flag).
@@ -308,8 +312,9 @@ func run(ctx context.Context, o *options) error {
 			return err
 		}
 		// Kept, so that timing the function costs the run nothing; a
-		// distributed run computes whole blocks.
-		if first != nil && !o.dist.Distributed() && !ck.Done(region)(region.X, region.Y) {
+		// distributed run computes whole blocks, but a hybrid one by
+		// cells starts from the cells here.
+		if first != nil && (!o.dist.Distributed() || o.dist.HybridByCells()) && !ck.Done(region)(region.X, region.Y) {
 			if err := ck.Put(region.X, region.Y, first); err != nil {
 				bar.Stop()
 				return fmt.Errorf("checkpoint %s: %w", ckPath, err)

@@ -271,6 +271,18 @@ const (
 // apart): a few milliseconds each.
 const maxHybridWork = 1 << 18
 
+// maxHybridCells bounds the cells of a hybrid Wavefront on a batch system
+// that the decision simulates cell by cell (model.WavefrontHybrid, block
+// sizes 10% apart): a 64×64 region takes about 40 ms (400 ns a cell and
+// block size). A larger region is predicted by its blocks (hybridBlocks),
+// as if this machine's cores took blocks too.
+const maxHybridCells = 1 << 12
+
+// hybridTie is how much slower, relatively, a hybrid Wavefront plan may be
+// predicted than the fastest and still be chosen for taking fewer blocks
+// back from the batch system's queue.
+const hybridTie = 0.005
+
 // DecideAllPairs predicts the problem on this machine, on the cluster and
 // on both, and picks the fastest, corrected by cs.
 func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correction, now time.Time) Decision {
@@ -401,37 +413,95 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	dt, db := best(slots, k, c.perJob())
 	dist := apply(cs, Distributed, c.Kind, dt)
 	dist.Detail = fmt.Sprintf("blocks of %d×%d on %d slots", db, db, slots)
-	// Hybrid: this machine's cores are as many more slots, and they are
-	// free first: the blocks the wavefront releases one at a time (its
-	// start, its end, its critical path) run here without the cluster's
-	// dispatch, and a core here takes a block still in the cluster's
-	// dispatch. The blocks' graph list-scheduled on both (model.Makespan,
-	// as batch.Hybrid and the master's own worker run it) predicts that,
-	// for the block sizes whose graph is small enough to schedule block
-	// by block; the bounds are the cluster widened by this machine (every
-	// block charged a dispatch: on the safe side) and this machine's cores
-	// alone.
+	var ht float64
+	var hb int
+	var hdetail string
+	if c.Kind != "wq" && w.N >= 1 && w.N*w.N <= maxHybridCells {
+		// Hybrid on a batch system: this machine's cores take cells as
+		// the multicore engine does, the cluster the blocks that become
+		// ready while they are busy (blocks.Hybrid, which the master
+		// runs and model.WavefrontHybrid simulates).
+		type plan struct {
+			block int
+			model.WavefrontHybridRun
+		}
+		var plans []plan
+		fastest := math.Inf(1)
+		for b := 1; b <= min(w.N, limit); b = max(b+1, b*11/10) {
+			run := model.WavefrontHybrid(model.WavefrontHybridInputs{
+				W: w.N, H: w.N, Block: b, LocalCores: local, Slots: slots, JobCores: k,
+				CellTime: tau, Dispatch: c.Dispatch.V, JobCost: c.JobCost.V,
+			})
+			plans = append(plans, plan{b, run})
+			fastest = math.Min(fastest, run.Seconds)
+		}
+		// Among the plans as fast (within hybridTie), the one that
+		// takes the fewest blocks back from the queue: each costs the
+		// batch system a submission and a removal (sbatch and scancel),
+		// and when nothing is gained by sending blocks, none should go.
+		var best *plan
+		for i, p := range plans {
+			if p.Seconds > fastest*(1+hybridTie) {
+				continue
+			}
+			if best == nil || p.TakenBack < best.TakenBack || p.TakenBack == best.TakenBack && p.Seconds < best.Seconds {
+				best = &plans[i]
+			}
+		}
+		ht, hb = best.Seconds, best.block
+		sent, back := best.Sent, best.TakenBack
+		hdetail = fmt.Sprintf("cells on %d cores here, %d blocks of %d×%d to %d slots (%d taken back from the queue)", local, sent-back, hb, hb, slots, back)
+	} else {
+		ht, hb = hybridBlocks(w.N, local, slots, k, limit, tau, c)
+		hdetail = fmt.Sprintf("blocks of %d×%d on %d slots and %d cores here", hb, hb, slots, local)
+	}
+	hy := apply(cs, Hybrid, c.Kind, ht)
+	hy.Detail = hdetail
+	d.Predictions = append(d.Predictions, dist, hy)
+	d.blocks[Distributed], d.blocks[Hybrid] = db, hb
+	d.choose()
+	d.setSize()
+	return d
+}
+
+// hybridBlocks predicts a hybrid Wavefront whose blocks run on this
+// machine's cores as on the cluster's slots (Work Queue, where this
+// machine is a worker of the master's, or a region too large to simulate
+// cell by cell), and the block side: this machine's cores are as many
+// more slots, and they are free first: the blocks the wavefront releases
+// one at a time (its start, its end, its critical path) run here without
+// the cluster's dispatch, and a core here takes a block still in the
+// cluster's dispatch. The blocks' graph list-scheduled on both
+// (model.Makespan, as batch.Hybrid and the master's own worker run it)
+// predicts that, for the block sizes whose graph is small enough to
+// schedule block by block; the bounds are the cluster widened by this
+// machine (every block charged a dispatch: on the safe side) and this
+// machine's cores alone.
+func hybridBlocks(n, local, slots, k, limit int, tau float64, c *Cluster) (float64, int) {
+	best := func(nodes, cpn int, delta float64) (float64, int) {
+		t, block := math.Inf(1), 1
+		for b := 1; b <= min(n, limit); b++ {
+			if v := model.WavefrontDistributed(n, b, nodes, cpn, tau, delta); v < t {
+				t, block = v, b
+			}
+		}
+		return t, block
+	}
 	here := max(local/k, 1)
 	ht, hb := best(slots+here, k, c.perJob())
 	if lt, lb := best(local, 1, c.hereJobCost()); lt < ht {
 		ht, hb = lt, lb
 	}
 	p := model.FlowPlaces{LocalSlots: here, RemoteSlots: slots, Dispatch: c.perJob(), Hybrid: true}
-	for b := 1; b <= min(w.N, limit); b = max(b+1, b*11/10) {
-		if nb := float64((w.N + b - 1) / b); nb*nb*float64(slots+here) > maxHybridWork {
+	for b := 1; b <= min(n, limit); b = max(b+1, b*11/10) {
+		if nb := float64((n + b - 1) / b); nb*nb*float64(slots+here) > maxHybridWork {
 			continue
 		}
-		if t := model.Makespan(model.WavefrontBlocks(w.N, b, k, tau), p); t < ht {
+		if t := model.Makespan(model.WavefrontBlocks(n, b, k, tau), p); t < ht {
 			ht, hb = t, b
 		}
 	}
-	hy := apply(cs, Hybrid, c.Kind, ht)
-	hy.Detail = fmt.Sprintf("blocks of %d×%d on %d slots and %d cores here", hb, hb, slots, local)
-	d.Predictions = append(d.Predictions, dist, hy)
-	d.blocks[Distributed], d.blocks[Hybrid] = db, hb
-	d.choose()
-	d.setSize()
-	return d
+	return ht, hb
 }
 
 // FlowWork is a workflow as the decision sees it.

@@ -141,6 +141,67 @@ func TestDecideWavefrontHybridBlocks(t *testing.T) {
 	}
 }
 
+// On a batch system a hybrid Wavefront's cores here take cells, the
+// cluster blocks (model.WavefrontHybrid): on the placement benchmark's
+// crossovers (2 cores here, 16 slots a second away) it is predicted
+// faster than multicore and than distributed, and the decision chooses
+// it, in blocks small enough that several go away; on Work Queue, where
+// this machine is a worker taking blocks, the blocks' model still says.
+func TestDecideWavefrontHybridCells(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	for _, tc := range []struct {
+		name      string
+		kind      string
+		n         int
+		tau       float64
+		wantCells bool
+	}{
+		{"20×20 of 50 ms", "local", 20, 0.05, true},
+		{"12×12 of 200 ms", "slurm", 12, 0.2, true},
+		{"20×20 of 200 ms", "slurm", 20, 0.2, true},
+		{"work queue", "wq", 20, 0.2, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := slurm(16, 1, 1)
+			c.Kind = tc.kind
+			d := DecideWavefront(WavefrontWork{N: tc.n, CellTime: measured(tc.tau, "sampled")}, two, c, nil, now)
+			var b strings.Builder
+			d.Explain(&b)
+			hy := d.Predicted(Hybrid)
+			if byCells := strings.Contains(b.String(), "cells on 2 cores here"); byCells != tc.wantCells {
+				t.Fatalf("hybrid by cells: %v, want %v\n%s", byCells, tc.wantCells, b.String())
+			}
+			if hy >= min(d.Predicted(Multicore), d.Predicted(Distributed)) || d.Mode != Hybrid {
+				t.Errorf("chose %v; want hybrid predicted fastest\n%s", d.Mode, b.String())
+			}
+			if tc.wantCells && (d.Block < 1 || d.Block >= tc.n/2) {
+				t.Errorf("blocks of %d×%d for a %d×%d region: want several", d.Block, d.Block, tc.n, tc.n)
+			}
+		})
+	}
+}
+
+// A hybrid Wavefront whose cluster gains nothing (small problems: the
+// cores here reach every block before a dispatch of a second ends) is
+// planned to send no block, rather than blocks that the cores take back
+// from the queue, each a submission and a removal on the batch system.
+func TestDecideWavefrontHybridSendsNothingForNothing(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	for _, tc := range []struct {
+		n   int
+		tau float64
+	}{{6, 0.05}, {6, 0.2}, {12, 0.05}} {
+		t.Run(fmt.Sprintf("%d×%d of %g s", tc.n, tc.n, tc.tau), func(t *testing.T) {
+			d := DecideWavefront(WavefrontWork{N: tc.n, CellTime: measured(tc.tau, "sampled")}, two, slurm(16, 1, 1), nil, now)
+			if hb := d.blocks[Hybrid]; hb != tc.n {
+				var b strings.Builder
+				d.Explain(&b)
+				t.Errorf("hybrid in blocks of %d×%d, want the whole region\n%s", hb, hb, b.String())
+			}
+		})
+	}
+}
+
 // A hybrid run's share here is done in the master's process, on a batch
 // system and on Work Queue (by the master's own worker) alike, so a costly
 // job (a slow program start) costs this machine's cores nothing: hybrid is

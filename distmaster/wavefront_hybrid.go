@@ -1,0 +1,379 @@
+package distmaster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/sparsematrix"
+	"github.com/rightsize/rightsize/wavefront"
+	"github.com/rightsize/rightsize/wavefront/blocks"
+)
+
+// A hybrid Wavefront on a batch system (Wavefront.HereCores) does not make
+// this machine one more slot taking blocks: its cores take cells, as the
+// multicore engine does, while the cluster takes whole blocks
+// (blocks.Hybrid's policy, which model.WavefrontHybrid simulates). With
+// blocks as the unit, this machine's cores waited for a whole block's
+// inputs and idled at each block's first and last anti-diagonals; by cells
+// they keep the parallelism of the anti-diagonals across blocks, and the
+// cluster takes only the blocks that become ready while they are busy.
+//
+// One goroutine, the loop below, holds the state: it hands cells to free
+// cores (a goroutine per call), sends blocks, takes back blocks still in
+// the batch system's queue when the cores run dry, and absorbs what comes
+// back. A block that fails on the cluster is not resubmitted: its cells
+// left are computed here.
+
+// hybridJob is a block away on the cluster.
+type hybridJob struct {
+	block   int
+	dir     string
+	started bool // the batch system said it runs: too late to take back
+}
+
+// cellDone is a cell computed here, or failed.
+type cellDone struct {
+	x, y int
+	out  []byte
+	err  error
+}
+
+// runHybrid computes r's region with cores cells at a time here and the
+// cluster's blocks (cfg.Driver), r.b cells on a side, filling res.
+func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) error {
+	w, cfg := r.w, r.cfg
+	hy, err := blocks.NewHybrid(w.Region, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
+	if err != nil {
+		return err
+	}
+	res.Blocks = hy.Blocks()
+	slots := max(hostBound(cfg)-cfg.LocalCores, 1)
+	fmt.Fprintf(cfg.Explain, "%d cells to compute: this machine's %d cores take cells, the cluster (%s, up to %d jobs at once) blocks of %d×%d that become ready while the cores are busy\n",
+		hy.Undone(), cores, cfg.Kind, slots, r.b, r.b)
+	if err := os.RemoveAll(cfg.WorkDir); err != nil {
+		return fmt.Errorf("work directory: %w", err)
+	}
+	if err := os.MkdirAll(cfg.WorkDir, 0o755); err != nil {
+		return fmt.Errorf("work directory: %w", err)
+	}
+	defer os.RemoveAll(cfg.WorkDir)
+
+	d := cfg.Driver
+	away := map[string]*hybridJob{} // by job ID
+	var order []string              // away's IDs, oldest first
+	defer func() {
+		rm, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for id := range away {
+			d.Remove(rm, id)
+		}
+	}()
+	r.vals = map[sparsematrix.Key][]byte{}
+	results := make(chan cellDone, cores)
+	free := cores
+	var failures []*BlockError
+	failedBlock := map[int]bool{}
+	var ran time.Duration
+	var ranJobs int
+	var inFlight int64 // cells running here or away
+	flight := func(delta int64) {
+		inFlight += delta
+		if cfg.InFlight != nil {
+			cfg.InFlight(inFlight)
+		}
+	}
+
+	forget := func(id string) {
+		delete(away, id)
+		for i, o := range order {
+			if o == id {
+				order = append(order[:i], order[i+1:]...)
+				break
+			}
+		}
+	}
+	// takeBack takes back the oldest block still waiting in the batch
+	// system's queue, reporting whether there was one.
+	takeBack := func() bool {
+		for _, id := range order {
+			j := away[id]
+			if j.started {
+				continue
+			}
+			if st, err := d.Status(id); err != nil || st.State != batch.Queued {
+				continue
+			}
+			if err := d.Remove(ctx, id); err != nil {
+				continue
+			}
+			forget(id)
+			os.RemoveAll(j.dir)
+			flight(-r.size(j.block))
+			hy.TakeBack(j.block)
+			return true
+		}
+		return false
+	}
+	start := func(x, y int) error {
+		var in [3]funcs.Input
+		for i, c := range [3][2]int{{x - 1, y}, {x, y - 1}, {x - 1, y - 1}} {
+			v, err := r.input(c[0], c[1])
+			if err != nil {
+				return fmt.Errorf("input cell (%d,%d): %w", c[0], c[1], err)
+			}
+			in[i] = funcs.Input{Data: v}
+		}
+		if w.States != nil {
+			w.States.Set(x, y, wavefront.Running)
+		}
+		callCtx := ctx
+		if w.Cell.Info().Kind == funcs.SharedLibrary {
+			// A library that crashes the process names the cell.
+			var label funcs.Label
+			label.SetCell(x, y)
+			callCtx = funcs.WithLabel(ctx, &label)
+		}
+		flight(1)
+		go func() {
+			out, err := w.Cell.Call(callCtx, in[0], in[1], in[2])
+			results <- cellDone{x: x, y: y, out: out, err: err}
+		}()
+		return nil
+	}
+	send := func(b int) error {
+		dir := filepath.Join(cfg.WorkDir, r.name(b))
+		job, err := r.job(b, dir)
+		if err != nil {
+			return fmt.Errorf("block %s: %w", r.name(b), err)
+		}
+		job.Do = nil // the cluster runs the command; this machine's cores take cells
+		id, err := d.Submit(ctx, job)
+		if err != nil {
+			// Refused: its cells are done here.
+			fmt.Fprintf(cfg.Explain, "block %s: the batch system refused it (%v); its cells are computed here\n", r.name(b), err)
+			os.RemoveAll(dir)
+			hy.TakeBack(b)
+			return nil
+		}
+		res.Jobs++
+		flight(r.size(b))
+		away[id] = &hybridJob{block: b, dir: dir}
+		order = append(order, id)
+		return nil
+	}
+	finish := func(id string, ev batch.Event) error {
+		j := away[id]
+		forget(id)
+		flight(-r.size(j.block))
+		defer os.RemoveAll(j.dir)
+		jobErr := ev.Err
+		if ev.State != batch.Failed && ev.ExitCode != 0 {
+			jobErr = fmt.Errorf("exit status %d", ev.ExitCode)
+		}
+		rect := r.block(j.block)
+		complete, err := r.absorb(j.block, j.dir)
+		var werr *writeError
+		if errors.As(err, &werr) {
+			return err
+		}
+		for y := rect.Y; y < rect.Y+rect.H; y++ {
+			for x := rect.X; x < rect.X+rect.W; x++ {
+				if r.have.has(r.index(x, y)) {
+					hy.CellDone(x, y)
+					r.release(x, y)
+				}
+			}
+		}
+		why := errors.Join(jobErr, err)
+		if why == nil && !complete {
+			why = errors.New("the job exited 0 but did not return every cell of its block")
+		}
+		ended := cmp.Or(ev.Ended, time.Now())
+		if cfg.JobEnded != nil {
+			cfg.JobEnded(JobEnd{Block: j.block, Name: r.name(j.block), Parents: r.parents(j.block),
+				Started: cmp.Or(ev.Started, ended), Ended: ended, Err: why, Stderr: ev.Stderr})
+		}
+		if why == nil {
+			if !ev.Started.IsZero() {
+				ran += ended.Sub(ev.Started)
+				ranJobs++
+			}
+			res.Done++
+			return nil
+		}
+		fmt.Fprintf(cfg.Explain, "block %s failed on the cluster (%v); its cells left are computed here\n", r.name(j.block), why)
+		cfg.Logger.Warn("block failed on the cluster; computing it here", "block", r.name(j.block), "err", why)
+		hy.TakeBack(j.block)
+		return nil
+	}
+
+	cellEnded := func(c cellDone) error {
+		free++
+		flight(-1)
+		if c.err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			hy.CellFailed(c.x, c.y)
+			if w.States != nil {
+				w.States.Set(c.x, c.y, wavefront.Failed)
+			}
+			b := hy.BlockOf(c.x, c.y)
+			if !failedBlock[b] {
+				failedBlock[b] = true
+				failures = append(failures, &BlockError{Block: r.name(b), Attempts: 1, Err: &wavefront.CellError{X: c.x, Y: c.y, Err: c.err}})
+			}
+			r.failedCells++
+			return nil
+		}
+		if err := r.store(c.x, c.y, c.out); err != nil {
+			return err
+		}
+		hy.CellDone(c.x, c.y)
+		r.release(c.x, c.y)
+		return nil
+	}
+
+	for {
+		// Cores first, then the cluster: a block a core could start now
+		// stays here.
+		for free > 0 {
+			if x, y, ok := hy.NextCell(); ok {
+				if err := start(x, y); err != nil {
+					return err
+				}
+				free--
+				continue
+			}
+			if !takeBack() {
+				break
+			}
+		}
+		for len(away) < slots {
+			b, ok := hy.NextBlock()
+			if !ok {
+				break
+			}
+			if err := send(b); err != nil {
+				return err
+			}
+		}
+		if free == cores && len(away) == 0 {
+			break // nothing runs, nothing can
+		}
+		select {
+		case c := <-results:
+			// The cells that ended meanwhile too, so that a core is not
+			// thought idle (and a block taken back) for want of a cell
+			// its neighbour has just finished.
+			for more := true; more; {
+				if err := cellEnded(c); err != nil {
+					return err
+				}
+				select {
+				case c = <-results:
+				default:
+					more = false
+				}
+			}
+		case ev, ok := <-d.Events():
+			if !ok {
+				return errors.New("the batch driver closed while jobs were running")
+			}
+			j, mine := away[ev.ID]
+			switch {
+			case !mine: // a job taken back
+			case ev.State == batch.Running:
+				j.started = true
+			case ev.State.Final():
+				if err := finish(ev.ID, ev); err != nil {
+					return err
+				}
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	c := hy.Counts()
+	res.HereCells = c.CellsHere - c.FailedHere
+	res.TakenBack = c.TakenBack
+	if ranJobs > 0 {
+		res.MeanJob = ran / time.Duration(ranJobs)
+	}
+	if len(failures) > 0 {
+		res.Failed = len(failures)
+		return &FailedError{Blocks: failures, Total: res.Blocks}
+	}
+	return nil
+}
+
+// writeError is a failure to write the checkpoint, which ends a run.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return "checkpoint: " + e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
+
+// input returns the value of cell (x, y) for a cell computed here: one
+// computed by this run (here, or a block's edge from the cluster), or one
+// the run reads but does not compute.
+func (r *wfRun) input(x, y int) ([]byte, error) {
+	if v, ok := r.vals[sparsematrix.Key{X: x, Y: y}]; ok {
+		return v, nil
+	}
+	return r.value(x, y)
+}
+
+// store keeps cell (x, y) computed here: in Out, for the cells that read
+// it and, on its block's top row or right column, for the blocks that do.
+func (r *wfRun) store(x, y int, v []byte) error {
+	if err := r.w.Out.Append(x, y, v); err != nil {
+		return &writeError{err}
+	}
+	r.have.set(r.index(x, y))
+	r.computed++
+	k := sparsematrix.Key{X: x, Y: y}
+	r.vals[k] = v
+	if rect := r.block(r.blockOf(x, y)); x == rect.X+rect.W-1 || y == rect.Y+rect.H-1 {
+		r.edges[k] = v
+	}
+	if r.w.States != nil {
+		r.w.States.Set(x, y, wavefront.Complete)
+	}
+	if r.w.Progress != nil {
+		r.w.Progress(r.computed)
+	}
+	return nil
+}
+
+// blockOf returns the number of the block holding cell (x, y).
+func (r *wfRun) blockOf(x, y int) int {
+	rg := r.w.Region
+	return (y-rg.Y)/r.b*r.nx + (x-rg.X)/r.b
+}
+
+// release drops the values that cell (x, y), now done, was the last cell
+// here to read (a block's edges stay, for the cluster's jobs).
+func (r *wfRun) release(x, y int) {
+	for _, in := range [3][2]int{{x - 1, y}, {x, y - 1}, {x - 1, y - 1}} {
+		k := sparsematrix.Key{X: in[0], Y: in[1]}
+		if _, ok := r.vals[k]; !ok {
+			continue
+		}
+		if r.readBy(in[0]+1, in[1]) && r.readBy(in[0], in[1]+1) && r.readBy(in[0]+1, in[1]+1) {
+			delete(r.vals, k)
+		}
+	}
+}
+
+// readBy reports whether cell (x, y) no longer needs its inputs: done, or
+// outside the region.
+func (r *wfRun) readBy(x, y int) bool {
+	return !r.w.Region.Contains(x, y) || r.have.has(r.index(x, y))
+}

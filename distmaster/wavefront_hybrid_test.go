@@ -1,0 +1,90 @@
+package distmaster
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/batch"
+)
+
+// TestWavefrontHybridByCells runs hybrid Wavefronts by cells (this
+// machine's cores take cells, the batch system blocks) and checks that
+// they compute what multicore does, every cell once: with a cluster that
+// starts jobs at once, some blocks come back from it; with one whose
+// dispatch outlasts the run, every block sent is taken back from its
+// queue and computed here.
+func TestWavefrontHybridByCells(t *testing.T) {
+	script := testutil_writeCellScript(t, "")
+	for _, tc := range []struct {
+		name     string
+		fn       string
+		n, size  int
+		delay    time.Duration
+		allHere  bool // every block sent is taken back
+		someAway bool // some block comes back from the cluster
+	}{
+		{"program, quick cluster", script, 10, 3, 0, false, true},
+		{"builtin, queue never starts", "builtin:sum", 13, 4, time.Hour, true, false},
+		{"program, queue never starts", script, 9, 2, time.Hour, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := batch.NewLocal(batch.Options{Slots: 16, DispatchDelay: tc.delay, KillDelay: 200 * time.Millisecond})
+			t.Cleanup(func() { d.Close(context.Background()) })
+			fn := openCell(t, tc.fn)
+			p := newWavefront(t, tc.n)
+			p.here = 2
+			want := p.multicore(t, fn)
+			cfg := testConfig(t, d, "wavefront")
+			ended := 0
+			cfg.JobEnded = func(e JobEnd) {
+				ended++
+				if e.Err != nil || e.Here || e.Ended.Before(e.Started) {
+					t.Errorf("job ended: %+v", e)
+				}
+			}
+			res, err := p.run(context.Background(), t, cfg, fn, tc.size)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ended != res.Jobs-res.TakenBack {
+				t.Errorf("%d jobs ended; %d sent, %d taken back", ended, res.Jobs, res.TakenBack)
+			}
+			if got := p.result(t); !equalCells(got, want) {
+				t.Errorf("%d cells, want %d, or values differ", len(got), len(want))
+			}
+			cells := tc.n * tc.n
+			if res.Computed != cells || res.HereCells > cells {
+				t.Errorf("computed %d cells, %d here, of %d", res.Computed, res.HereCells, cells)
+			}
+			if tc.allHere && (res.HereCells != cells || res.TakenBack != res.Jobs) {
+				t.Errorf("%d cells here of %d; %d blocks taken back of %d sent", res.HereCells, cells, res.TakenBack, res.Jobs)
+			}
+			if away := res.HereCells < cells; away != tc.someAway {
+				t.Errorf("%d cells here of %d: want some away %v (%d blocks sent, %d taken back)", res.HereCells, cells, tc.someAway, res.Jobs, res.TakenBack)
+			}
+		})
+	}
+}
+
+// TestWavefrontHybridFailingCell: a cell that fails, on the cluster or
+// here, stops exactly the cells that depend on it; every other cell is
+// computed and kept, and the failed block is named.
+func TestWavefrontHybridFailingCell(t *testing.T) {
+	// R[1,7] is the only cell whose left input is 7.
+	fn := openCell(t, testutil_writeCellScript(t, `[ "$(cat "$1")" = 7 ] && { echo "left is 7" >&2; exit 1; }`))
+	p := newWavefront(t, 12)
+	p.here = 2
+	d := batch.NewLocal(batch.Options{Slots: 16, KillDelay: 200 * time.Millisecond})
+	t.Cleanup(func() { d.Close(context.Background()) })
+	res, err := p.run(context.Background(), t, testConfig(t, d, "wavefront"), fn, 4)
+	var fe *FailedError
+	if !errors.As(err, &fe) || len(fe.Blocks) != 1 || fe.Blocks[0].Block != "x1-y5" {
+		t.Fatalf("err = %v, want block x1-y5 failed", err)
+	}
+	// The cells x ≥ 1, y ≥ 7 depend on R[1,7]: 72, one of them failed.
+	if res.Computed != 72 || res.NotRun != 71 || len(p.result(t)) != 72 {
+		t.Errorf("computed %d, not run %d, kept %d", res.Computed, res.NotRun, len(p.result(t)))
+	}
+}
