@@ -57,6 +57,9 @@ type Cmd struct {
 	// KillDelay is how long Terminate waits between SIGTERM and SIGKILL;
 	// zero means 5 s.
 	KillDelay time.Duration
+
+	// noPidfd has the tests take the way without a pidfd.
+	noPidfd bool
 }
 
 // A Process is a started Cmd. Its methods are safe for concurrent use;
@@ -206,7 +209,7 @@ func (c *Cmd) Start() (*Process, error) {
 	if len(pr.pipes) > 0 {
 		// The child is not reaped before Wait: the pidfd cannot name
 		// another process.
-		if fd, err := unix.PidfdOpen(pr.pid, 0); err == nil { // close-on-exec
+		if fd, err := pidfdOpen(pr.pid, c.noPidfd); err == nil {
 			pr.pidfd = fd
 			pr.reaped = make(chan struct{})
 			go func() {
@@ -234,6 +237,15 @@ func (c *Cmd) Start() (*Process, error) {
 		pr.mu.Unlock()
 	}
 	return pr, nil
+}
+
+// pidfdOpen returns a pidfd (close-on-exec) for pid, or an error if the
+// kernel has none or none is wanted.
+func pidfdOpen(pid int, none bool) (int, error) {
+	if none {
+		return -1, unix.ENOSYS
+	}
+	return unix.PidfdOpen(pid, 0)
 }
 
 // commandPipe returns a pipe from a command: a non-blocking read end for
