@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -659,11 +660,33 @@ func BenchmarkRunFlat(b *testing.B) {
 		fmt.Fprintf(&src, " out_%d", i)
 	}
 	src.WriteString("\n\tcat out_* > gather\n")
+	benchmarkRun(b, src.String(), n+1)
+}
+
+// BenchmarkRunChain runs the chain workflow of bench/makeflow_bench.sh
+// in-process: n rules, each copying the previous rule's output, so that
+// one runs at a time and the time per op is the latency from one rule's
+// exit to the next one's start as much as the processes themselves.
+func BenchmarkRunChain(b *testing.B) {
+	const n = 500
+	var src strings.Builder
+	src.WriteString("c_1:\n\techo 1 > c_1\n")
+	for i := 2; i <= n; i++ {
+		fmt.Fprintf(&src, "c_%d: c_%d\n\tcp c_%d c_%d\n", i, i-1, i-1, i)
+	}
+	benchmarkRun(b, src.String(), n)
+}
+
+// benchmarkRun runs the workflow src of rules rules, two at a time, and
+// reports the engine's own CPU time per rule (its children's excluded).
+func benchmarkRun(b *testing.B, src string, rules int) {
+	var before, after syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	for b.Loop() {
 		b.StopTimer()
 		dir := b.TempDir()
 		path := filepath.Join(dir, "flat.mf")
-		if err := os.WriteFile(path, []byte(src.String()), 0o666); err != nil {
+		if err := os.WriteFile(path, []byte(src), 0o666); err != nil {
 			b.Fatal(err)
 		}
 		w, err := ParseFile(path, nil)
@@ -680,6 +703,9 @@ func BenchmarkRunFlat(b *testing.B) {
 		}
 		l.Close()
 	}
+	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
+	cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
+	b.ReportMetric(float64(cpu)/float64(b.N*rules)/1e3, "cpu-µs/rule")
 }
 
 func TestRunRefusesALockedLog(t *testing.T) {

@@ -57,6 +57,9 @@ type Cmd struct {
 	// KillDelay is how long Terminate waits between SIGTERM and SIGKILL;
 	// zero means 5 s.
 	KillDelay time.Duration
+
+	// noPidfd has the tests take the way without a pidfd.
+	noPidfd bool
 }
 
 // A Process is a started Cmd. Its methods are safe for concurrent use;
@@ -75,6 +78,13 @@ type Process struct {
 	wallTimer  *time.Timer
 
 	pipes []*pipe
+	// pidfd, when the kernel gives one (Linux 5.3), lets one goroutine
+	// wait for the exit and read the pipes in one poll, on one thread:
+	// no goroutine per pipe in Go's poller, no hand-off from them to the
+	// waiter. -1 if not. That goroutine sets result and closes reaped.
+	pidfd  int
+	reaped chan struct{}
+	result *Result
 }
 
 // A Result is how a command ended.
@@ -97,10 +107,12 @@ type Result struct {
 }
 
 // pipe is one pipe from the command, copied to w and a tail until it
-// closes.
+// closes: by Wait itself when the process has a pidfd, otherwise by a
+// goroutine of its own.
 type pipe struct {
-	fd   int // 1 or 2: the stream it carries
-	r    *os.File
+	fd   int      // 1 or 2: the stream it carries
+	rfd  int      // the read end, non-blocking; -1 once closed
+	r    *os.File // rfd in Go's poller, for the goroutine that copies it
 	w    io.Writer
 	tail *Tail
 	done chan struct{}
@@ -108,7 +120,7 @@ type pipe struct {
 
 // Start starts c in a process group of its own.
 func (c *Cmd) Start() (*Process, error) {
-	pr := &Process{cmd: c}
+	pr := &Process{cmd: c, pidfd: -1}
 	var devnullFile *os.File // opened only if needed
 	devnull := func() (*os.File, error) {
 		if devnullFile == nil {
@@ -138,9 +150,7 @@ func (c *Cmd) Start() (*Process, error) {
 		for _, f := range childEnds {
 			f.Close()
 		}
-		for _, p := range pr.pipes {
-			p.r.Close()
-		}
+		pr.closePipes()
 	}
 	stream := func(i int, w io.Writer, tailBytes int) error {
 		if f, ok := w.(*os.File); ok && tailBytes <= 0 {
@@ -156,13 +166,13 @@ func (c *Cmd) Start() (*Process, error) {
 			files[2] = files[1] // one pipe for both, in order
 			return nil
 		}
-		r, wr, err := commandPipe()
+		rfd, wr, err := commandPipe()
 		if err != nil {
 			return err
 		}
 		files[i] = wr
 		childEnds = append(childEnds, wr)
-		p := &pipe{fd: i, r: r, w: w, done: make(chan struct{})}
+		p := &pipe{fd: i, rfd: rfd, w: w}
 		if tailBytes > 0 {
 			p.tail = NewTail(tailBytes)
 		}
@@ -192,14 +202,27 @@ func (c *Cmd) Start() (*Process, error) {
 	}
 	if err != nil {
 		pr.slot.Release()
-		for _, p := range pr.pipes {
-			p.r.Close()
-		}
+		pr.closePipes()
 		return nil, err
 	}
 	pr.slot.Set(pr.pid)
-	for _, p := range pr.pipes {
-		go p.copy()
+	if len(pr.pipes) > 0 {
+		// The child is not reaped before Wait: the pidfd cannot name
+		// another process.
+		if fd, err := pidfdOpen(pr.pid, c.noPidfd); err == nil {
+			pr.pidfd = fd
+			pr.reaped = make(chan struct{})
+			go func() {
+				pr.result = pr.wait()
+				close(pr.reaped)
+			}()
+		} else {
+			for _, p := range pr.pipes {
+				p.r = os.NewFile(uintptr(p.rfd), "|0")
+				p.done = make(chan struct{})
+				go p.copy()
+			}
+		}
 	}
 	if c.WallTime > 0 {
 		pr.mu.Lock()
@@ -216,23 +239,121 @@ func (c *Cmd) Start() (*Process, error) {
 	return pr, nil
 }
 
-// commandPipe returns a pipe from a command: a read end for this process,
-// non-blocking and in Go's poller, and a blocking write end for the
-// command that never enters the poller. os.Pipe puts both ends in the
-// poller, and takes the write end out again when it is handed over: six
-// system calls more per command.
-func commandPipe() (r, w *os.File, err error) {
+// pidfdOpen returns a pidfd (close-on-exec) for pid, or an error if the
+// kernel has none or none is wanted.
+func pidfdOpen(pid int, none bool) (int, error) {
+	if none {
+		return -1, unix.ENOSYS
+	}
+	return unix.PidfdOpen(pid, 0)
+}
+
+// commandPipe returns a pipe from a command: a non-blocking read end for
+// this process, outside Go's poller until a goroutine is to read it, and a
+// blocking write end for the command that never enters the poller.
+// os.Pipe puts both ends in the poller, and takes the write end out again
+// when it is handed over: six system calls more per command.
+func commandPipe() (r int, w *os.File, err error) {
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return nil, nil, os.NewSyscallError("pipe2", err)
+		return -1, nil, os.NewSyscallError("pipe2", err)
 	}
 	// F_SETFL sets only the status flags: 0 clears O_NONBLOCK.
 	if _, err := unix.FcntlInt(uintptr(fds[1]), unix.F_SETFL, 0); err != nil {
 		unix.Close(fds[0])
 		unix.Close(fds[1])
-		return nil, nil, os.NewSyscallError("fcntl", err)
+		return -1, nil, os.NewSyscallError("fcntl", err)
 	}
-	return os.NewFile(uintptr(fds[0]), "|0"), os.NewFile(uintptr(fds[1]), "|1"), nil
+	return fds[0], os.NewFile(uintptr(fds[1]), "|1"), nil
+}
+
+// closePipes closes the read ends of the pipes.
+func (pr *Process) closePipes() {
+	for _, p := range pr.pipes {
+		switch {
+		case p.r != nil:
+			p.r.Close()
+		case p.rfd >= 0:
+			unix.Close(p.rfd)
+		}
+		p.rfd = -1
+	}
+}
+
+// keep hands what was read from p to its tail and writer.
+func (p *pipe) keep(b []byte) {
+	if p.tail != nil {
+		p.tail.Write(b)
+	}
+	if p.w != nil {
+		p.w.Write(b)
+	}
+}
+
+// drain reads p until it would block, and closes it at end of file (or on
+// an error).
+func (p *pipe) drain(buf []byte) {
+	for {
+		n, err := unix.Read(p.rfd, buf)
+		if n > 0 {
+			p.keep(buf[:n])
+			continue
+		}
+		if err == unix.EINTR {
+			continue
+		}
+		if err != unix.EAGAIN {
+			unix.Close(p.rfd)
+			p.rfd = -1
+		}
+		return
+	}
+}
+
+// pollUntil reads the pipes still open as output comes, until the process
+// has exited (when exit is set) or, with exit unset, until every pipe is
+// at end of file or the deadline (if not zero) passes. It reports whether
+// what it waited for happened.
+func (pr *Process) pollUntil(exit bool, deadline time.Time, buf []byte) bool {
+	fds := make([]unix.PollFd, 0, 1+len(pr.pipes))
+	for {
+		fds = fds[:0]
+		if exit {
+			fds = append(fds, unix.PollFd{Fd: int32(pr.pidfd), Events: unix.POLLIN})
+		}
+		for _, p := range pr.pipes {
+			if p.rfd >= 0 {
+				fds = append(fds, unix.PollFd{Fd: int32(p.rfd), Events: unix.POLLIN})
+			}
+		}
+		if len(fds) == 0 {
+			return true
+		}
+		timeout := -1
+		if !deadline.IsZero() {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false
+			}
+			timeout = int((left + time.Millisecond - 1) / time.Millisecond)
+		}
+		if _, err := unix.Poll(fds, timeout); err != nil && err != unix.EINTR {
+			return false
+		}
+		for _, p := range pr.pipes {
+			if p.rfd < 0 {
+				continue
+			}
+			for _, f := range fds {
+				if f.Fd == int32(p.rfd) && f.Revents != 0 {
+					p.drain(buf)
+				}
+			}
+		}
+		if exit && fds[0].Revents != 0 {
+			return true
+		}
+	}
 }
 
 func (p *pipe) copy() {
@@ -241,12 +362,7 @@ func (p *pipe) copy() {
 	for {
 		n, err := p.r.Read(buf[:])
 		if n > 0 {
-			if p.tail != nil {
-				p.tail.Write(buf[:n])
-			}
-			if p.w != nil {
-				p.w.Write(buf[:n])
-			}
+			p.keep(buf[:n])
 		}
 		if err != nil {
 			return
@@ -303,9 +419,28 @@ func (pr *Process) Kill() {
 // exited, in case a process that left the group holds the pipe) and
 // returns how it ended.
 func (pr *Process) Wait() *Result {
+	if pr.reaped != nil {
+		<-pr.reaped
+		return pr.result
+	}
+	return pr.wait()
+}
+
+// wait is Wait, for the goroutine that reaps the process.
+func (pr *Process) wait() *Result {
 	// Until the command is reaped its group's id cannot be reused: stop
 	// signalling, kill the group, release it from the keeper, then reap.
-	WaitExit(pr.pid)
+	var buf []byte
+	if pr.pidfd >= 0 {
+		buf = make([]byte, 4096)
+		if !pr.pollUntil(true, time.Time{}, buf) {
+			WaitExit(pr.pid)
+		}
+		unix.Close(pr.pidfd)
+		pr.pidfd = -1
+	} else {
+		WaitExit(pr.pid)
+	}
 	pr.mu.Lock()
 	pr.exited = true
 	for _, t := range []*time.Timer{pr.killTimer, pr.wallTimer} {
@@ -327,23 +462,27 @@ func (pr *Process) Wait() *Result {
 		}
 	}
 	res := &Result{Started: pr.started, Ended: time.Now(), ExitCode: -1, Terminated: terminated, TimedOut: timedOut}
-	var grace <-chan time.Time
-	for _, p := range pr.pipes {
-		select {
-		case <-p.done:
-		default:
-			if grace == nil {
-				grace = time.After(outputGrace)
-			}
+	if buf != nil {
+		pr.pollUntil(false, res.Ended.Add(outputGrace), buf)
+	} else {
+		var grace <-chan time.Time
+		for _, p := range pr.pipes {
 			select {
 			case <-p.done:
-			case <-grace:
-				p.r.SetReadDeadline(time.Now())
-				<-p.done
+			default:
+				if grace == nil {
+					grace = time.After(outputGrace)
+				}
+				select {
+				case <-p.done:
+				case <-grace:
+					p.r.SetReadDeadline(time.Now())
+					<-p.done
+				}
 			}
 		}
-		p.r.Close()
 	}
+	pr.closePipes()
 	for _, p := range pr.pipes {
 		switch {
 		case p.tail == nil:

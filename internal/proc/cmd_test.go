@@ -26,8 +26,18 @@ func run(t *testing.T, c *Cmd) *Result {
 	return p.Wait()
 }
 
-func TestCmdEnds(t *testing.T) {
-	var both bytes.Buffer
+// withAndWithoutPidfd runs test with the pipes read by the goroutine that
+// polls the pidfd, and by a goroutine each in Go's poller, as without one.
+func withAndWithoutPidfd(t *testing.T, test func(t *testing.T, noPidfd bool)) {
+	for _, noPidfd := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pidfd", true: "no pidfd"}[noPidfd], func(t *testing.T) { test(t, noPidfd) })
+	}
+}
+
+func TestCmdEnds(t *testing.T) { withAndWithoutPidfd(t, testCmdEnds) }
+
+func testCmdEnds(t *testing.T, noPidfd bool) {
+	var both, big bytes.Buffer
 	cases := []struct {
 		name  string
 		cmd   *Cmd
@@ -46,8 +56,14 @@ func TestCmdEnds(t *testing.T) {
 			return c
 		}(), func(*Result) bool { return both.String() == "1\n2\n3\n" }},
 		{"usage", sh("exit 0"), func(r *Result) bool { return r.Usage.Maxrss > 0 && !r.Ended.Before(r.Started) }},
+		{"more than a pipe holds, read while it runs", func() *Cmd {
+			c := sh("head -c 300000 /dev/zero; echo end >&2")
+			c.Stdout, c.StderrTail = &big, 100
+			return c
+		}(), func(r *Result) bool { return big.Len() == 300000 && string(r.StderrTail) == "end\n" }},
 	}
 	for _, tc := range cases {
+		tc.cmd.noPidfd = noPidfd
 		if r := run(t, tc.cmd); !tc.check(r) {
 			t.Errorf("%s: %+v", tc.name, r)
 		}
@@ -56,14 +72,16 @@ func TestCmdEnds(t *testing.T) {
 
 // TestCmdStops: a wall time or Terminate sends SIGTERM, and SIGKILL after
 // the kill delay to a command that ignores it.
-func TestCmdStops(t *testing.T) {
+func TestCmdStops(t *testing.T) { withAndWithoutPidfd(t, testCmdStops) }
+
+func testCmdStops(t *testing.T, noPidfd bool) {
 	c := sh("sleep 100")
-	c.WallTime = 10 * time.Millisecond
+	c.WallTime, c.noPidfd = 10*time.Millisecond, noPidfd
 	if r := run(t, c); !r.TimedOut || r.Terminated || r.Signal != syscall.SIGTERM {
 		t.Errorf("wall time: %+v", r)
 	}
 	c = sh("trap '' TERM; echo ready; sleep 100")
-	c.KillDelay = 10 * time.Millisecond
+	c.KillDelay, c.noPidfd = 10*time.Millisecond, noPidfd
 	ready := make(chan struct{})
 	var once sync.Once
 	c.Stdout = writerFunc(func([]byte) { once.Do(func() { close(ready) }) })
@@ -80,10 +98,12 @@ func TestCmdStops(t *testing.T) {
 
 // TestCmdGroupDies: what the command leaves running in its group dies
 // with it, and Wait does not wait for it to close the pipe.
-func TestCmdGroupDies(t *testing.T) {
+func TestCmdGroupDies(t *testing.T) { withAndWithoutPidfd(t, testCmdGroupDies) }
+
+func testCmdGroupDies(t *testing.T, noPidfd bool) {
 	var out bytes.Buffer
 	c := sh("sleep 100 & echo $!")
-	c.Stdout = &out
+	c.Stdout, c.noPidfd = &out, noPidfd
 	r := run(t, c)
 	pid, err := strconv.Atoi(strings.TrimSpace(out.String()))
 	if err != nil || r.ExitCode != 0 {
