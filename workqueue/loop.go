@@ -115,6 +115,7 @@ func (l *loop) run() {
 				l.s.Heard(w.id, time.Unix(0, w.lastHeard.Load()))
 			}
 			l.apply(l.s.Tick(now), now)
+			l.sendHeld()
 		case <-l.m.done:
 			return // each worker connection releases its worker
 		}
@@ -199,6 +200,16 @@ func (l *loop) handle(ev event) {
 	case evPoolDecisions:
 		l.syncHolds(now)
 		l.enforce(l.enforcer.Decided(ev.byPool, now), now)
+	}
+}
+
+// sendHeld sends what the workers' connections hold (a fetch's cleanup,
+// workerConn.hold) that went with no later message.
+func (l *loop) sendHeld() {
+	for _, w := range l.workers {
+		if w.hasHeld() {
+			w.kick()
+		}
 	}
 }
 
@@ -411,7 +422,10 @@ func (l *loop) reported(a *attempt, ok bool, j *fetchJob, now time.Time) {
 	}
 	l.keep(a)
 	a.worker.fetch(j)
+	// The scheduler gives the cores back at the report: the get and the
+	// worker's next task (in acts, if there is one) go in one write.
 	l.apply(acts[1:], now)
+	a.worker.kick()
 	e.think += time.Since(start)
 }
 

@@ -156,13 +156,24 @@ func (w *workerConn) run() {
 }
 
 func (w *workerConn) enqueue(o op) {
+	w.hold(o)
+	w.kick()
+}
+
+// hold queues o for the writer without waking it, to leave in the same
+// write as what is queued next: one wakeup of the worker instead of two.
+// The loop kicks every worker at its tick (loop.sendHeld), so that nothing
+// is held longer than that.
+func (w *workerConn) hold(o op) {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return
+	if !w.closed {
+		w.ops = append(w.ops, o)
 	}
-	w.ops = append(w.ops, o)
 	w.mu.Unlock()
+}
+
+// kick wakes the writer to send what is queued.
+func (w *workerConn) kick() {
 	select {
 	case w.signal <- struct{}{}:
 	default:
@@ -200,8 +211,16 @@ func (w *workerConn) abort(a *attempt) {
 }
 
 // fetch fetches the outputs of an attempt that reported, once the loop has
-// taken its result.
-func (w *workerConn) fetch(j *fetchJob) { w.enqueue(op{kind: opFetch, fetch: j}) }
+// taken its result. It is held: the caller kicks the writer once it has
+// queued the worker's next task, to go in the same write.
+func (w *workerConn) fetch(j *fetchJob) { w.hold(op{kind: opFetch, fetch: j}) }
+
+// hasHeld reports whether ops wait for the writer.
+func (w *workerConn) hasHeld() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.ops) > 0
+}
 
 // discard cleans up after an attempt that reported but lost to another
 // attempt of its task: its sandbox, its outputs and its inputs that are not
@@ -296,6 +315,7 @@ func (w *workerConn) sendTask(a *attempt) error {
 	mark := w.m.transfers.begin(start)
 	defer func() { a.sendShare.Store(int64(w.m.transfers.end(mark, time.Now()))) }()
 	e := a.e
+	sentBefore := w.bytesSent.Load()
 	for _, in := range e.inputs {
 		if err := w.sendInput(in); err != nil {
 			var missing *inputError
@@ -325,10 +345,12 @@ func (w *workerConn) sendTask(a *attempt) error {
 		spec.Outputs = append(spec.Outputs, wire.TaskFile{CacheName: out.name, Remote: out.remote, Flags: out.flags()})
 	}
 	err := w.c.SendTask(spec)
-	if err == nil {
+	if err == nil && w.bytesSent.Load() != sentBefore {
 		// Out of the buffer before the transfer's end is taken: the
 		// last 64 KiB of inputs would otherwise cross the network
 		// uncounted, and a slow link look free to the capacity estimate.
+		// A task that sent no input waits for the writer's flush, with
+		// whatever else it sends now.
 		err = w.c.Flush()
 	}
 	a.sendTime.Store(int64(time.Since(start)))
@@ -901,11 +923,19 @@ func (w *workerConn) finishFetch(j *fetchJob) {
 		r.Status = OutputMissing
 		r.Err = fmt.Errorf("task %d: outputs not produced: %s", e.id, strings.Join(j.missing, ", "))
 	}
-	w.enqueue(op{kind: opKill, attempt: j.a})
-	w.unlinkUncached(e.inputs)
+	// The cleanup is held, not sent: it leaves with the next message to
+	// this worker (the next get and task, a send_results), or at the
+	// loop's next tick (loop.sendHeld), so that it costs the worker no
+	// wakeup of its own.
+	w.hold(op{kind: opKill, attempt: j.a})
+	for _, in := range e.inputs {
+		if !in.Cache {
+			w.hold(op{kind: opUnlink, name: in.name})
+		}
+	}
 	for i, out := range e.outputs {
 		if !out.Cache {
-			w.enqueue(op{kind: opUnlink, name: out.name})
+			w.hold(op{kind: opUnlink, name: out.name})
 			continue
 		}
 		// The worker keeps a cached output: a later task reading the
@@ -914,5 +944,7 @@ func (w *workerConn) finishFetch(j *fetchJob) {
 			w.setCached(out.name, stampOf(info))
 		}
 	}
-	w.m.send(evFetched{a: j.a, r: r})
+	if !w.m.send(evFetched{a: j.a, r: r}) {
+		w.kick() // the master is closing: no tick will send the cleanup
+	}
 }
