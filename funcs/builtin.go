@@ -38,6 +38,56 @@ func countDiff(a, b []byte) int {
 // inputs streaming past it, large enough that the calls cost nothing.
 const diffChunk = 2 << 10
 
+// ByteDiffBlock is ByteDiff for a block of cells: its results are
+// ByteDiff(a[r], b[c]) for every r and c, row by row. It compares the
+// inputs a section at a time, every pair's section before any pair's next
+// one, so that the sections of all the block's inputs stay in the core's L2
+// cache together: each byte of an input is read from memory once for the
+// block, not once for each of its cells. With a copy of every cell in the
+// cache (the compute floor), the cells cost the same either way; with the
+// inputs in the page cache, an All-Pairs run of 1 MiB items takes 20% less
+// time in blocks of 4×10 than cell by cell (see bench/RESULTS.md).
+func ByteDiffBlock(a, b [][]byte) ([][]byte, error) {
+	diffs := make([]int, len(a)*len(b))
+	common := 0 // the longest prefix any pair has in common
+	for r, x := range a {
+		for c, y := range b {
+			n := min(len(x), len(y))
+			diffs[r*len(b)+c] = max(len(x), len(y)) - n
+			common = max(common, n)
+		}
+	}
+	section := blockSection(len(a) + len(b))
+	for off := 0; off < common; off += section {
+		for r, x := range a {
+			if off >= len(x) {
+				continue
+			}
+			for c, y := range b {
+				if end := min(off+section, len(x), len(y)); off < end {
+					diffs[r*len(b)+c] += countDiff(x[off:end], y[off:end])
+				}
+			}
+		}
+	}
+	out := make([][]byte, len(diffs))
+	for k, d := range diffs {
+		out[k] = strconv.AppendInt(nil, int64(d), 10)
+	}
+	return out, nil
+}
+
+// blockSection is ByteDiffBlock's section for a block of n inputs: n
+// sections fill at most half of a 2 MiB L2 cache (the other half is for
+// what streams past), within 2 KiB (diffChunk) and 64 KiB, a multiple of
+// diffChunk. Sections of 8–16 KiB cost 20–40% more than 64 KiB in a 4×10
+// block of 1 MiB items; the calls per section and the streams the core's
+// prefetchers must follow grow as sections shrink.
+func blockSection(n int) int {
+	s := (1 << 20) / max(n, 1)
+	return min(max(s/diffChunk*diffChunk, diffChunk), 64<<10)
+}
+
 // Smith-Waterman scoring used by SWAlign: a linear gap penalty, as in the
 // textbook example (TGTTACGG against GGTTGACTA scores 13).
 const (

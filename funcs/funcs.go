@@ -94,6 +94,21 @@ type Pair interface {
 	Close() error
 }
 
+// BlockPair is a Pair that can also compute a block of cells in one call.
+// For a function whose cost is streaming its inputs, such as bytediff, a
+// block is cheaper than its cells one by one: the block's inputs pass
+// through the processor's cache a section at a time, each section read from
+// memory once for the whole block rather than once for every cell it is in.
+// An engine with several rows of A in memory calls CallBlock instead of
+// Call.
+type BlockPair interface {
+	Pair
+	// CallBlock sets out[r*len(b)+c] to F(a[r], b[c]) for every r and c,
+	// exactly what Call returns for that cell; out has len(a)*len(b)
+	// elements. An error fails every cell of the block.
+	CallBlock(ctx context.Context, a, b []Input, out [][]byte) error
+}
+
 // Cell is a Wavefront function, F(x, y, d) of the cells to the left (x),
 // below (y) and diagonally left-below (d). Implementations are safe for
 // concurrent use, and Close is as for Pair.
@@ -105,6 +120,10 @@ type Cell interface {
 
 // PairFunc is the Go form of an All-Pairs function.
 type PairFunc func(a, b []byte) ([]byte, error)
+
+// PairBlockFunc is the Go form of a BlockPair's block: it returns the
+// len(a)*len(b) results F(a[r], b[c]), row by row (index r*len(b)+c).
+type PairBlockFunc func(a, b [][]byte) ([][]byte, error)
 
 // CellFunc is the Go form of a Wavefront function.
 type CellFunc func(x, y, d []byte) ([]byte, error)

@@ -135,6 +135,161 @@ func FuzzByteDiff(f *testing.F) {
 	})
 }
 
+// blockItems makes n inputs of the given lengths, each differing from the
+// others in a few bytes (and in all of them for every third input), so that
+// the counts are neither all zero nor all the length.
+func blockItems(rng *rand.Rand, lengths []int) [][]byte {
+	items := make([][]byte, len(lengths))
+	for k, n := range lengths {
+		x := make([]byte, n)
+		for i := range x {
+			x[i] = byte(i * 7)
+		}
+		for range min(n, 5) {
+			x[rng.IntN(n)] ^= byte(1 + rng.IntN(255))
+		}
+		if k%3 == 2 {
+			for i := range x {
+				x[i] ^= 0x55
+			}
+		}
+		items[k] = x
+	}
+	return items
+}
+
+// checkBlock compares ByteDiffBlock's results with the byte-by-byte loop,
+// cell by cell.
+func checkBlock(t *testing.T, a, b [][]byte) {
+	t.Helper()
+	got, err := funcs.ByteDiffBlock(a, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(a)*len(b) {
+		t.Fatalf("%d results for a %d×%d block", len(got), len(a), len(b))
+	}
+	for r, x := range a {
+		for c, y := range b {
+			if want := strconv.Itoa(naiveDiff(x, y)); string(got[r*len(b)+c]) != want {
+				t.Errorf("cell (%d,%d) of %d and %d bytes = %s, want %s", r, c, len(x), len(y), got[r*len(b)+c], want)
+			}
+		}
+	}
+}
+
+// TestByteDiffBlock: blocks of every shape, inputs that end on either side
+// of a section (64 KiB for a few inputs, less for many), and inputs of
+// different lengths in one block.
+func TestByteDiffBlock(t *testing.T) {
+	const sec = 64 << 10
+	tests := []struct {
+		name   string
+		la, lb []int
+	}{
+		{"no rows", nil, []int{10, 20}},
+		{"no columns", []int{10}, nil},
+		{"one cell", []int{100}, []int{100}},
+		{"empty inputs", []int{0, 5}, []int{0, 3, 5}},
+		{"a section less one, one, and one more", []int{sec - 1, sec}, []int{sec, sec + 1}},
+		{"several sections", []int{3*sec + 17}, []int{3*sec + 17, 2 * sec, 1}},
+		{"4×10 of 1 MiB", []int{1 << 20, 1 << 20, 1 << 20, 1 << 20},
+			[]int{1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 1 << 20, 1<<20 - 3}},
+		{"many inputs, small sections", []int{40000, 40001, 39999}, make([]int, 60)},
+		{"rows longer than every column", []int{5 * sec}, []int{sec / 2, sec}},
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lb := tc.lb
+			if tc.name == "many inputs, small sections" {
+				for i := range lb {
+					lb[i] = 30000 + 997*i
+				}
+			}
+			checkBlock(t, blockItems(rng, tc.la), blockItems(rng, lb))
+		})
+	}
+}
+
+// FuzzByteDiffBlock checks blocks against the byte-by-byte loop: the fuzzer
+// chooses the contents, the block's shape and each input's length (a
+// suffix of the data's first 4 KiB, repeated up to 40 times so that inputs cross
+// sections).
+func FuzzByteDiffBlock(f *testing.F) {
+	f.Add(bytes.Repeat([]byte("GATTACA"), 500), uint8(3), uint8(4), uint8(20), uint64(0x123456789))
+	f.Add([]byte{}, uint8(1), uint8(1), uint8(1), uint64(0))
+	f.Fuzz(func(t *testing.T, data []byte, rows, cols, repeat uint8, cuts uint64) {
+		data = data[:min(len(data), 4<<10)]
+		items := make([][]byte, int(rows%6)+int(cols%12))
+		for k := range items {
+			n := 0
+			if len(data) > 0 {
+				n = int(cuts>>(k%16*4)%16) * len(data) / 15
+			}
+			items[k] = bytes.Repeat(data[len(data)-n:], 1+int(repeat)%40)
+			if k%2 == 1 && len(items[k]) > 0 {
+				items[k][len(items[k])/2]++
+			}
+		}
+		checkBlock(t, items[:rows%6], items[rows%6:])
+	})
+}
+
+// TestBlockPair: the built-in bytediff opens as a BlockPair, unless a
+// timeout makes it a cell at a time; its blocks are its cells, a block
+// func that panics fails its block with a *CallError, and RegisterPair
+// drops a name's block form.
+func TestBlockPair(t *testing.T) {
+	reg := funcs.NewRegistry()
+	ctx := context.Background()
+	f, err := reg.OpenPair("builtin:bytediff", funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp, ok := f.(funcs.BlockPair)
+	if !ok {
+		t.Fatalf("builtin:bytediff is a %T, not a BlockPair", f)
+	}
+	a := []funcs.Input{{Data: []byte("GATTACA")}, {Data: []byte("")}}
+	b := []funcs.Input{{Data: []byte("GACTACA")}, {Data: []byte("GATT")}, {Data: []byte("CATTACAT")}}
+	out := make([][]byte, len(a)*len(b))
+	if err := bp.CallBlock(ctx, a, b, out); err != nil {
+		t.Fatal(err)
+	}
+	for r := range a {
+		for c := range b {
+			want, err := f.Call(ctx, a[r], b[c])
+			if err != nil || string(out[r*len(b)+c]) != string(want) {
+				t.Errorf("block cell (%d,%d) = %s; Call gives %s, %v", r, c, out[r*len(b)+c], want, err)
+			}
+		}
+	}
+	if err := bp.CallBlock(ctx, a, b, out[:2]); err == nil {
+		t.Error("CallBlock with too few results: no error")
+	}
+
+	if f, _ := reg.OpenPair("builtin:bytediff", funcs.Options{Timeout: time.Second}); isBlockPair(f) {
+		t.Error("builtin:bytediff with a timeout is a BlockPair; want a cell at a time")
+	}
+
+	reg.RegisterPairBlock("boom", funcs.ByteDiff, func(a, b [][]byte) ([][]byte, error) { panic("boom") })
+	boom, _ := reg.OpenPair("builtin:boom", funcs.Options{})
+	var ce *funcs.CallError
+	if err := boom.(funcs.BlockPair).CallBlock(ctx, a, b, out); !errors.As(err, &ce) || !strings.Contains(err.Error(), "panic: boom") {
+		t.Errorf("a panicking block: %v, want a *CallError naming the panic", err)
+	}
+	reg.RegisterPair("boom", funcs.ByteDiff)
+	if f, _ := reg.OpenPair("builtin:boom", funcs.Options{}); isBlockPair(f) {
+		t.Error("RegisterPair kept the name's block form")
+	}
+}
+
+func isBlockPair(f funcs.Pair) bool {
+	_, ok := f.(funcs.BlockPair)
+	return ok
+}
+
 func TestSWAlign(t *testing.T) {
 	tests := []struct {
 		a, b string

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 )
 
@@ -102,6 +103,45 @@ func (g *goPair) Info() Info   { return g.info }
 func (g *goPair) Close() error { return nil }
 func (g *goPair) Call(ctx context.Context, a, b Input) ([]byte, error) {
 	return g.call(ctx, []Input{a, b}, func(args [][]byte) ([]byte, error) { return g.f(args[0], args[1]) })
+}
+
+type goBlockPair struct {
+	goPair
+	block PairBlockFunc
+}
+
+// NewGoBlockPair wraps a Go function and its block form (which must give the
+// same results, cell for cell) as a BlockPair. A timeout bounds each cell,
+// so with one the function is returned as a plain Pair, called a cell at a
+// time.
+func NewGoBlockPair(name string, f PairFunc, block PairBlockFunc, opts Options) Pair {
+	p := goPair{inProcess{Info{Kind: GoFunc, Name: name}, opts.Timeout}, f}
+	if opts.Timeout > 0 {
+		return &p
+	}
+	return &goBlockPair{p, block}
+}
+
+func (g *goBlockPair) CallBlock(ctx context.Context, a, b []Input, out [][]byte) error {
+	if len(out) != len(a)*len(b) {
+		return fmt.Errorf("%s: %d results for a %d×%d block", g.info.Name, len(out), len(a), len(b))
+	}
+	// results is set only by a call that returns without error; a call
+	// abandoned when ctx is cancelled may set it later, when no one reads it.
+	var results [][]byte
+	_, err := g.call(ctx, slices.Concat(a, b), func(args [][]byte) ([]byte, error) {
+		rs, err := g.block(args[:len(a)], args[len(a):])
+		if err == nil && len(rs) != len(out) {
+			err = fmt.Errorf("%d results for a %d×%d block", len(rs), len(a), len(b))
+		}
+		results = rs
+		return nil, err
+	})
+	if err != nil {
+		return err
+	}
+	copy(out, results)
+	return nil
 }
 
 type goCell struct {

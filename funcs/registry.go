@@ -17,8 +17,9 @@ const BuiltinPrefix = "builtin:"
 // functions on a Registry and passes it to them. A Registry is not safe for
 // concurrent registration; register before use.
 type Registry struct {
-	pairs map[string]PairFunc
-	cells map[string]CellFunc
+	pairs  map[string]PairFunc
+	blocks map[string]PairBlockFunc // the block forms of some pairs
+	cells  map[string]CellFunc
 }
 
 // NewRegistry returns a Registry holding the built-in functions:
@@ -26,9 +27,9 @@ type Registry struct {
 //	pairs: bytediff (alias bitwise), swalign
 //	cells: sum, swcell, rdgame
 func NewRegistry() *Registry {
-	r := &Registry{pairs: map[string]PairFunc{}, cells: map[string]CellFunc{}}
-	r.RegisterPair("bytediff", ByteDiff)
-	r.RegisterPair("bitwise", ByteDiff)
+	r := &Registry{pairs: map[string]PairFunc{}, blocks: map[string]PairBlockFunc{}, cells: map[string]CellFunc{}}
+	r.RegisterPairBlock("bytediff", ByteDiff, ByteDiffBlock)
+	r.RegisterPairBlock("bitwise", ByteDiff, ByteDiffBlock)
 	r.RegisterPair("swalign", SWAlign)
 	r.RegisterCell("sum", Sum)
 	r.RegisterCell("swcell", SWCell)
@@ -38,7 +39,18 @@ func NewRegistry() *Registry {
 
 // RegisterPair registers f as the All-Pairs function builtin:name,
 // replacing any function of that name.
-func (r *Registry) RegisterPair(name string, f PairFunc) { r.pairs[name] = f }
+func (r *Registry) RegisterPair(name string, f PairFunc) {
+	r.pairs[name] = f
+	delete(r.blocks, name)
+}
+
+// RegisterPairBlock registers f as the All-Pairs function builtin:name, as
+// RegisterPair does, with block, its form for a block of cells at once (see
+// BlockPair). block must give exactly f's result for every cell.
+func (r *Registry) RegisterPairBlock(name string, f PairFunc, block PairBlockFunc) {
+	r.pairs[name] = f
+	r.blocks[name] = block
+}
 
 // RegisterCell registers f as the Wavefront function builtin:name,
 // replacing any function of that name.
@@ -86,6 +98,9 @@ func (r *Registry) OpenPair(spec string, opts Options) (Pair, error) {
 		f, ok := r.pairs[name]
 		if !ok {
 			return nil, fmt.Errorf("%s: %w (All-Pairs built-ins: %s)", spec, errUnknownBuiltin, strings.Join(r.PairNames(), ", "))
+		}
+		if block, ok := r.blocks[name]; ok {
+			return NewGoBlockPair(spec, f, block, opts), nil
 		}
 		return NewGoPair(spec, f, opts), nil
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,7 +50,10 @@ type AllPairs struct {
 	// Func is the function F. In-memory kinds (Go functions, shared
 	// libraries) get the inputs' contents, read into buffers the run uses
 	// again (mapped, for items over 16 MiB); programs get their paths. The
-	// contents are valid only during the call.
+	// contents are valid only during the call. A function that computes
+	// blocks of cells (a funcs.BlockPair, such as builtin:bytediff) is
+	// given a few rows of A and a tile's columns at a time, the rows over
+	// 256 KiB mapped rather than copied.
 	Func funcs.Pair
 	// Cores is how many calls run at once; zero means
 	// runtime.GOMAXPROCS(0), the processors this process may use.
@@ -123,6 +127,10 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 		}
 	}
 	inMemory := ap.Func.Info().Kind.InMemory()
+	var block funcs.BlockPair
+	if inMemory {
+		block, _ = ap.Func.(funcs.BlockPair)
+	}
 
 	// The whole run's units, in the plan's order, each with the tile of B
 	// items it shares with the units next to it. The cores take them in
@@ -170,7 +178,7 @@ func (ap *AllPairs) Run(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			c := &core{ap: ap, bufs: &bufs, out: &batcher{emit: emit, every: batch}}
+			c := &core{ap: ap, block: block, bufs: &bufs, out: &batcher{emit: emit, every: batch}}
 			for {
 				k := int(next.Add(1)) - 1
 				if k >= len(todo) || ctx.Err() != nil {
@@ -237,38 +245,139 @@ func (b *batcher) flush() {
 	}
 }
 
+// blockRows is how many rows of A a core compares with a tile's columns in
+// one block call (funcs.BlockPair): the call reads each section of B's items
+// from the cache once for all of them. 4 rows of 1 MiB items and a tile of
+// 10 ran within noise of 8 and 4–8% faster than 1 or 2 rows.
+const blockRows = 4
+
 // core is one worker of a run: it computes a unit at a time, reading the
-// unit's rows of A into a buffer of its own, used again for every row.
+// unit's rows of A into buffers of its own, used again for every row.
 type core struct {
-	ap   *AllPairs
-	bufs *buffers
-	out  *batcher
-	row  []byte // the buffer A's items are read into
+	ap    *AllPairs
+	block funcs.BlockPair // ap.Func, if it computes blocks of cells
+	bufs  *buffers
+	out   *batcher
+	rows  [blockRows][]byte // the buffers A's items are read into
+	// A block call's inputs and results, used again for every call.
+	aIns, bIns []funcs.Input
+	values     [][]byte
 }
 
-// rowBuffer returns the core's buffer for an item of A, grown to n bytes.
-func (c *core) rowBuffer(n int) []byte {
-	if cap(c.row) < n {
-		c.row = make([]byte, n)
+// rowBuffer returns the core's k-th buffer for an item of A, grown to n
+// bytes.
+func (c *core) rowBuffer(k int) func(n int) []byte {
+	return func(n int) []byte {
+		if cap(c.rows[k]) < n {
+			c.rows[k] = make([]byte, n)
+		}
+		return c.rows[k][:n]
 	}
-	return c.row[:n]
 }
 
 // runUnit computes the cells of one unit that are not done, passing each to
 // c.out. An in-memory function gets B's items from t, read by whichever
-// core needs one first, and A's from c's row buffer; an item is read only
-// if a cell that is not done needs it.
+// core needs one first, and A's from c's row buffers; an item is read only
+// if a cell that is not done needs it. A function that computes blocks of
+// cells gets blockRows rows at a time.
 func (c *core) runUnit(ctx context.Context, u Unit, t *tile) {
-	for i := u.I0; i < u.I1; i++ {
-		if !c.runRow(ctx, u, i, t) {
-			return
+	step := 1
+	if c.block != nil && t != nil {
+		step = blockRows
+	}
+	for i0 := u.I0; i0 < u.I1; i0 += step {
+		i1 := min(i0+step, u.I1)
+		if step > 1 && c.runBlock(ctx, u, i0, i1, t) {
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		for i := i0; i < i1; i++ {
+			if !c.runRow(ctx, i, c.firstColumn(u, i), u.J1, t) {
+				return
+			}
 		}
 	}
 }
 
-// runRow computes the cells of row i of unit u, returning false if ctx was
-// cancelled.
-func (c *core) runRow(ctx context.Context, u Unit, i int, t *tile) bool {
+// firstColumn is the first column of unit u that row i computes.
+func (c *core) firstColumn(u Unit, i int) int {
+	if c.ap.Symmetric {
+		return max(u.J0, i)
+	}
+	return u.J0
+}
+
+// runBlock computes rows i0..i1-1 of unit u with one block call over the
+// columns all of them compute, j0..J1-1 (in a symmetric run, a row's cells
+// left of j0 are computed one by one first). It returns false, having
+// computed nothing, when the rows are better done one by one: some of their
+// cells are done (so that an item only done cells need is not read), or an
+// item cannot be read (so that each cell gets its own error).
+func (c *core) runBlock(ctx context.Context, u Unit, i0, i1 int, t *tile) bool {
+	ap := c.ap
+	j0 := c.firstColumn(u, i1-1)
+	if j0 >= u.J1 || (ap.Done != nil && c.anyDone(u, i0, i1)) {
+		return false
+	}
+	var rows [blockRows]item
+	defer func() {
+		for k := range rows {
+			rows[k].drop(nil) // a mapped row is unmapped; buffers are the core's
+		}
+	}()
+	c.aIns, c.bIns = c.aIns[:0], c.bIns[:0]
+	for i := i0; i < i1; i++ {
+		row := &rows[i-i0]
+		if row.load(ap.A[i], c.rowBuffer(i-i0), blockMapAbove) != nil {
+			return false
+		}
+		c.aIns = append(c.aIns, funcs.Input{Path: ap.A[i], Data: row.data})
+	}
+	for j := j0; j < u.J1; j++ {
+		data, err := t.get(j, ap.B[j], c.bufs)
+		if err != nil {
+			return false
+		}
+		c.bIns = append(c.bIns, funcs.Input{Path: ap.B[j], Data: data})
+	}
+	for i := i0; i < i1; i++ {
+		for j := c.firstColumn(u, i); j < j0; j++ {
+			data, err := t.get(j, ap.B[j], c.bufs)
+			if !c.cell(ctx, i, j, c.aIns[i-i0], funcs.Input{Path: ap.B[j], Data: data}, err) {
+				return true
+			}
+		}
+	}
+	n := len(c.aIns) * len(c.bIns)
+	c.values = slices.Grow(c.values[:0], n)[:n]
+	err := c.block.CallBlock(ctx, c.aIns, c.bIns, c.values)
+	if ctx.Err() != nil {
+		return true // the call was cut short; its cells are not results
+	}
+	for k, v := range c.values {
+		c.out.add(CellResult{I: i0 + k/len(c.bIns), J: j0 + k%len(c.bIns), Value: v, Err: err})
+	}
+	clear(c.values) // the values are the receiver's now
+	return true
+}
+
+// anyDone reports whether any cell of rows i0..i1-1 of unit u is done.
+func (c *core) anyDone(u Unit, i0, i1 int) bool {
+	for i := i0; i < i1; i++ {
+		for j := c.firstColumn(u, i); j < u.J1; j++ {
+			if c.ap.Done(i, j) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// runRow computes the cells of row i in columns j0..j1-1 that are not done,
+// returning false if ctx was cancelled.
+func (c *core) runRow(ctx context.Context, i, j0, j1 int, t *tile) bool {
 	ap := c.ap
 	aIn := funcs.Input{Path: ap.A[i]}
 	var (
@@ -279,11 +388,7 @@ func (c *core) runRow(ctx context.Context, u Unit, i int, t *tile) bool {
 	// A mapped row is unmapped when the row is done; the buffer is the
 	// core's, for the next row.
 	defer row.drop(nil)
-	j0 := u.J0
-	if ap.Symmetric {
-		j0 = max(j0, i)
-	}
-	for j := j0; j < u.J1; j++ {
+	for j := j0; j < j1; j++ {
 		if ctx.Err() != nil {
 			return false
 		}
@@ -291,7 +396,7 @@ func (c *core) runRow(ctx context.Context, u Unit, i int, t *tile) bool {
 			continue
 		}
 		if !loaded {
-			aErr = row.load(ap.A[i], c.rowBuffer)
+			aErr = row.load(ap.A[i], c.rowBuffer(0), mapAbove)
 			aIn.Data, loaded = row.data, true
 		}
 		bIn := funcs.Input{Path: ap.B[j]}
@@ -299,16 +404,26 @@ func (c *core) runRow(ctx context.Context, u Unit, i int, t *tile) bool {
 		if t != nil {
 			bIn.Data, bErr = t.get(j, ap.B[j], c.bufs)
 		}
-		if err := cmp.Or(aErr, bErr); err != nil {
-			c.out.add(CellResult{I: i, J: j, Err: err})
-			continue
+		if !c.cell(ctx, i, j, aIn, bIn, cmp.Or(aErr, bErr)) {
+			return false
 		}
-		v, err := ap.Func.Call(ctx, aIn, bIn)
-		if ctx.Err() != nil {
-			return false // the call was cut short; it is not a result
-		}
-		c.out.add(CellResult{I: i, J: j, Value: v, Err: err})
 	}
+	return true
+}
+
+// cell computes cell (i, j) from its inputs, or fails it with inErr, the
+// error reading one of them. It returns false if ctx was cancelled: a call
+// cut short is not a result.
+func (c *core) cell(ctx context.Context, i, j int, a, b funcs.Input, inErr error) bool {
+	if inErr != nil {
+		c.out.add(CellResult{I: i, J: j, Err: inErr})
+		return true
+	}
+	v, err := c.ap.Func.Call(ctx, a, b)
+	if ctx.Err() != nil {
+		return false
+	}
+	c.out.add(CellResult{I: i, J: j, Value: v, Err: err})
 	return true
 }
 

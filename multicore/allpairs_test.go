@@ -182,6 +182,63 @@ func TestAllPairsAgainstNaive(t *testing.T) {
 	}
 }
 
+// TestAllPairsBlocks: a function that computes blocks of cells is given
+// up to 4 rows at a time, with rows big enough to be mapped and small ones
+// read, and every cell comes out once with the value of a call per cell,
+// symmetric or not, in tiles or not.
+func TestAllPairsBlocks(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	dir := t.TempDir()
+	var items []string
+	for i, size := range []int{300 << 10, 5000, 0, 300<<10 + 7, 1, 270 << 10, 40000, 300 << 10, 9} {
+		data := make([]byte, size)
+		for k := range data {
+			data[k] = byte(rng.IntN(3))
+		}
+		items = append(items, filepath.Join(dir, fmt.Sprintf("f%d", i)))
+		if err := os.WriteFile(items[i], data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var mu sync.Mutex
+	var blocks, maxRows int
+	reg := funcs.NewRegistry()
+	reg.RegisterPairBlock("counted", funcs.ByteDiff, func(a, b [][]byte) ([][]byte, error) {
+		mu.Lock()
+		blocks++
+		maxRows = max(maxRows, len(a))
+		mu.Unlock()
+		return funcs.ByteDiffBlock(a, b)
+	})
+	f, err := reg.OpenPair("builtin:counted", funcs.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, tc := range []struct {
+		name      string
+		a, b      []string
+		symmetric bool
+		cache     int64
+	}{
+		{"one tile", items, items[:5], false, 0},
+		{"a column per tile", items, items[:5], false, -1},
+		{"symmetric", items, items, true, 0},
+		{"symmetric tiles", items, items, true, 700 << 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			blocks, maxRows = 0, 0
+			got := run(t, &multicore.AllPairs{A: tc.a, B: tc.b, Func: f, Cores: 2, Symmetric: tc.symmetric, CacheBytes: tc.cache})
+			if want := naive(t, tc.a, tc.b, tc.symmetric); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("engine and naive loop differ:\n got %v\nwant %v", got, want)
+			}
+			if blocks == 0 || maxRows < 2 || maxRows > 4 {
+				t.Errorf("%d block calls of at most %d rows; want some, of 2 to 4 rows", blocks, maxRows)
+			}
+		})
+	}
+}
+
 // TestAllPairsDone: the cells Done reports are not computed, and every
 // other cell is, once.
 func TestAllPairsDone(t *testing.T) {

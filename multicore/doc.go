@@ -9,7 +9,10 @@
 // never splits the problem into independent sub-problems per core; that
 // thrashes the cache. Items are read into buffers the run uses again, not
 // mapped one by one: unmapping memory in a process running on several cores
-// costs every core a TLB flush.
+// costs every core a TLB flush. The exception is a function that computes
+// blocks of cells (funcs.BlockPair): it compares a few big rows of A with
+// the tile section by section, straight from the page cache, where a copy
+// of the rows would cost more than the flush.
 // It skips the cells a checkpoint already holds, and hands each finished cell
 // over as soon as it is computed, so that a caller writing them out loses
 // few to a crash.

@@ -45,7 +45,7 @@ func TestItemLoad(t *testing.T) {
 				return gave
 			}
 			var it item
-			if err := it.load(path, get); err != nil {
+			if err := it.load(path, get, mapAbove); err != nil {
 				t.Fatal(err)
 			}
 			if it.data == nil || !bytes.Equal(it.data, want) {
@@ -66,7 +66,7 @@ func TestItemLoad(t *testing.T) {
 		})
 	}
 	var it item
-	err := it.load(filepath.Join(dir, "missing"), func(n int) []byte { return make([]byte, n) })
+	err := it.load(filepath.Join(dir, "missing"), func(n int) []byte { return make([]byte, n) }, mapAbove)
 	var pe *os.PathError
 	if !errors.As(err, &pe) || !errors.Is(err, fs.ErrNotExist) || pe.Path != filepath.Join(dir, "missing") {
 		t.Errorf("load of a missing file: %v, want a not-exist *os.PathError naming it", err)

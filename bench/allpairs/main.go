@@ -24,6 +24,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,13 +43,14 @@ func main() {
 	forkloop := flag.String("forkloop", "", "the C fork/exec loop")
 	allpairs := flag.String("allpairs", "bin/allpairs", "the allpairs command")
 	which := flag.String("run", "fig34,overhead", "which benchmarks to run")
+	kinds := flag.String("kinds", "builtin,lib,prog", "fig34's function kinds: the Go built-in, the shared library, the external program")
 	flag.Parse()
 	cores := runtime.NumCPU()
 	fmt.Printf("cores: %d\n\n", cores)
 	for _, name := range strings.Split(*which, ",") {
 		switch name {
 		case "fig34":
-			fig34(*dir, *lib, *prog, *noop, *forkloop, cores)
+			fig34(*dir, *lib, *prog, *noop, *forkloop, strings.Split(*kinds, ","), cores)
 		case "overhead":
 			overhead(*dir, *noop, *forkloop, *allpairs, cores)
 		default:
@@ -214,7 +216,7 @@ func run(name string, args ...string) {
 	}
 }
 
-func fig34(dir, lib, prog, noop, forkloop string, cores int) {
+func fig34(dir, lib, prog, noop, forkloop string, kinds []string, cores int) {
 	log.Printf("fig34: generating 1010 files of 1 MB in %s (once)", dir)
 	a := makeFiles(filepath.Join(dir, "fig34-A"), 1000, 1<<20, 1)
 	b := makeFiles(filepath.Join(dir, "fig34-B"), 10, 1<<20, 2)
@@ -231,7 +233,14 @@ func fig34(dir, lib, prog, noop, forkloop string, cores int) {
 	fmt.Printf("Compute floor: the same %d calls of the in-memory function on two 1 MB buffers already in cache, on all cores.\n\n", cells)
 	fmt.Println("| function | order | time (s) | floor | ratio to floor | compute floor (s) | ratio to compute floor |")
 	fmt.Println("|---|---|---|---|---|---|---|")
-	for _, spec := range []struct{ name, spec string }{{"Go built-in", "builtin:bytediff"}, {"shared library (.so)", lib}, {"external program", prog}} {
+	for _, spec := range []struct{ kind, name, spec string }{
+		{"builtin", "Go built-in", "builtin:bytediff"},
+		{"lib", "shared library (.so)", lib},
+		{"prog", "external program", prog},
+	} {
+		if !slices.Contains(kinds, spec.kind) {
+			continue
+		}
 		f, err := reg.OpenPair(spec.spec, funcs.Options{})
 		if err != nil {
 			log.Fatal(err)
