@@ -126,8 +126,7 @@ func TestCCToolsReadsLargeCatalogAnswers(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	var projects []string
 	for i := range 4 {
-		// Masters' records as they advertise them, sent over TCP, which
-		// the catalog has taken when Send returns.
+		// Masters' records as they advertise them, sent over TCP.
 		m := startMaster(t, Config{})
 		reply := make(chan []byte, 1)
 		m.send(evStatus{kind: "catalog", reply: reply})
@@ -139,6 +138,12 @@ func TestCCToolsReadsLargeCatalogAnswers(t *testing.T) {
 		}
 		projects = append(projects, p)
 	}
+	// A TCP update has no answer: Send returns before the catalog has
+	// read it.
+	testutil.WaitFor(t, "the catalog to list every master", 10*time.Second, func() bool {
+		recs, err := catalog.Query(context.Background(), cat, "")
+		return err == nil && len(recs) >= len(projects)
+	})
 	out, err := exec.Command(status, "-C", cat).CombinedOutput()
 	for _, p := range projects {
 		if err != nil || !strings.Contains(string(out), p) {
