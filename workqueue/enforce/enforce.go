@@ -19,8 +19,10 @@
 package enforce
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -66,13 +68,27 @@ func netJoin(host string, port int) string {
 type Decision struct {
 	Pool        string
 	Assignments []Assignment
+	// Decided is when the pool decided, in Unix milliseconds, as its
+	// record says (0 if it does not).
+	Decided int64
 }
 
 // Decisions reads the pools' decisions out of catalog records: each record
-// of type PoolType with a name and assignments. A record whose assignments
-// cannot be read is skipped.
-func Decisions(recs []catalog.Record) []Decision {
-	var out []Decision
+// of type PoolType with a name and assignments, one decision per pool, in
+// the order of the pools' names. A record whose assignments cannot be
+// read, or say what no pool would (a negative number of workers, more
+// than MaxAssignedWorkers, more than MaxAssignments masters), is skipped.
+//
+// With password, the masters' password file's content, a record counts
+// only if it is signed under it (Sign), and of the records that claim a
+// pool, the one decided last is the pool's decision. Without, each master
+// is given the most workers any record of the pool gives it.
+func Decisions(recs []catalog.Record, password []byte) []Decision {
+	var key []byte
+	if len(password) > 0 {
+		key = signKey(password)
+	}
+	byPool := map[string][]Decision{}
 	for _, r := range recs {
 		if r.String("type") != PoolType || r.String("name") == "" {
 			continue
@@ -81,15 +97,32 @@ func Decisions(recs []catalog.Record) []Decision {
 		if err != nil {
 			continue
 		}
-		out = append(out, Decision{Pool: r.String("name"), Assignments: as})
+		d := Decision{Pool: r.String("name"), Assignments: as, Decided: r.Int(FieldDecided)}
+		if key != nil && !verify(key, r, d) {
+			continue
+		}
+		byPool[d.Pool] = append(byPool[d.Pool], d)
+	}
+	var out []Decision
+	for _, pool := range pools(byPool) {
+		ds := byPool[pool]
+		if key != nil {
+			last := slices.MaxFunc(ds, func(a, b Decision) int { return cmp.Compare(a.Decided, b.Decided) }).Decided
+			ds = slices.DeleteFunc(ds, func(d Decision) bool { return d.Decided != last })
+		}
+		out = append(out, resolve(ds))
 	}
 	return out
 }
 
-// assignments decodes a record's "assignments" field.
+// assignments decodes a record's "assignments" field, refusing what no
+// pool would say.
 func assignments(v any) ([]Assignment, error) {
 	if v == nil {
 		return nil, errors.New("no assignments")
+	}
+	if l, ok := v.([]any); ok && len(l) > MaxAssignments {
+		return nil, fmt.Errorf("%d assignments, more than %d", len(l), MaxAssignments)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -98,6 +131,14 @@ func assignments(v any) ([]Assignment, error) {
 	var as []Assignment
 	if err := json.Unmarshal(b, &as); err != nil {
 		return nil, err
+	}
+	if len(as) > MaxAssignments {
+		return nil, fmt.Errorf("%d assignments, more than %d", len(as), MaxAssignments)
+	}
+	for _, a := range as {
+		if a.Workers < 0 || a.Workers > MaxAssignedWorkers {
+			return nil, fmt.Errorf("%d workers for %s:%d", a.Workers, a.Name, a.Port)
+		}
 	}
 	return as, nil
 }
@@ -182,15 +223,19 @@ type Slot struct {
 	Remaining int
 }
 
-// Slots returns, for pool's decision among the catalog records recs, the
-// masters that may take more of its workers: for each assignment, its
-// workers less those the master's record says it has from the pool
-// (workers_by_pool), in the decision's order. Masters without a record in
-// recs are left out: they are gone. It reports false when recs hold no
-// decision of pool.
-func Slots(pool string, recs []catalog.Record) ([]Slot, bool) {
+// Slots returns, for pool's decision among the catalog records recs
+// (read as Decisions reads them under password), the masters that may
+// take more of its workers: for each assignment, its workers less those
+// the master's record says it has from the pool (workers_by_pool), in the
+// decision's order. An assignment counts only with a master record of
+// its project, name and port heard from the address it names: a record
+// claiming to be that master from elsewhere is a forgery, and where the
+// pool's workers go is the pool's word, not another record's. Masters
+// without a record in recs are left out: they are gone. It reports false
+// when recs hold no decision of pool.
+func Slots(pool string, recs []catalog.Record, password []byte) ([]Slot, bool) {
 	var dec *Decision
-	for _, d := range Decisions(recs) {
+	for _, d := range Decisions(recs, password) {
 		if d.Pool == pool {
 			dec = &d
 			break
@@ -199,18 +244,23 @@ func Slots(pool string, recs []catalog.Record) ([]Slot, bool) {
 	if dec == nil {
 		return nil, false
 	}
-	masters := catalog.Masters(recs)
+	// The newest record of each master: Masters sorts them so.
+	masters := map[masterKey]catalog.Master{}
+	for _, m := range catalog.Masters(recs) {
+		k := masterKey{m.Project, m.Name, m.Port, m.Address}
+		if _, ok := masters[k]; !ok {
+			masters[k] = m
+		}
+	}
 	var out []Slot
 	for _, a := range dec.Assignments {
-		for _, m := range masters {
-			if m.Name != a.Name || m.Port != a.Port || m.Project != a.Project {
-				continue
-			}
-			ssl, _ := m.Record["ssl"].(bool)
-			if n := a.Workers - FromPool(m.Record, pool); n > 0 {
-				out = append(out, Slot{Addr: a.Addr(), SSL: ssl, Remaining: n})
-			}
-			break
+		m, ok := masters[masterKey{a.Project, a.Name, a.Port, a.Address}]
+		if !ok {
+			continue
+		}
+		ssl, _ := m.Record["ssl"].(bool)
+		if n := a.Workers - FromPool(m.Record, pool); n > 0 {
+			out = append(out, Slot{Addr: a.Addr(), SSL: ssl, Remaining: n})
 		}
 	}
 	return out, true
@@ -255,19 +305,22 @@ func Received(r catalog.Record, pool string) int {
 // remaining workers: r is uniform in [0, 1). It returns -1 when no slot
 // has room.
 func Choose(slots []Slot, r float64) int {
+	// Each weight is cut to MaxAssignedWorkers, so that no sum of them
+	// overflows.
+	weight := func(s Slot) int { return min(max(s.Remaining, 0), MaxAssignedWorkers) }
 	total := 0
 	for _, s := range slots {
-		total += max(s.Remaining, 0)
+		total += weight(s)
 	}
 	if total == 0 {
 		return -1
 	}
 	x := int(r * float64(total))
 	for i, s := range slots {
-		if x < max(s.Remaining, 0) {
+		if x < weight(s) {
 			return i
 		}
-		x -= max(s.Remaining, 0)
+		x -= weight(s)
 	}
 	return len(slots) - 1
 }

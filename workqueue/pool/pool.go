@@ -18,6 +18,7 @@ import (
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/factory"
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // Config configures Run. The zero value of each field means its documented
@@ -152,6 +153,14 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	p := &pool{cfg: cfg, log: cfg.Logger, plan: plan}
+	if cfg.PasswordFile != "" {
+		// The decision is signed with the masters' password: the
+		// masters and the workers, who hold it, honour no other.
+		p.password, err = wire.ReadPasswordFile(cfg.PasswordFile, func(msg string) { p.log.Warn(msg) })
+		if err != nil {
+			return fmt.Errorf("pool: %w", err)
+		}
+	}
 	return p.run(ctx)
 }
 
@@ -160,6 +169,9 @@ type pool struct {
 	cfg  Config
 	log  *slog.Logger
 	plan *Plan
+	// password is the masters' password file's content, which signs the
+	// published decision, or nil.
+	password []byte
 
 	askErr    string // the last error asking the catalog, to log only changes
 	published string // the last decision published, to log only changes
@@ -389,11 +401,12 @@ func (p *pool) publish(ctx context.Context) {
 	s := FormatDecision(dec)
 	rec := catalog.Record{
 		"type": enforce.PoolType, "name": p.cfg.Name, "port": 0, "owner": os.Getenv("USER"),
-		"decision": s, "assignments": assignments(dec), "decision_policy": pol.Decision.String(),
+		"decision": s, "decision_policy": pol.Decision.String(),
 		"max_workers": pol.MaxWorkers, "workers": c.Queued + c.Running,
 		"workers_queued": c.Queued, "workers_running": c.Running,
 		"lifetime": max(180, 3*int(p.cfg.Interval.Seconds())),
 	}
+	enforce.Sign(rec, assignments(dec), p.password, time.Now())
 	for _, addr := range p.cfg.Catalogs {
 		sctx, cancel := context.WithTimeout(ctx, min(askTimeout, p.cfg.Interval))
 		if err := catalog.Send(sctx, addr, p.cfg.CatalogNetwork, rec); err != nil {
