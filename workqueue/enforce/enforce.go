@@ -13,6 +13,26 @@
 // has left, its decision less the workers it has from the pool (Slots,
 // Choose).
 //
+// The catalog authenticates no one: any peer may publish a record of a
+// pool. A pool given the masters' password signs its decision with it
+// (Sign: an HMAC-SHA256 of the pool's name, the decision's time and its
+// assignments), and masters and workers that hold the password read only
+// signed decisions (Decisions, Slots), of a pool's records the one
+// decided last; a master's Reader besides never honours a decision older
+// than one it has honoured, which a replay of the pool's record would
+// be. Without a password, nothing tells a pool's record from a forgery:
+// of the records of a pool, each master is given the most workers any
+// gives it, so that a forgery may keep workers with a master but not take
+// them away while the pool's own record is there. Either way a record
+// that says what no pool would (negative, fractional or more than
+// MaxAssignedWorkers workers, more than MaxAssignments masters) is not
+// read, and a worker goes to an assignment's master only if that
+// master's record was heard from the address the assignment names.
+//
+// A worker's pool and worker-id are its own word: a master cannot check
+// them, and counts and releases each worker as the pool it names. The
+// masters' password keeps out the workers that would lie.
+//
 // Everything here is a pure function of what the catalog says and the
 // events it is told of, without I/O or clock; the master and the worker
 // drive it.
