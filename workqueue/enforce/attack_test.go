@@ -107,6 +107,11 @@ func TestForgedPoolRecords(t *testing.T) {
 	}{
 		{"no password: the most generous record", "", signedPool("", t0, give(2)),
 			[]catalog.Record{signedPool("", t0.Add(time.Hour), give(0))}, map[string]int{"tp": 2}},
+		{"no password: the master under another project", "", signedPool("", t0, give(2)),
+			[]catalog.Record{signedPool("", t0.Add(time.Hour),
+				Assignment{Project: "q", Name: "h", Port: 9000, Address: poolHost, Workers: 0},
+				Assignment{Project: "p", Name: "h", Port: 9000, Address: attackerHost, Workers: 0})},
+			map[string]int{"tp": 2}},
 		{"no password: a forgery alone is honoured", "", nil,
 			[]catalog.Record{signedPool("", t0, give(0))}, map[string]int{"tp": 0}},
 		{"unsigned forgery", "s3cret", signedPool("s3cret", t0, give(2)),

@@ -170,12 +170,18 @@ type Self struct {
 }
 
 // ForMaster returns, for each pool that has decided about master self,
-// the workers it gives it: the decisions a master enforces.
+// the workers it gives it: the decisions a master enforces. A master
+// knows itself by name and port only, so of several assignments that
+// name it (under other projects or addresses, as a forgery merged into
+// the pool's decision would), the one giving it most counts.
 func ForMaster(ds []Decision, self Self) map[string]int {
 	out := map[string]int{}
 	for _, d := range ds {
 		for _, a := range d.Assignments {
-			if a.Name == self.Name && a.Port == self.Port {
+			if a.Name != self.Name || a.Port != self.Port {
+				continue
+			}
+			if n, ok := out[d.Pool]; !ok || a.Workers > n {
 				out[d.Pool] = a.Workers
 			}
 		}
