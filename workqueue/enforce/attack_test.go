@@ -132,6 +132,10 @@ func TestForgedPoolRecords(t *testing.T) {
 			}()}, map[string]int{"tp": 2}},
 		{"replayed old decision", "s3cret", signedPool("s3cret", t0, give(2)),
 			[]catalog.Record{signedPool("s3cret", t0.Add(-time.Hour), give(0))}, map[string]int{"tp": 2}},
+		{"old decision replayed alone", "s3cret", nil,
+			[]catalog.Record{signedPool("s3cret", time.Now().Add(-time.Hour), give(0))}, map[string]int{}},
+		{"decision of a pool a little behind the catalog's clock", "s3cret", nil,
+			[]catalog.Record{signedPool("s3cret", time.Now().Add(-time.Minute), give(1))}, map[string]int{"tp": 1}},
 		{"forgery alone with a password", "s3cret", nil,
 			[]catalog.Record{signedPool("", t0, give(0))}, map[string]int{}},
 	} {

@@ -18,9 +18,9 @@
 // (Sign: an HMAC-SHA256 of the pool's name, the decision's time and its
 // assignments), and masters and workers that hold the password read only
 // signed decisions (Decisions, Slots), of a pool's records the one
-// decided last; a master's Reader besides never honours a decision older
-// than one it has honoured, which a replay of the pool's record would
-// be. Without a password, nothing tells a pool's record from a forgery:
+// decided last, and none the catalog heard more than MaxDecisionLag after
+// it was taken (by the catalog's lastheardfrom: a replay); a master's
+// Reader besides never honours a decision older than one it has honoured. Without a password, nothing tells a pool's record from a forgery:
 // of the records of a pool, each master is given the most workers any
 // gives it, so that a forgery may keep workers with a master but not take
 // them away while the pool's own record is there. Either way a record

@@ -23,6 +23,12 @@ const (
 	FieldSignature = "signature"
 )
 
+// MaxDecisionLag is how long after a signed decision was taken the
+// catalog may hear it (its lastheardfrom): a pool sends each decision as
+// it takes it, so a record heard later is a replay — or the pool's clock
+// is that far behind the catalog's.
+const MaxDecisionLag = 5 * time.Minute
+
 // Limits on what a pool's record may say, beyond which it is not read:
 // no pool of this world gives a master more workers, or decides about
 // more masters, and an answer past them comes from a liar.
@@ -75,8 +81,11 @@ func Sign(rec catalog.Record, as []Assignment, password []byte, at time.Time) {
 }
 
 // verify reports whether d, read from rec, carries a good signature under
-// key.
+// key, and was heard by the catalog within MaxDecisionLag of its taking.
 func verify(key []byte, rec catalog.Record, d Decision) bool {
+	if heard := rec.Float("lastheardfrom"); heard > 0 && int64(heard*1000)-d.Decided > MaxDecisionLag.Milliseconds() {
+		return false
+	}
 	sig, err := hex.DecodeString(rec.String(FieldSignature))
 	if err != nil || len(sig) != sha256.Size {
 		return false
