@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -273,7 +274,10 @@ func Slots(pool string, recs []catalog.Record, password []byte) ([]Slot, bool) {
 	// The newest record of each master: Masters sorts them so.
 	masters := map[masterKey]catalog.Master{}
 	for _, m := range catalog.Masters(recs) {
-		k := masterKey{m.Project, m.Name, m.Port, m.Address}
+		// The host the pool names a master by: where the catalog
+		// heard it, or its name (as Master.Addr).
+		host, _, _ := net.SplitHostPort(m.Addr())
+		k := masterKey{m.Project, m.Name, m.Port, host}
 		if _, ok := masters[k]; !ok {
 			masters[k] = m
 		}
