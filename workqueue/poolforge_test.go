@@ -87,6 +87,70 @@ func TestPoolForgedDecisionNotEnforced(t *testing.T) {
 	}
 }
 
+// TestPoolWorkerNotSentToForgedMaster: a worker of pool "tp" that follows
+// the pool, with the masters' password, released by master A, goes to
+// master B, which the pool's signed decision gives room; not to the
+// attacker, who listens on 127.0.0.2 at B's port, publishes a record of
+// B from there and a record of the pool that gives that B 100 workers.
+func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
+	pw := []byte("s3cret")
+	cat := testutil.StartCatalog(t)
+	cfg := func() Config {
+		return Config{Project: projectName(t), Catalogs: []string{cat}, Password: pw, AdvertiseInterval: 100 * time.Millisecond}
+	}
+	a, b := startMaster(t, cfg()), startMaster(t, cfg())
+	host, _ := os.Hostname()
+	t0 := time.Now()
+	decision := func(forA, forB int, at time.Time) catalog.Record {
+		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0}
+		enforce.Sign(rec, []enforce.Assignment{
+			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: forA},
+			{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.1", Workers: forB},
+		}, pw, at)
+		return rec
+	}
+	sendUDPFrom(t, cat, "127.0.0.1", decision(2, 0, t0))
+	for range 2 {
+		startWorker(t, a, worker.Config{Cores: 1, Pool: "tp", FollowPool: true, Catalogs: []string{cat}, Password: pw})
+	}
+	waitMinute(t, "both workers with A", func() bool { return len(a.Workers()) == 2 })
+
+	// The attacker's master: it counts who comes.
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(b.Port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lured := make(chan struct{}, 100)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			lured <- struct{}{}
+			c.Close()
+		}
+	}()
+	sendUDPFrom(t, cat, "127.0.0.2", catalog.Record{"type": "wq_master", "project": b.cfg.Project, "name": host,
+		"port": b.Port(), "workers_by_pool": "tp:0"})
+	forged := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0}
+	enforce.Sign(forged, []enforce.Assignment{{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.2", Workers: 100}},
+		nil, t0.Add(time.Hour))
+	sendUDPFrom(t, cat, "127.0.0.2", forged)
+
+	sendUDPFrom(t, cat, "127.0.0.1", decision(1, 1, t0.Add(time.Second)))
+	waitMinute(t, "one worker released by A and serving B", func() bool {
+		if len(lured) > 0 {
+			t.Fatalf("a worker connected to the attacker's master")
+		}
+		return len(a.Workers()) == 1 && len(b.Workers()) == 1
+	})
+	if n := len(lured); n != 0 {
+		t.Errorf("%d connections to the attacker's master", n)
+	}
+}
+
 // sendUDPFrom sends rec to the catalog at cat in one datagram from the
 // address src, as a peer on that host would.
 func sendUDPFrom(t *testing.T, cat, src string, rec catalog.Record) {
