@@ -38,7 +38,9 @@ type Config struct {
 	// Name is the pool's name, which its workers tell their masters and
 	// its decision is published under (default HOSTNAME-PID, as the seed).
 	Name string
-	// PasswordFile is the masters' password file, given to the workers.
+	// PasswordFile is the masters' password file, given to the workers;
+	// it also signs the published decision (enforce.Sign), which the
+	// masters and workers that hold it honour only signed.
 	PasswordFile string
 	// Worker says what each worker job runs: a worker program that takes
 	// CCTools' flags and --from-factory, --follow-pool (unless Stay) and
