@@ -93,7 +93,7 @@ func signedPool(password string, at time.Time, as ...Assignment) catalog.Record 
 // nor a replay of the pool's old decision may make the master release
 // the workers the pool's record keeps.
 func TestForgedPoolRecords(t *testing.T) {
-	t0 := time.Unix(1_800_000_000, 0)
+	t0 := time.Now()
 	give := func(n int) Assignment {
 		return Assignment{Project: "p", Name: "h", Port: 9000, Address: poolHost, Workers: n}
 	}
@@ -131,9 +131,11 @@ func TestForgedPoolRecords(t *testing.T) {
 				return r
 			}()}, map[string]int{"tp": 2}},
 		{"replayed old decision", "s3cret", signedPool("s3cret", t0, give(2)),
-			[]catalog.Record{signedPool("s3cret", t0.Add(-time.Hour), give(0))}, map[string]int{"tp": 2}},
+			[]catalog.Record{signedPool("s3cret", t0.Add(-2*time.Minute), give(0))}, map[string]int{"tp": 2}},
 		{"old decision replayed alone", "s3cret", nil,
 			[]catalog.Record{signedPool("s3cret", time.Now().Add(-time.Hour), give(0))}, map[string]int{}},
+		{"decision of a pool an hour ahead of the catalog's clock", "s3cret", nil,
+			[]catalog.Record{signedPool("s3cret", time.Now().Add(time.Hour), give(1))}, map[string]int{}},
 		{"decision of a pool a little behind the catalog's clock", "s3cret", nil,
 			[]catalog.Record{signedPool("s3cret", time.Now().Add(-time.Minute), give(1))}, map[string]int{"tp": 1}},
 		{"forgery alone with a password", "s3cret", nil,
@@ -167,7 +169,7 @@ func TestForgedPoolRecords(t *testing.T) {
 // it from the pool's own address, replacing the pool's record), is not
 // honoured: the master enforces nothing of the pool until a newer one.
 func TestReplayAfterNewer(t *testing.T) {
-	t0 := time.Unix(1_800_000_000, 0)
+	t0 := time.Now().Add(-3 * time.Minute)
 	give := func(n int) Assignment {
 		return Assignment{Project: "p", Name: "h", Port: 9000, Address: poolHost, Workers: n}
 	}

@@ -19,7 +19,8 @@
 // assignments), and masters and workers that hold the password read only
 // signed decisions (Decisions, Slots), of a pool's records the one
 // decided last, and none the catalog heard more than MaxDecisionLag after
-// it was taken (by the catalog's lastheardfrom: a replay); a master's
+// it was taken (by the catalog's lastheardfrom: a replay) or before it
+// (a pool's clock that is wrong); a master's
 // Reader besides never honours a decision older than one it has honoured. Without a password, nothing tells a pool's record from a forgery:
 // of the records of a pool, each master is given the most workers any
 // gives it, so that a forgery may keep workers with a master but not take

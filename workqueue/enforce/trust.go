@@ -26,7 +26,10 @@ const (
 // MaxDecisionLag is how long after a signed decision was taken the
 // catalog may hear it (its lastheardfrom): a pool sends each decision as
 // it takes it, so a record heard later is a replay — or the pool's clock
-// is that far behind the catalog's.
+// is that far behind the catalog's. A decision dated as far ahead of the
+// catalog's clock is not read either: the pool's clock is wrong, and a
+// master that followed it would then take none of the pool's decisions
+// for older until its own time came.
 const MaxDecisionLag = 5 * time.Minute
 
 // Limits on what a pool's record may say, beyond which it is not read:
@@ -83,8 +86,10 @@ func Sign(rec catalog.Record, as []Assignment, password []byte, at time.Time) {
 // verify reports whether d, read from rec, carries a good signature under
 // key, and was heard by the catalog within MaxDecisionLag of its taking.
 func verify(key []byte, rec catalog.Record, d Decision) bool {
-	if heard := rec.Float("lastheardfrom"); heard > 0 && int64(heard*1000)-d.Decided > MaxDecisionLag.Milliseconds() {
-		return false
+	if heard := rec.Float("lastheardfrom"); heard > 0 {
+		if lag := int64(heard*1000) - d.Decided; lag > MaxDecisionLag.Milliseconds() || -lag > MaxDecisionLag.Milliseconds() {
+			return false
+		}
 	}
 	sig, err := hex.DecodeString(rec.String(FieldSignature))
 	if err != nil || len(sig) != sha256.Size {
