@@ -24,7 +24,8 @@
 // Reader besides never honours a decision older than one it has honoured. Without a password, nothing tells a pool's record from a forgery:
 // of the records of a pool, each master is given the most workers any
 // gives it, so that a forgery may keep workers with a master but not take
-// them away while the pool's own record is there. Either way a record
+// them away while the pool's own record is there; it may still send the
+// pool's workers to a master of its own. Either way a record
 // that says what no pool would (negative, fractional or more than
 // MaxAssignedWorkers workers, more than MaxAssignments masters) is not
 // read, and a worker goes to an assignment's master only if that
