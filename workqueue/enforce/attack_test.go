@@ -215,6 +215,9 @@ func TestAbsurdPoolRecords(t *testing.T) {
 		{"2^53 workers", []map[string]any{{"project": "p", "name": "h", "port": 9000, "address": poolHost, "workers": 1 << 53}}},
 		{"fraction of a worker", []map[string]any{{"project": "p", "name": "h", "port": 9000, "address": poolHost, "workers": 0.5}}},
 		{"workers as text", []map[string]any{{"project": "p", "name": "h", "port": 9000, "address": poolHost, "workers": "NaN"}}},
+		{"port past 65535", []map[string]any{{"project": "p", "name": "h", "port": 1 << 40, "address": poolHost, "workers": 1}}},
+		{"name not a string", []map[string]any{{"project": "p", "name": []int{1}, "port": 9000, "address": poolHost, "workers": 1}}},
+		{"assignment not an object", []any{"h:9000=1"}},
 		{"too many assignments", many},
 		{"not a list", "h:9000=0"},
 	} {
