@@ -21,7 +21,8 @@
 // decided last, and none the catalog heard more than MaxDecisionLag after
 // it was taken (by the catalog's lastheardfrom: a replay) or before it
 // (a pool's clock that is wrong); a master's
-// Reader besides never honours a decision older than one it has honoured. Without a password, nothing tells a pool's record from a forgery:
+// Reader besides never honours a decision older than one it has honoured,
+// and keeps that one instead. Without a password, nothing tells a pool's record from a forgery:
 // of the records of a pool, each master is given the most workers any
 // gives it, so that a forgery may keep workers with a master but not take
 // them away while the pool's own record is there; it may still send the

@@ -141,20 +141,20 @@ type masterKey struct {
 // A Reader reads the pools' decisions as a master follows them: as
 // Decisions does, and besides, once it has honoured a signed decision of
 // a pool, it never honours one decided earlier, which a replay of the
-// pool's old record would be. A pool whose only signed record is older
-// than one honoured has, for the Reader, no decision: in doubt, no
-// worker is released.
+// pool's old record would be: while the catalog holds only such a record
+// of the pool, the Reader keeps the decision it honoured last, so that
+// the replay changes nothing.
 //
 // A Reader is not safe for concurrent use.
 type Reader struct {
 	password []byte
-	newest   map[string]int64 // pool → the decision time honoured last
+	last     map[string]Decision // pool → the signed decision honoured last
 }
 
 // NewReader returns a Reader that checks the pools' signatures under
 // password, the masters' password file's content (nil: none).
 func NewReader(password []byte) *Reader {
-	return &Reader{password: password, newest: map[string]int64{}}
+	return &Reader{password: password, last: map[string]Decision{}}
 }
 
 // Read returns the decisions of the pools in recs, a catalog's answer.
@@ -163,13 +163,14 @@ func (r *Reader) Read(recs []catalog.Record) []Decision {
 	if len(r.password) == 0 {
 		return ds
 	}
-	return slices.DeleteFunc(ds, func(d Decision) bool {
-		if d.Decided < r.newest[d.Pool] {
-			return true
+	for i, d := range ds {
+		if last, ok := r.last[d.Pool]; ok && d.Decided < last.Decided {
+			ds[i] = last
+			continue
 		}
-		r.newest[d.Pool] = d.Decided
-		return false
-	})
+		r.last[d.Pool] = d
+	}
+	return ds
 }
 
 // pools returns the names of the pools in ds, sorted.
