@@ -25,6 +25,12 @@
 // With the masters' password (Config.PasswordFile) the published decision
 // is signed with it (enforce.Sign), and the masters and workers that hold
 // it honour no other record of the pool: the catalog authenticates no one.
+// For the same reason the pool then gives workers only to the masters its
+// policy serves that prove they hold the password, by the password
+// exchange a worker runs (probed a few at a time, believed for ten
+// minutes, a refusal for one): a peer's record of a master with many
+// tasks waiting would otherwise draw the pool's share, and its workers,
+// to the peer.
 // The policy file is read only if it is a regular file (a link to one is
 // followed) of at most MaxPolicySize bytes, so that what a peer with
 // write access to its directory puts in its place — a FIFO, a device, a

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
@@ -155,6 +156,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	p := &pool{cfg: cfg, log: cfg.Logger, plan: plan}
+	p.policy.Store(pol)
 	if cfg.PasswordFile != "" {
 		// The decision is signed with the masters' password: the
 		// masters and the workers, who hold it, honour no other.
@@ -162,6 +164,7 @@ func Run(ctx context.Context, cfg Config) error {
 		if err != nil {
 			return fmt.Errorf("pool: %w", err)
 		}
+		p.prober = &prober{password: p.password, log: p.log, known: map[string]verdict{}}
 	}
 	return p.run(ctx)
 }
@@ -174,6 +177,10 @@ type pool struct {
 	// password is the masters' password file's content, which signs the
 	// published decision, or nil.
 	password []byte
+	// prober, with a password, keeps the masters that prove they hold
+	// it; only ask's goroutine uses it, with policy, the policy in force.
+	prober *prober
+	policy atomic.Pointer[Policy]
 
 	askErr    string // the last error asking the catalog, to log only changes
 	published string // the last decision published, to log only changes
@@ -253,6 +260,7 @@ func (p *pool) reload(r reload) {
 		p.log.Warn("policy not reloaded; keeping the last good one", "err", r.err)
 	} else {
 		p.plan.SetPolicy(r.policy)
+		p.policy.Store(r.policy)
 		p.log.Info("policy reloaded", "max_workers", r.policy.MaxWorkers, "decision", r.policy.Decision)
 	}
 	if p.cfg.Reloaded != nil {
@@ -447,6 +455,9 @@ func (p *pool) ask(ctx context.Context, answers chan<- answer) {
 		actx, cancel := context.WithTimeout(ctx, min(askTimeout, p.cfg.Interval))
 		found, err := catalog.FindMasters(actx, p.cfg.Catalogs, nil)
 		cancel()
+		if p.prober != nil {
+			found = p.prober.genuine(ctx, found, p.policy.Load(), time.Now())
+		}
 		a := answer{err: err}
 		for _, m := range found {
 			a.masters = append(a.masters, masterOf(m, p.cfg.Name))
