@@ -17,20 +17,21 @@
 // pool. A pool given the masters' password signs its decision with it
 // (Sign: an HMAC-SHA256 of the pool's name, the decision's time and its
 // assignments), and masters and workers that hold the password read only
-// signed decisions (Decisions, Slots), of a pool's records the one
-// decided last, and none the catalog heard more than MaxDecisionLag after
-// it was taken (by the catalog's lastheardfrom: a replay) or before it
-// (a pool's clock that is wrong); a master's
-// Reader besides never honours a decision older than one it has honoured,
-// and keeps that one instead. Without a password, nothing tells a pool's record from a forgery:
-// of the records of a pool, each master is given the most workers any
-// gives it, so that a forgery may keep workers with a master but not take
-// them away while the pool's own record is there; it may still send the
-// pool's workers to a master of its own. Either way a record
-// that says what no pool would (negative, fractional or more than
-// MaxAssignedWorkers workers, more than MaxAssignments masters) is not
-// read, and a worker goes to an assignment's master only if that
-// master's record was heard from the address the assignment names.
+// signed decisions (Decisions, Slots): of a pool's records the one decided
+// last, and none the catalog heard more than MaxDecisionLag after it was
+// taken (by the catalog's lastheardfrom: a replay) or before it (a pool's
+// clock that is wrong). A master's Reader besides never honours a decision
+// older than one it has honoured, and keeps that one instead.
+//
+// Without a password nothing tells a pool's record from a forgery: of the
+// records of a pool, each master is given the most workers any gives it,
+// so that a forgery may keep workers with a master but not take them away
+// while the pool's own record is there; it may still send the pool's
+// workers to a master of its own. Either way a record that says what no
+// pool would (negative, fractional or more than MaxAssignedWorkers
+// workers, more than MaxAssignments masters) is not read, and a worker
+// goes to an assignment's master only if that master's record was heard
+// from the address the assignment names.
 //
 // A worker's pool and worker-id are its own word: a master cannot check
 // them, and counts and releases each worker as the pool it names. The
