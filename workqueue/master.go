@@ -208,6 +208,9 @@ type Master struct {
 	// queue, so that the catalog does not show it empty for a whole
 	// AdvertiseInterval.
 	queueFilled chan struct{}
+	// pools reads the pools' decisions, checked under Password; only the
+	// catalog reports use it.
+	pools *enforce.Reader
 
 	rmu     sync.Mutex
 	results []*Result
@@ -227,7 +230,7 @@ func Listen(cfg Config) (*Master, error) {
 		return nil, fmt.Errorf("workqueue: %w", err)
 	}
 	m := &Master{
-		cfg: cfg, log: cfg.Logger, ln: ln, started: time.Now(),
+		cfg: cfg, log: cfg.Logger, ln: ln, started: time.Now(), pools: enforce.NewReader(cfg.Password),
 		events: make(chan event, 1024),
 		done:   make(chan struct{}),
 		ready:  make(chan struct{}, 1),
@@ -708,7 +711,7 @@ func (m *Master) readPoolDecisions(rec catalog.Record) bool {
 			m.log.Warn("reading the pools' decisions", "catalog", addr, "err", err)
 			continue
 		}
-		byPool := enforce.ForMaster(enforce.Decisions(recs), self)
+		byPool := enforce.ForMaster(m.pools.Read(recs), self)
 		m.send(evPoolDecisions{byPool})
 		return len(byPool) > 0
 	}

@@ -131,7 +131,7 @@ hosts must reach them there.`,
 	f.StringVar(&o.cfg.PolicyFile, "policy", "", "the policy `FILE` (required)")
 	f.StringVar(&o.cfg.Name, "name", "", "the pool's name, told to the masters and in the catalog (default HOSTNAME-PID)")
 	f.StringVarP(&o.catalogs, "catalog", "C", "", "catalog servers HOST:PORT[,HOST:PORT] (default $CATALOG_HOST:$CATALOG_PORT or localhost:9097)")
-	f.StringVarP(&o.cfg.PasswordFile, "password", "P", "", "password file shared with the masters")
+	f.StringVarP(&o.cfg.PasswordFile, "password", "P", "", "password file shared with the masters; it also signs the published decision, which masters with it follow only signed")
 	f.IntVar(&o.cfg.Limits.MaxPending, "max-pending", o.cfg.Limits.MaxPending, "most workers submitted and not yet running (0: no bound)")
 	f.IntVar(&o.cfg.Limits.TasksPerWorker, "tasks-per-worker", 0, "tasks one worker serves at once (default: its --cores, else 1)")
 	f.IntVar(&o.maxFailures, "max-failures", 5, "give up after this many rejected jobs or failed workers in a row")

@@ -6,6 +6,10 @@
 // work_queue_status and work_queue_worker -M can query it. The server bounds
 // records by size, by sending address and in all (ServerConfig), so that no
 // sender can make its answer unreadable; it does not authenticate senders.
+// It sets a record's address (where it heard the record from) and
+// lastheardfrom itself, whatever the record says; everything else is the
+// sender's word, and what must be trusted is signed by its sender, as a
+// pool signs its decision (package enforce).
 //
 // It does not decide anything about the masters it lists; its users do
 // that with what Query returns: the status command, workers started with -M

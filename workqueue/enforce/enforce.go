@@ -13,15 +13,43 @@
 // has left, its decision less the workers it has from the pool (Slots,
 // Choose).
 //
+// The catalog authenticates no one: any peer may publish a record of a
+// pool. A pool given the masters' password signs its decision with it
+// (Sign: an HMAC-SHA256 of the pool's name, the decision's time and its
+// assignments), and masters and workers that hold the password read only
+// signed decisions (Decisions, Slots): of a pool's records the one decided
+// last, and none the catalog heard more than MaxDecisionLag after it was
+// taken (by the catalog's lastheardfrom: a replay) or before it (a pool's
+// clock that is wrong). A master's Reader besides never honours a decision
+// older than one it has honoured, and keeps that one instead.
+//
+// Without a password nothing tells a pool's record from a forgery: of the
+// records of a pool, each master is given the most workers any gives it,
+// so that a forgery may keep workers with a master but not take them away
+// while the pool's own record is there; it may still send the pool's
+// workers to a master of its own. Either way a record that says what no
+// pool would (negative, fractional or more than MaxAssignedWorkers
+// workers, more than MaxAssignments masters) is not read, and a worker
+// goes to an assignment's master only if that master's record was heard
+// from the address the assignment names.
+//
+// A worker's pool and worker-id are its own word: a master cannot check
+// them, and counts and releases each worker as the pool it names. The
+// masters' password keeps out the workers that would lie.
+//
 // Everything here is a pure function of what the catalog says and the
 // events it is told of, without I/O or clock; the master and the worker
 // drive it.
 package enforce
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
+	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,13 +94,27 @@ func netJoin(host string, port int) string {
 type Decision struct {
 	Pool        string
 	Assignments []Assignment
+	// Decided is when the pool decided, in Unix milliseconds, as its
+	// record says (0 if it does not).
+	Decided int64
 }
 
 // Decisions reads the pools' decisions out of catalog records: each record
-// of type PoolType with a name and assignments. A record whose assignments
-// cannot be read is skipped.
-func Decisions(recs []catalog.Record) []Decision {
-	var out []Decision
+// of type PoolType with a name and assignments, one decision per pool, in
+// the order of the pools' names. A record whose assignments cannot be
+// read, or say what no pool would (a negative number of workers, more
+// than MaxAssignedWorkers, more than MaxAssignments masters), is skipped.
+//
+// With password, the masters' password file's content, a record counts
+// only if it is signed under it (Sign), and of the records that claim a
+// pool, the one decided last is the pool's decision. Without, each master
+// is given the most workers any record of the pool gives it.
+func Decisions(recs []catalog.Record, password []byte) []Decision {
+	var key []byte
+	if len(password) > 0 {
+		key = signKey(password)
+	}
+	byPool := map[string][]Decision{}
 	for _, r := range recs {
 		if r.String("type") != PoolType || r.String("name") == "" {
 			continue
@@ -81,25 +123,105 @@ func Decisions(recs []catalog.Record) []Decision {
 		if err != nil {
 			continue
 		}
-		out = append(out, Decision{Pool: r.String("name"), Assignments: as})
+		d := Decision{Pool: r.String("name"), Assignments: as, Decided: r.Int(FieldDecided)}
+		if key != nil && !verify(key, r, d) {
+			continue
+		}
+		byPool[d.Pool] = append(byPool[d.Pool], d)
+	}
+	var out []Decision
+	for _, pool := range pools(byPool) {
+		ds := byPool[pool]
+		if key != nil {
+			last := slices.MaxFunc(ds, func(a, b Decision) int { return cmp.Compare(a.Decided, b.Decided) }).Decided
+			ds = slices.DeleteFunc(ds, func(d Decision) bool { return d.Decided != last })
+		}
+		out = append(out, resolve(ds))
 	}
 	return out
 }
 
-// assignments decodes a record's "assignments" field.
+// assignments decodes a record's "assignments" field, refusing what no
+// pool would say.
 func assignments(v any) ([]Assignment, error) {
-	if v == nil {
-		return nil, errors.New("no assignments")
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
 	var as []Assignment
-	if err := json.Unmarshal(b, &as); err != nil {
-		return nil, err
+	switch v := v.(type) {
+	case nil:
+		return nil, errors.New("no assignments")
+	case []any:
+		// As a query decodes it: read in place, which costs a tenth
+		// of encoding it again to decode it as Assignments.
+		if len(v) > MaxAssignments {
+			return nil, fmt.Errorf("%d assignments, more than %d", len(v), MaxAssignments)
+		}
+		as = make([]Assignment, len(v))
+		for i, e := range v {
+			m, ok := e.(map[string]any)
+			if !ok {
+				return nil, fmt.Errorf("assignment %d is not an object", i)
+			}
+			a := &as[i]
+			var err error
+			if a.Project, err = text(m, "project"); err != nil {
+				return nil, err
+			}
+			if a.Name, err = text(m, "name"); err != nil {
+				return nil, err
+			}
+			if a.Address, err = text(m, "address"); err != nil {
+				return nil, err
+			}
+			if a.Port, err = whole(m, "port", 65535); err != nil {
+				return nil, err
+			}
+			if a.Workers, err = whole(m, "workers", MaxAssignedWorkers); err != nil {
+				return nil, err
+			}
+		}
+	default:
+		// Anything else (assignments set in this process): through JSON.
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &as); err != nil {
+			return nil, err
+		}
+		if len(as) > MaxAssignments {
+			return nil, fmt.Errorf("%d assignments, more than %d", len(as), MaxAssignments)
+		}
+		for _, a := range as {
+			if a.Workers < 0 || a.Workers > MaxAssignedWorkers {
+				return nil, fmt.Errorf("%d workers for %s:%d", a.Workers, a.Name, a.Port)
+			}
+		}
 	}
 	return as, nil
+}
+
+// text reads a string field of an assignment ("" if absent).
+func text(m map[string]any, key string) (string, error) {
+	switch v := m[key].(type) {
+	case nil:
+		return "", nil
+	case string:
+		return v, nil
+	}
+	return "", fmt.Errorf("assignment's %s is not a string", key)
+}
+
+// whole reads a whole number field of an assignment, between 0 and most
+// (0 if absent).
+func whole(m map[string]any, key string, most int) (int, error) {
+	switch v := m[key].(type) {
+	case nil:
+		return 0, nil
+	case float64:
+		if v >= 0 && v <= float64(most) && v == math.Trunc(v) {
+			return int(v), nil
+		}
+	}
+	return 0, fmt.Errorf("assignment's %s is not a whole number from 0 to %d", key, most)
 }
 
 // Self identifies a master as its own catalog record does.
@@ -109,12 +231,18 @@ type Self struct {
 }
 
 // ForMaster returns, for each pool that has decided about master self,
-// the workers it gives it: the decisions a master enforces.
+// the workers it gives it: the decisions a master enforces. A master
+// knows itself by name and port only, so of several assignments that
+// name it (under other projects or addresses, as a forgery merged into
+// the pool's decision would), the one giving it most counts.
 func ForMaster(ds []Decision, self Self) map[string]int {
 	out := map[string]int{}
 	for _, d := range ds {
 		for _, a := range d.Assignments {
-			if a.Name == self.Name && a.Port == self.Port {
+			if a.Name != self.Name || a.Port != self.Port {
+				continue
+			}
+			if n, ok := out[d.Pool]; !ok || a.Workers > n {
 				out[d.Pool] = a.Workers
 			}
 		}
@@ -182,15 +310,19 @@ type Slot struct {
 	Remaining int
 }
 
-// Slots returns, for pool's decision among the catalog records recs, the
-// masters that may take more of its workers: for each assignment, its
-// workers less those the master's record says it has from the pool
-// (workers_by_pool), in the decision's order. Masters without a record in
-// recs are left out: they are gone. It reports false when recs hold no
-// decision of pool.
-func Slots(pool string, recs []catalog.Record) ([]Slot, bool) {
+// Slots returns, for pool's decision among the catalog records recs
+// (read as Decisions reads them under password), the masters that may
+// take more of its workers: for each assignment, its workers less those
+// the master's record says it has from the pool (workers_by_pool), in the
+// decision's order. An assignment counts only with a master record of
+// its project, name and port heard from the address it names: a record
+// claiming to be that master from elsewhere is a forgery, and where the
+// pool's workers go is the pool's word, not another record's. Masters
+// without a record in recs are left out: they are gone. It reports false
+// when recs hold no decision of pool.
+func Slots(pool string, recs []catalog.Record, password []byte) ([]Slot, bool) {
 	var dec *Decision
-	for _, d := range Decisions(recs) {
+	for _, d := range Decisions(recs, password) {
 		if d.Pool == pool {
 			dec = &d
 			break
@@ -199,18 +331,26 @@ func Slots(pool string, recs []catalog.Record) ([]Slot, bool) {
 	if dec == nil {
 		return nil, false
 	}
-	masters := catalog.Masters(recs)
+	// The newest record of each master: Masters sorts them so.
+	masters := map[masterKey]catalog.Master{}
+	for _, m := range catalog.Masters(recs) {
+		// The host the pool names a master by: where the catalog
+		// heard it, or its name (as Master.Addr).
+		host, _, _ := net.SplitHostPort(m.Addr())
+		k := masterKey{m.Project, m.Name, m.Port, host}
+		if _, ok := masters[k]; !ok {
+			masters[k] = m
+		}
+	}
 	var out []Slot
 	for _, a := range dec.Assignments {
-		for _, m := range masters {
-			if m.Name != a.Name || m.Port != a.Port || m.Project != a.Project {
-				continue
-			}
-			ssl, _ := m.Record["ssl"].(bool)
-			if n := a.Workers - FromPool(m.Record, pool); n > 0 {
-				out = append(out, Slot{Addr: a.Addr(), SSL: ssl, Remaining: n})
-			}
-			break
+		m, ok := masters[masterKey{a.Project, a.Name, a.Port, a.Address}]
+		if !ok {
+			continue
+		}
+		ssl, _ := m.Record["ssl"].(bool)
+		if n := a.Workers - FromPool(m.Record, pool); n > 0 {
+			out = append(out, Slot{Addr: a.Addr(), SSL: ssl, Remaining: n})
 		}
 	}
 	return out, true
@@ -255,19 +395,22 @@ func Received(r catalog.Record, pool string) int {
 // remaining workers: r is uniform in [0, 1). It returns -1 when no slot
 // has room.
 func Choose(slots []Slot, r float64) int {
+	// Each weight is cut to MaxAssignedWorkers, so that no sum of them
+	// overflows.
+	weight := func(s Slot) int { return min(max(s.Remaining, 0), MaxAssignedWorkers) }
 	total := 0
 	for _, s := range slots {
-		total += max(s.Remaining, 0)
+		total += weight(s)
 	}
 	if total == 0 {
 		return -1
 	}
 	x := int(r * float64(total))
 	for i, s := range slots {
-		if x < max(s.Remaining, 0) {
+		if x < weight(s) {
 			return i
 		}
-		x -= max(s.Remaining, 0)
+		x -= weight(s)
 	}
 	return len(slots) - 1
 }

@@ -24,7 +24,12 @@ func records(t *testing.T, recs ...catalog.Record) []catalog.Record {
 }
 
 func master(project, name string, port int, byPool string) catalog.Record {
-	return catalog.Record{"type": "wq_master", "project": project, "name": name, "address": "10.0.0.1",
+	return masterAt(project, name, "10.0.0.1", port, byPool)
+}
+
+// masterAt is a master's record as the catalog heard it from address.
+func masterAt(project, name, address string, port int, byPool string) catalog.Record {
+	return catalog.Record{"type": "wq_master", "project": project, "name": name, "address": address,
 		"port": port, "workers_by_pool": byPool}
 }
 
@@ -38,7 +43,7 @@ func poolRecord(name string, as ...Assignment) catalog.Record {
 func TestSlotsSeedExample(t *testing.T) {
 	recs := records(t,
 		master("proj1", "h1", 9123, "ws1:50,unmanaged:7"),
-		master("proj2", "h2", 9123, "ws1:150,ws2:10"),
+		masterAt("proj2", "h2", "10.0.0.2", 9123, "ws1:150,ws2:10"),
 		master("proj3", "h3", 9123, ""), // not in the decision
 		poolRecord("ws1",
 			Assignment{Project: "proj1", Name: "h1", Port: 9123, Address: "10.0.0.1", Workers: 100},
@@ -46,7 +51,7 @@ func TestSlotsSeedExample(t *testing.T) {
 			Assignment{Project: "gone", Name: "h4", Port: 9123, Address: "10.0.0.4", Workers: 10}),
 		poolRecord("ws2", Assignment{Project: "proj3", Name: "h3", Port: 9123, Workers: 5}),
 	)
-	slots, ok := Slots("ws1", recs)
+	slots, ok := Slots("ws1", recs, nil)
 	want := []Slot{{Addr: "10.0.0.1:9123", Remaining: 50}, {Addr: "10.0.0.2:9123", Remaining: 150}}
 	if !ok || !slices.Equal(slots, want) {
 		t.Fatalf("Slots = %v, %v; want %v", slots, ok, want)
@@ -59,7 +64,7 @@ func TestSlotsSeedExample(t *testing.T) {
 	if picked != [2]int{250, 750} {
 		t.Errorf("over r uniform in [0,1): picked %v, want [250 750] (25%% / 75%%)", picked)
 	}
-	if _, ok := Slots("ws9", recs); ok {
+	if _, ok := Slots("ws9", recs, nil); ok {
 		t.Errorf("Slots found a decision of a pool that published none")
 	}
 }
@@ -96,7 +101,7 @@ func TestForMaster(t *testing.T) {
 		poolRecord("b", Assignment{Project: "p", Name: "h", Port: 1, Workers: 0}),
 		catalog.Record{"type": PoolType, "name": "c", "assignments": "garbage"},
 		master("p", "h", 1, ""),
-	))
+	), nil)
 	got := ForMaster(ds, Self{Name: "h", Port: 1})
 	if len(got) != 2 || got["a"] != 2 || got["b"] != 0 {
 		t.Errorf("ForMaster = %v, want a:2 b:0", got)

@@ -21,4 +21,19 @@
 // still take. The pool never removes a worker that runs a task: workers
 // no master has room for leave at their idle timeout or, with a billing
 // cycle, near the end of their cycle.
+//
+// With the masters' password (Config.PasswordFile) the published decision
+// is signed with it (enforce.Sign), and the masters and workers that hold
+// it honour no other record of the pool: the catalog authenticates no one.
+// For the same reason the pool then gives workers only to the masters its
+// policy serves that prove they hold the password, by the password
+// exchange a worker runs (probed a few at a time, believed for ten
+// minutes, a refusal for one): a peer's record of a master with many
+// tasks waiting would otherwise draw the pool's share, and its workers,
+// to the peer.
+// The policy file is read only if it is a regular file (a link to one is
+// followed) of at most MaxPolicySize bytes, so that what a peer with
+// write access to its directory puts in its place — a FIFO, a device, a
+// file that grows without end — is refused at once and the last good
+// policy kept; errors quote no line of the file.
 package pool

@@ -82,15 +82,17 @@ func ParsePolicy(r io.Reader, name string) (*Policy, error) {
 		}
 		key, value, ok := strings.Cut(text, ":")
 		if !ok {
-			return nil, fmt.Errorf("%s:%d: want name: value, got %q", name, line, text)
+			// The line is not quoted: a file put in the policy's
+			// place (a link to a secret) must not reach the log.
+			return nil, fmt.Errorf("%s:%d: want name: value, got a line without a colon", name, line)
 		}
 		key, value = strings.TrimSpace(key), strings.TrimSpace(value)
 		if prev, dup := seen[key]; dup {
-			return nil, fmt.Errorf("%s:%d: %s given again (first at line %d)", name, line, key, prev)
+			return nil, fmt.Errorf("%s:%d: %s given again (first at line %d)", name, line, clip(key), prev)
 		}
 		seen[key] = line
 		if err := p.set(key, value); err != nil {
-			return nil, fmt.Errorf("%s:%d: %s: %w", name, line, key, err)
+			return nil, fmt.Errorf("%s:%d: %s: %w", name, line, clip(key), err)
 		}
 		if key == "decision" {
 			p.decisionLine = line
@@ -103,6 +105,17 @@ func ParsePolicy(r io.Reader, name string) (*Policy, error) {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return p, nil
+}
+
+// clip is a setting's name as errors quote it: as written if it could be
+// one (a few lower-case letters and underscores, as a typo of one), else
+// not at all, so that no more of a file put in the policy's place (a link
+// to a secret) than such a word reaches the log.
+func clip(key string) string {
+	if len(key) == 0 || len(key) > 20 || strings.Trim(key, "abcdefghijklmnopqrstuvwxyz_") != "" {
+		return "(a name that is no setting)"
+	}
+	return key
 }
 
 // set records one field of the file.

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
@@ -18,6 +19,7 @@ import (
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/factory"
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // Config configures Run. The zero value of each field means its documented
@@ -37,7 +39,9 @@ type Config struct {
 	// Name is the pool's name, which its workers tell their masters and
 	// its decision is published under (default HOSTNAME-PID, as the seed).
 	Name string
-	// PasswordFile is the masters' password file, given to the workers.
+	// PasswordFile is the masters' password file, given to the workers;
+	// it also signs the published decision (enforce.Sign), which the
+	// masters and workers that hold it honour only signed.
 	PasswordFile string
 	// Worker says what each worker job runs: a worker program that takes
 	// CCTools' flags and --from-factory, --follow-pool (unless Stay) and
@@ -152,6 +156,16 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	p := &pool{cfg: cfg, log: cfg.Logger, plan: plan}
+	p.policy.Store(pol)
+	if cfg.PasswordFile != "" {
+		// The decision is signed with the masters' password: the
+		// masters and the workers, who hold it, honour no other.
+		p.password, err = wire.ReadPasswordFile(cfg.PasswordFile, func(msg string) { p.log.Warn(msg) })
+		if err != nil {
+			return fmt.Errorf("pool: %w", err)
+		}
+		p.prober = &prober{password: p.password, log: p.log, known: map[string]verdict{}}
+	}
 	return p.run(ctx)
 }
 
@@ -160,6 +174,13 @@ type pool struct {
 	cfg  Config
 	log  *slog.Logger
 	plan *Plan
+	// password is the masters' password file's content, which signs the
+	// published decision, or nil.
+	password []byte
+	// prober, with a password, keeps the masters that prove they hold
+	// it; only ask's goroutine uses it, with policy, the policy in force.
+	prober *prober
+	policy atomic.Pointer[Policy]
 
 	askErr    string // the last error asking the catalog, to log only changes
 	published string // the last decision published, to log only changes
@@ -239,6 +260,7 @@ func (p *pool) reload(r reload) {
 		p.log.Warn("policy not reloaded; keeping the last good one", "err", r.err)
 	} else {
 		p.plan.SetPolicy(r.policy)
+		p.policy.Store(r.policy)
 		p.log.Info("policy reloaded", "max_workers", r.policy.MaxWorkers, "decision", r.policy.Decision)
 	}
 	if p.cfg.Reloaded != nil {
@@ -389,11 +411,12 @@ func (p *pool) publish(ctx context.Context) {
 	s := FormatDecision(dec)
 	rec := catalog.Record{
 		"type": enforce.PoolType, "name": p.cfg.Name, "port": 0, "owner": os.Getenv("USER"),
-		"decision": s, "assignments": assignments(dec), "decision_policy": pol.Decision.String(),
+		"decision": s, "decision_policy": pol.Decision.String(),
 		"max_workers": pol.MaxWorkers, "workers": c.Queued + c.Running,
 		"workers_queued": c.Queued, "workers_running": c.Running,
 		"lifetime": max(180, 3*int(p.cfg.Interval.Seconds())),
 	}
+	enforce.Sign(rec, assignments(dec), p.password, time.Now())
 	for _, addr := range p.cfg.Catalogs {
 		sctx, cancel := context.WithTimeout(ctx, min(askTimeout, p.cfg.Interval))
 		if err := catalog.Send(sctx, addr, p.cfg.CatalogNetwork, rec); err != nil {
@@ -432,6 +455,9 @@ func (p *pool) ask(ctx context.Context, answers chan<- answer) {
 		actx, cancel := context.WithTimeout(ctx, min(askTimeout, p.cfg.Interval))
 		found, err := catalog.FindMasters(actx, p.cfg.Catalogs, nil)
 		cancel()
+		if p.prober != nil {
+			found = p.prober.genuine(ctx, found, p.policy.Load(), time.Now())
+		}
 		a := answer{err: err}
 		for _, m := range found {
 			a.masters = append(a.masters, masterOf(m, p.cfg.Name))

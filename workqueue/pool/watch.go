@@ -1,29 +1,61 @@
 package pool
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/fsnotify/fsnotify"
 )
 
-// ReadPolicy reads and checks the policy file at path.
+// MaxPolicySize bounds a policy file: a few lines are all a policy needs,
+// and a file that grows without end is not read to its end.
+const MaxPolicySize = 1 << 20
+
+// ReadPolicy reads and checks the policy file at path. It reads only a
+// regular file (a symbolic link to one is followed), of at most
+// MaxPolicySize bytes: a FIFO, a device or a directory put in the
+// policy's place is refused at once, without waiting for a writer or
+// reading without end.
 func ReadPolicy(path string) (*Policy, error) {
-	f, err := os.Open(path)
+	// Non-blocking, so that opening a FIFO does not wait for a writer;
+	// it changes nothing for a regular file.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return ParsePolicy(f, path)
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, info.Mode().Type())
+	}
+	if info.Size() > MaxPolicySize {
+		return nil, fmt.Errorf("%s: %d bytes, more than a policy's %d", path, info.Size(), MaxPolicySize)
+	}
+	// The file may grow while it is read.
+	b, err := io.ReadAll(io.LimitReader(f, MaxPolicySize+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(b) > MaxPolicySize {
+		return nil, fmt.Errorf("%s: more than a policy's %d bytes", path, MaxPolicySize)
+	}
+	return ParsePolicy(bytes.NewReader(b), path)
 }
 
 // A PolicyWatcher reads a policy file again whenever it changes.
 type PolicyWatcher struct {
 	w    *fsnotify.Watcher
 	path string
+	dir  string // the directory watched
 }
 
 // WatchPolicy starts watching the policy file at path — written in place,
@@ -40,7 +72,7 @@ func WatchPolicy(path string) (*PolicyWatcher, error) {
 		w.Close()
 		return nil, fmt.Errorf("watching %s: %w", path, err)
 	}
-	return &PolicyWatcher{w: w, path: path}, nil
+	return &PolicyWatcher{w: w, path: path, dir: dir}, nil
 }
 
 // Run reads the file again at each change until ctx ends, and calls
@@ -62,6 +94,12 @@ func (pw *PolicyWatcher) Run(ctx context.Context, loaded func(*Policy, error)) e
 		case ev, ok := <-pw.w.Events:
 			if !ok {
 				return errors.New("watching " + pw.path + ": watcher closed")
+			}
+			if filepath.Clean(ev.Name) == pw.dir && (ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename)) {
+				// The watch ends with the directory: say so, once, and
+				// keep the last good policy.
+				loaded(nil, fmt.Errorf("watching %s: its directory was removed or renamed; the policy is no longer read again", pw.path))
+				continue
 			}
 			if filepath.Base(ev.Name) != name || !ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Create) {
 				continue

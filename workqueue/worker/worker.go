@@ -502,7 +502,7 @@ func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err erro
 			w.log.Debug("reading the pool's decision", "catalog", addr, "err", err)
 			continue
 		}
-		slots, found := enforce.Slots(w.cfg.Pool, recs)
+		slots, found := enforce.Slots(w.cfg.Pool, recs, w.cfg.Password)
 		if !found {
 			return t, false, nil
 		}

@@ -1,0 +1,171 @@
+package workqueue
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/workqueue/catalog"
+	"github.com/rightsize/rightsize/workqueue/enforce"
+	"github.com/rightsize/rightsize/workqueue/worker"
+)
+
+// TestPoolForgedDecisionNotEnforced: a hostile peer on another host
+// (127.0.0.2) publishes records of pool "tp" that give master A no
+// workers: one unsigned and decided later than the pool's, and, with a
+// password, a replay of the pool's own signed decision of before. The
+// pool's latest decision gives A one of its two workers. A releases one
+// worker, not both, and the other runs every task.
+func TestPoolForgedDecisionNotEnforced(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		password string
+	}{
+		{"no password", ""},
+		{"password", "s3cret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var pw []byte
+			if tc.password != "" {
+				pw = []byte(tc.password)
+			}
+			cat := testutil.StartCatalog(t)
+			a := startMaster(t, Config{Project: projectName(t), Catalogs: []string{cat}, Password: pw,
+				AdvertiseInterval: 200 * time.Millisecond})
+			t0 := time.Now()
+			decision := func(workers int, password []byte, at time.Time) catalog.Record {
+				host, _ := os.Hostname()
+				rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0}
+				enforce.Sign(rec, []enforce.Assignment{{Project: a.cfg.Project, Name: host, Port: a.Port(),
+					Address: "127.0.0.1", Workers: workers}}, password, at)
+				return rec
+			}
+			old := decision(0, pw, t0.Add(-time.Minute)) // the pool's, seen in the catalog before
+			sendUDPFrom(t, cat, "127.0.0.1", decision(2, pw, t0))
+			for range 2 {
+				startWorker(t, a, worker.Config{Cores: 1, Pool: "tp", Password: pw})
+			}
+			waitMinute(t, "both workers connected", func() bool { return len(a.Workers()) == 2 })
+
+			sendUDPFrom(t, cat, "127.0.0.2", decision(0, nil, t0.Add(time.Hour)))
+			if pw != nil {
+				old["uuid"] = "replay" // another record than the forgery's
+				sendUDPFrom(t, cat, "127.0.0.2", old)
+			}
+			sendUDPFrom(t, cat, "127.0.0.1", decision(1, pw, t0.Add(time.Second)))
+			var kept string
+			waitMinute(t, "one worker released, back and kept drained, the other not drained", func() bool {
+				ws := a.Workers()
+				if len(ws) != 2 || ws[0].Draining == ws[1].Draining || a.Stats().WorkersReleased != 1 {
+					return false
+				}
+				kept = ws[0].Addr
+				if ws[0].Draining {
+					kept = ws[1].Addr
+				}
+				return true
+			})
+			for i := range 3 {
+				if _, err := a.Submit(&Task{Command: "true", Tag: strconv.Itoa(i)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for tag, r := range waitAll(t, a, 3) {
+				if !r.OK() || r.Worker != kept {
+					t.Errorf("task %s: %v on %s; want done on %s", tag, r.Status, r.Worker, kept)
+				}
+			}
+			if n := a.Stats().WorkersReleased; n != 1 {
+				t.Errorf("A released %d workers, want 1", n)
+			}
+		})
+	}
+}
+
+// TestPoolWorkerNotSentToForgedMaster: a worker of pool "tp" that follows
+// the pool, with the masters' password, released by master A, goes to
+// master B, which the pool's signed decision gives room; not to the
+// attacker, who listens on 127.0.0.2 at B's port, publishes a record of
+// B from there and a record of the pool that gives that B 100 workers.
+func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
+	pw := []byte("s3cret")
+	cat := testutil.StartCatalog(t)
+	cfg := func() Config {
+		return Config{Project: projectName(t), Catalogs: []string{cat}, Password: pw, AdvertiseInterval: 100 * time.Millisecond}
+	}
+	a, b := startMaster(t, cfg()), startMaster(t, cfg())
+	host, _ := os.Hostname()
+	t0 := time.Now()
+	decision := func(forA, forB int, at time.Time) catalog.Record {
+		rec := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0}
+		enforce.Sign(rec, []enforce.Assignment{
+			{Project: a.cfg.Project, Name: host, Port: a.Port(), Address: "127.0.0.1", Workers: forA},
+			{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.1", Workers: forB},
+		}, pw, at)
+		return rec
+	}
+	sendUDPFrom(t, cat, "127.0.0.1", decision(2, 0, t0))
+	for range 2 {
+		startWorker(t, a, worker.Config{Cores: 1, Pool: "tp", FollowPool: true, Catalogs: []string{cat}, Password: pw})
+	}
+	waitMinute(t, "both workers with A", func() bool { return len(a.Workers()) == 2 })
+
+	// The attacker's master: it counts who comes.
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(b.Port())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lured := make(chan struct{}, 100)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			lured <- struct{}{}
+			c.Close()
+		}
+	}()
+	sendUDPFrom(t, cat, "127.0.0.2", catalog.Record{"type": "wq_master", "project": b.cfg.Project, "name": host,
+		"port": b.Port(), "workers_by_pool": "tp:0"})
+	forged := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0}
+	enforce.Sign(forged, []enforce.Assignment{{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.2", Workers: 100}},
+		nil, t0.Add(time.Hour))
+	sendUDPFrom(t, cat, "127.0.0.2", forged)
+
+	sendUDPFrom(t, cat, "127.0.0.1", decision(1, 1, t0.Add(time.Second)))
+	waitMinute(t, "one worker released by A and serving B", func() bool {
+		if len(lured) > 0 {
+			t.Fatalf("a worker connected to the attacker's master")
+		}
+		return len(a.Workers()) == 1 && len(b.Workers()) == 1
+	})
+	if n := len(lured); n != 0 {
+		t.Errorf("%d connections to the attacker's master", n)
+	}
+}
+
+// sendUDPFrom sends rec to the catalog at cat in one datagram from the
+// address src, as a peer on that host would.
+func sendUDPFrom(t *testing.T, cat, src string, rec catalog.Record) {
+	t.Helper()
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}
+	conn, err := d.DialContext(context.Background(), "udp", cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write(b); err != nil {
+		t.Fatal(err)
+	}
+}
