@@ -281,24 +281,7 @@ func (h *Hybrid) review(now time.Time) {
 // takeHeld starts the oldest held jobs on the free local slots, passing
 // over those that do not fit. Called with h.mu held.
 func (h *Hybrid) takeHeld() {
-	ctx := context.Background()
-	for i := 0; i < len(h.held) && h.used < h.slots && !h.closed; {
-		j := h.held[i]
-		if h.used+j.cores > h.slots {
-			i++
-			continue
-		}
-		h.held = slices.Delete(h.held, i, i+1)
-		j.local = true
-		under, err := h.local.Submit(ctx, j.job)
-		if err != nil {
-			delete(h.jobs, j.id)
-			h.counts.Local++
-			h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Ended: time.Now(), Err: fmt.Errorf("local: %w", err)}})
-			continue
-		}
-		h.attach(j, under)
-	}
+	h.toLocal(&h.held, nil, "local")
 }
 
 // attach records that j is now under on its side. Called with h.mu held.
@@ -408,34 +391,49 @@ func (h *Hybrid) unqueue(j *hybridJob) {
 // there for good. Called with h.mu held, which keeps the remote's events
 // for the job (a Running one included) from being passed on meanwhile.
 func (h *Hybrid) moveQueued() {
+	h.counts.Moved += h.toLocal(&h.queued, func(j *hybridJob) bool {
+		if st, err := h.remote.Status(j.under); err != nil || st.State != Queued {
+			return false
+		}
+		if err := h.remote.Remove(context.Background(), j.under); err != nil {
+			return false
+		}
+		// From here the remote's events for it (its removal) are dropped.
+		delete(h.byRemote, j.under)
+		return true
+	}, "moving the job from the remote queue to local")
+}
+
+// toLocal starts on the free local slots the oldest jobs of *from that
+// fit, taking each off *from, and returns how many it started; leave, if
+// not nil, first says whether a job may leave where it is (and does what
+// that takes). A job the local driver refuses fails, with what in its
+// error. Called with h.mu held.
+func (h *Hybrid) toLocal(from *[]*hybridJob, leave func(*hybridJob) bool, what string) int {
 	ctx := context.Background()
-	for i := 0; i < len(h.queued) && h.used < h.slots && !h.closed; {
-		j := h.queued[i]
+	started := 0
+	for i := 0; i < len(*from) && h.used < h.slots && !h.closed; {
+		j := (*from)[i]
 		if h.used+j.cores > h.slots {
 			i++
 			continue
 		}
-		h.queued = slices.Delete(h.queued, i, i+1)
-		if st, err := h.remote.Status(j.under); err != nil || st.State != Queued {
+		*from = slices.Delete(*from, i, i+1)
+		if leave != nil && !leave(j) {
 			continue
 		}
-		if err := h.remote.Remove(ctx, j.under); err != nil {
-			continue
-		}
-		// From here the remote's events for it (its removal) are dropped.
-		delete(h.byRemote, j.under)
 		j.local = true
 		under, err := h.local.Submit(ctx, j.job)
 		if err != nil {
 			delete(h.jobs, j.id)
 			h.counts.Local++
-			h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Ended: time.Now(),
-				Err: fmt.Errorf("moving the job from the remote queue to local: %w", err)}})
+			h.t.Set(Event{ID: j.id, Status: Status{State: Failed, Ended: time.Now(), Err: fmt.Errorf("%s: %w", what, err)}})
 			continue
 		}
-		h.counts.Moved++
 		h.attach(j, under)
+		started++
 	}
+	return started
 }
 
 // Status returns what Hybrid last saw of job id.
