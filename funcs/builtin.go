@@ -46,7 +46,8 @@ const diffChunk = 2 << 10
 // block, not once for each of its cells. With a copy of every cell in the
 // cache (the compute floor), the cells cost the same either way; with the
 // inputs in the page cache, an All-Pairs run of 1 MiB items takes 20% less
-// time in blocks of 4×10 than cell by cell (see bench/RESULTS.md).
+// time in blocks of 4×10 than cell by cell (bench/RESULTS.md, "All-Pairs on
+// this machine").
 func ByteDiffBlock(a, b [][]byte) ([][]byte, error) {
 	diffs := make([]int, len(a)*len(b))
 	common := 0 // the longest prefix any pair has in common
@@ -80,9 +81,10 @@ func ByteDiffBlock(a, b [][]byte) ([][]byte, error) {
 // blockSection is ByteDiffBlock's section for a block of n inputs: n
 // sections fill at most half of a 2 MiB L2 cache (the other half is for
 // what streams past), within 2 KiB (diffChunk) and 64 KiB, a multiple of
-// diffChunk. Sections of 8–16 KiB cost 20–40% more than 64 KiB in a 4×10
-// block of 1 MiB items; the calls per section and the streams the core's
-// prefetchers must follow grow as sections shrink.
+// diffChunk. In 4×10 blocks of 1 MiB items, sections of 16 KiB cost 5% more
+// than 64 KiB, of 8 KiB 13–17%, of 2 KiB 2.2–2.5 times as much: the calls
+// per section and the streams the core's prefetchers must follow grow as
+// sections shrink.
 func blockSection(n int) int {
 	s := (1 << 20) / max(n, 1)
 	return min(max(s/diffChunk*diffChunk, diffChunk), 64<<10)

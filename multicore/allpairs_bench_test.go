@@ -19,9 +19,9 @@ import (
 // height (200×10 items of 1 MiB, builtin:bytediff, every core), beside its
 // compute floor: the same number of calls on two buffers already in the
 // cache. The items are in the page cache, so the difference is what the
-// engine adds to the calls: reading the items into memory, the B items
-// streaming from the shared cache rather than the core's own, scheduling.
-// Run with -cpuprofile to see which.
+// engine adds to the calls: mapping A's rows and reading B's items, the
+// sections of A streaming from memory and B's from the shared cache rather
+// than the core's own, scheduling. Run with -cpuprofile to see which.
 func BenchmarkAllPairsBytediff(b *testing.B) {
 	const itemSize = 1 << 20
 	dir := b.TempDir()

@@ -370,6 +370,38 @@ func TestAllPairsCancel(t *testing.T) {
 	}
 }
 
+// TestAllPairsCancelBlock: a block call during which the run is cancelled
+// delivers none of its cells, and Run returns the cancellation; the blocks
+// before it are delivered.
+func TestAllPairsCancelBlock(t *testing.T) {
+	files := randomFiles(t, rand.New(rand.NewPCG(2, 2)), t.TempDir(), 8)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	calls := 0
+	reg := funcs.NewRegistry()
+	reg.RegisterPairBlock("cancelling", funcs.ByteDiff, func(a, b [][]byte) ([][]byte, error) {
+		if calls++; calls == 2 {
+			cancel()
+		}
+		return funcs.ByteDiffBlock(a, b)
+	})
+	f, _ := reg.OpenPair("builtin:cancelling", funcs.Options{})
+	got := map[[2]int]bool{}
+	ap := &multicore.AllPairs{A: files, B: files[:3], Func: f, Cores: 1, Results: func(rs []multicore.CellResult) {
+		for _, r := range rs {
+			got[[2]int{r.I, r.J}] = true
+		}
+	}}
+	if err := ap.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Run = %v, want context.Canceled", err)
+	}
+	// One core: the first unit is rows 0-3, one block of 4×3 cells; the
+	// second call is cancelled.
+	if len(got) != 12 || !got[[2]int{3, 2}] || calls != 2 {
+		t.Errorf("%d block calls delivered %d cells (%v); want the first block's 12", calls, len(got), got)
+	}
+}
+
 func TestAllPairsBadRegion(t *testing.T) {
 	f, _ := funcs.NewRegistry().OpenPair("builtin:bytediff", funcs.Options{})
 	ap := &multicore.AllPairs{A: []string{"a"}, B: []string{"b"}, Func: f, Region: multicore.Region{X: 0, Y: 0, W: 2, H: 1}, Results: func([]multicore.CellResult) {}}

@@ -22,7 +22,7 @@ const mapAbove = 16 << 20
 // funcs.BlockPair) compares section by section. Such a call reads each
 // section of a row from memory once for the whole block; a row read into a
 // buffer first is read from memory twice and written once, which for 1 MiB
-// items made a run 35–40% slower. The unmap, once per row and tile, costs
+// items made a run 32–40% slower. The unmap, once per row and tile, costs
 // little beside 10 cells of 1 MiB (within noise of mapping each row once
 // per run); below 256 KiB a row is read, since its copy stays in the L2
 // cache and unmaps would come more often.
