@@ -56,6 +56,27 @@ func (p gatedPair) Call(ctx context.Context, a, b funcs.Input) ([]byte, error) {
 	return p.gate.call(ctx, func() ([]byte, error) { return p.Pair.Call(ctx, a, b) })
 }
 
+// gatedBlockPair is a gatedPair that keeps its function's block form
+// (funcs.BlockPair): a block call takes one core, as a cell's does.
+type gatedBlockPair struct {
+	gatedPair
+	block funcs.BlockPair
+}
+
+func (p gatedBlockPair) CallBlock(ctx context.Context, a, b []funcs.Input, out [][]byte) error {
+	_, err := p.gate.call(ctx, func() ([]byte, error) { return nil, p.block.CallBlock(ctx, a, b, out) })
+	return err
+}
+
+// pair returns p with its calls passing g, and its block calls if it
+// has them.
+func (g coreGate) pair(p funcs.Pair) funcs.Pair {
+	if bp, ok := p.(funcs.BlockPair); ok {
+		return gatedBlockPair{gatedPair{p, g}, bp}
+	}
+	return gatedPair{p, g}
+}
+
 // gatedCell is a Wavefront function whose calls pass a coreGate.
 type gatedCell struct {
 	funcs.Cell
@@ -96,7 +117,7 @@ func (r *apRun) here(bl apBlock, dir string) func(context.Context) error {
 			var failed error
 			ap := multicore.AllPairs{
 				A: r.aPaths, B: r.bPaths, BSizes: r.p.B.Sizes(),
-				Func:      gatedPair{r.p.Pair, r.gate},
+				Func:      r.gate.pair(r.p.Pair),
 				Cores:     cap(r.gate),
 				Region:    multicore.Region{X: bl.x, Y: bl.y, W: bl.w, H: bl.h},
 				Symmetric: r.p.Symmetric,
