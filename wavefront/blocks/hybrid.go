@@ -47,10 +47,10 @@ type Hybrid struct {
 	// readyHere holds the ready cells of blocks here; readyFree those of
 	// untouched blocks, some of which may since have gone away or here
 	// (checked when popped).
-	readyHere, readyFree cellHeap
+	readyHere, readyFree diagHeap
 	// sendable holds untouched blocks with every input done, some of
 	// which may since have been touched (checked when popped).
-	sendable cellHeap
+	sendable diagHeap
 
 	counts HybridCounts
 	undone int // cells not done
@@ -107,8 +107,7 @@ func NewHybrid(region Rect, side int, isDone func(x, y int) bool) (*Hybrid, erro
 	h.block = make([]place, h.nx*h.ny)
 	h.bound = make([]int, h.nx*h.ny)
 	h.left = make([]int, h.nx*h.ny)
-	h.readyHere.h, h.readyFree.h, h.sendable.h = h, h, h
-	h.sendable.blocks = true
+	h.readyHere.w, h.readyFree.w, h.sendable.w = region.W, region.W, h.nx
 	for y := region.Y; y < region.Y+region.H; y++ {
 		for x := region.X; x < region.X+region.W; x++ {
 			if isDone != nil && isDone(x, y) {
@@ -325,38 +324,3 @@ func (h *Hybrid) CellFailed(x, y int) {
 
 // Away reports whether block b is with the cluster.
 func (h *Hybrid) Away(b int) bool { return h.block[b] == away }
-
-// cellHeap orders cells (or, with blocks, blocks) by anti-diagonal, then
-// from the bottom.
-type cellHeap struct {
-	h      *Hybrid
-	blocks bool
-	items  []int
-}
-
-func (c *cellHeap) key(i int) (diag, y int) {
-	if c.blocks {
-		bx, by := i%c.h.nx, i/c.h.nx
-		return bx + by, by
-	}
-	w := c.h.region.W
-	return i%w + i/w, i / w
-}
-
-func (c *cellHeap) Len() int { return len(c.items) }
-func (c *cellHeap) Less(a, b int) bool {
-	da, ya := c.key(c.items[a])
-	db, yb := c.key(c.items[b])
-	if da != db {
-		return da < db
-	}
-	return ya < yb
-}
-func (c *cellHeap) Swap(a, b int) { c.items[a], c.items[b] = c.items[b], c.items[a] }
-func (c *cellHeap) Push(x any)    { c.items = append(c.items, x.(int)) }
-func (c *cellHeap) Pop() any {
-	n := len(c.items) - 1
-	x := c.items[n]
-	c.items = c.items[:n]
-	return x
-}
