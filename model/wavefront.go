@@ -173,8 +173,8 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 	var (
 		now     float64
 		free    = max(in.LocalCores, 1)
-		cells   cellEvents
-		away    []job // oldest first
+		cells   endings[cellEvent] // running here
+		away    []job              // oldest first
 		stalled bool
 	)
 	for h.Undone() > 0 {
@@ -244,15 +244,4 @@ type cellEvent struct {
 	x, y int
 }
 
-// cellEvents are the cells running here, the first to end first.
-type cellEvents []cellEvent
-
-func (e cellEvents) Len() int           { return len(e) }
-func (e cellEvents) Less(i, j int) bool { return e[i].at < e[j].at }
-func (e cellEvents) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
-func (e *cellEvents) Push(x any)        { *e = append(*e, x.(cellEvent)) }
-func (e *cellEvents) Pop() any {
-	x := (*e)[len(*e)-1]
-	*e = (*e)[:len(*e)-1]
-	return x
-}
+func (c cellEvent) end() float64 { return c.at }
