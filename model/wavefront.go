@@ -171,11 +171,10 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 		sent, end float64
 	}
 	var (
-		now     float64
-		free    = max(in.LocalCores, 1)
-		cells   endings[cellEvent] // running here
-		away    []job              // oldest first
-		stalled bool
+		now   float64
+		free  = max(in.LocalCores, 1)
+		cells endings[cellEvent] // running here
+		away  []job              // oldest first
 	)
 	for h.Undone() > 0 {
 		// Cores first, then the cluster: a block a core could start now
@@ -210,13 +209,10 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 		}
 		switch {
 		case cells.Len() > 0 && (next < 0 || cells[0].at <= away[next].end):
-			ev := heap.Pop(&cells).(cellEvent)
-			now = ev.at
-			h.CellDone(ev.x, ev.y)
-			free++
 			// Cells that end together are seen together, as the
 			// master drains the results at hand before it hands out
 			// more.
+			now = cells[0].at
 			for cells.Len() > 0 && cells[0].at <= now+tieTime {
 				ev := heap.Pop(&cells).(cellEvent)
 				h.CellDone(ev.x, ev.y)
@@ -227,9 +223,7 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 			h.BlockDone(away[next].block)
 			away = slices.Delete(away, next, next+1)
 		default:
-			stalled = true
-		}
-		if stalled {
+			// Nothing runs and nothing can start.
 			return WavefrontHybridRun{Seconds: math.Inf(1), HybridCounts: h.Counts()}
 		}
 	}

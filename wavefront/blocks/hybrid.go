@@ -113,7 +113,7 @@ func NewHybrid(region Rect, side int, isDone func(x, y int) bool) (*Hybrid, erro
 			if isDone != nil && isDone(x, y) {
 				h.cell[h.index(x, y)] = cellDone
 			} else {
-				h.left[h.blockOf(x, y)]++
+				h.left[h.BlockOf(x, y)]++
 				h.undone++
 			}
 		}
@@ -161,10 +161,6 @@ func (h *Hybrid) index(x, y int) int { return (y-h.region.Y)*h.region.W + (x - h
 
 func (h *Hybrid) xy(i int) (x, y int) { return h.region.X + i%h.region.W, h.region.Y + i/h.region.W }
 
-func (h *Hybrid) blockOf(x, y int) int {
-	return (y-h.region.Y)/h.side*h.nx + (x-h.region.X)/h.side
-}
-
 // Blocks returns the number of blocks.
 func (h *Hybrid) Blocks() int { return len(h.block) }
 
@@ -175,7 +171,9 @@ func (h *Hybrid) Block(b int) Rect {
 }
 
 // BlockOf returns the number of the block holding cell (x, y).
-func (h *Hybrid) BlockOf(x, y int) int { return h.blockOf(x, y) }
+func (h *Hybrid) BlockOf(x, y int) int {
+	return (y-h.region.Y)/h.side*h.nx + (x-h.region.X)/h.side
+}
 
 // Undone returns the number of cells not done.
 func (h *Hybrid) Undone() int { return h.undone }
@@ -187,7 +185,7 @@ func (h *Hybrid) Counts() HybridCounts { return h.counts }
 func (h *Hybrid) ready(x, y int) {
 	i := h.index(x, y)
 	h.cell[i] = cellReady
-	switch h.block[h.blockOf(x, y)] {
+	switch h.block[h.BlockOf(x, y)] {
 	case here:
 		heap.Push(&h.readyHere, i)
 	case untouched:
@@ -201,7 +199,7 @@ func (h *Hybrid) NextCell() (x, y int, ok bool) {
 	for h.readyHere.Len() == 0 && h.readyFree.Len() > 0 {
 		i := heap.Pop(&h.readyFree).(int)
 		x, y := h.xy(i)
-		b := h.blockOf(x, y)
+		b := h.BlockOf(x, y)
 		if h.cell[i] != cellReady || h.block[b] == away {
 			continue
 		}
@@ -262,7 +260,7 @@ func (h *Hybrid) CellDone(x, y int) {
 	}
 	h.cell[i] = cellDone
 	h.undone--
-	b := h.blockOf(x, y)
+	b := h.BlockOf(x, y)
 	if h.left[b]--; h.left[b] == 0 {
 		h.block[b] = finished
 	}
@@ -282,15 +280,15 @@ func (h *Hybrid) CellDone(x, y int) {
 	var readers [3]int
 	n := 0
 	if right {
-		readers[n] = h.blockOf(x+1, y)
+		readers[n] = h.BlockOf(x+1, y)
 		n++
 	}
 	if above {
-		readers[n] = h.blockOf(x, y+1)
+		readers[n] = h.BlockOf(x, y+1)
 		n++
 	}
 	if right && above {
-		readers[n] = h.blockOf(x+1, y+1)
+		readers[n] = h.BlockOf(x+1, y+1)
 		n++
 	}
 	for _, rb := range readers[:n] {
