@@ -130,7 +130,7 @@ func Decisions(recs []catalog.Record, password []byte) []Decision {
 		byPool[d.Pool] = append(byPool[d.Pool], d)
 	}
 	var out []Decision
-	for _, pool := range pools(byPool) {
+	for _, pool := range slices.Sorted(maps.Keys(byPool)) {
 		ds := byPool[pool]
 		if key != nil {
 			last := slices.MaxFunc(ds, func(a, b Decision) int { return cmp.Compare(a.Decided, b.Decided) }).Decided
