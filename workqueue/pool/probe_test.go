@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"encoding/json"
 	"log/slog"
 	"net"
 	"strconv"
@@ -57,16 +56,7 @@ func TestPoolLeavesOutForgedMasters(t *testing.T) {
 		}()
 		rec := catalog.Record{"type": "wq_master", "project": project, "name": "fake", "port": ln.Addr().(*net.TCPAddr).Port,
 			"tasks_waiting": 100, "workers": 0}
-		b, _ := json.Marshal(rec)
-		d := net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP("127.0.0.2")}}
-		c, err := d.Dial("udp", cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.Write(b); err != nil {
-			t.Fatal(err)
-		}
+		testutil.SendUDPFrom(t, cat, "127.0.0.2", rec)
 	}
 	fake("alpha", &toAlpha)
 	fake("gamma", &toGamma)
