@@ -26,11 +26,13 @@
 // ready while they are busy (the policy of wavefront/blocks' Hybrid, which
 // model.WavefrontHybrid simulates for placement); a block still in the
 // batch system's queue when the cores run out of cells is taken back, and
-// one that fails there is computed here. Each block's cells come back as a sparse-matrix file and are
-// appended to the run's checkpoint (package sparsematrix), so that a master
-// killed at any moment resumes without recomputing a finished block. A
-// Wavefront block is submitted the moment the blocks it reads from are
-// done (package wavefront/blocks).
+// one that fails there is computed here.
+//
+// Each block's cells come back as a sparse-matrix file and are appended to
+// the run's checkpoint (package sparsematrix), so that a master killed at
+// any moment resumes without recomputing a finished block. A Wavefront
+// block is submitted the moment the blocks it reads from are done (package
+// wavefront/blocks).
 //
 // Failures are the job tracker's (package distmaster/jobs, which the
 // simulator model/sim drives too): a state machine, with no I/O and no clock,

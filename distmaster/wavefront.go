@@ -94,7 +94,8 @@ type WavefrontResult struct {
 // submitted the moment the blocks it reads from are done (wavefront's
 // Scheduler), as a job running this program in sub-problem mode with the
 // block's left column and bottom row shipped to it; each block's cells go
-// to w.Out as it comes back.
+// to w.Out as it comes back. With w.HereCores, the run is hybrid by cells
+// instead (see Wavefront.HereCores).
 //
 // Failing blocks are retried up to cfg.Retries times and then given up,
 // with every block that depends on them; the run returns a *FailedError
@@ -153,31 +154,15 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	}
 
 	r.nx = (rg.W + r.b - 1) / r.b
+	var runErr error
 	if w.HereCores > 0 {
 		if w.Cell == nil {
 			return res, errors.New("distmaster: a hybrid Wavefront by cells needs the function opened here")
 		}
-		runErr := r.runHybrid(ctx, w.HereCores, &res)
-		res.Computed = r.computed
-		var fe *FailedError
-		if errors.As(runErr, &fe) {
-			res.NotRun = rg.Cells() - res.Skipped - r.computed - r.failedCells
-		}
-		res.Elapsed = time.Since(start)
-		return res, runErr
+		runErr = r.runHybrid(ctx, w.HereCores, &res)
+	} else {
+		runErr = r.runBlocks(ctx, &res)
 	}
-	r.sched, err = blocks.NewScheduler(rg, r.b, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
-	if err != nil {
-		return res, err
-	}
-	res.Blocks = r.sched.Blocks()
-	ready := r.released()
-	if err := startWork(&cfg, res.Blocks-r.sched.Counts().Done, res.Blocks); err != nil {
-		return res, err
-	}
-	defer os.RemoveAll(cfg.WorkDir)
-	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
-	res.TrackerCounts, res.MeanJob, res.HereJobs = st.TrackerCounts, st.MeanJob, st.HereJobs
 	res.Computed = r.computed
 	var fe *FailedError
 	if errors.As(runErr, &fe) {
@@ -185,6 +170,25 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	}
 	res.Elapsed = time.Since(start)
 	return res, runErr
+}
+
+// runBlocks runs the Wavefront by blocks, each a job of the batch system's
+// submitted as the Scheduler finds it ready.
+func (r *wfRun) runBlocks(ctx context.Context, res *WavefrontResult) error {
+	var err error
+	r.sched, err = blocks.NewScheduler(r.w.Region, r.b, r.b, func(x, y int) bool { return r.have.has(r.index(x, y)) })
+	if err != nil {
+		return err
+	}
+	res.Blocks = r.sched.Blocks()
+	ready := r.released()
+	if err := startWork(r.cfg, res.Blocks-r.sched.Counts().Done, res.Blocks); err != nil {
+		return err
+	}
+	defer os.RemoveAll(r.cfg.WorkDir)
+	st, err := runLoop(ctx, r.cfg, r, ready, res.Blocks)
+	res.TrackerCounts, res.MeanJob, res.HereJobs = st.TrackerCounts, st.MeanJob, st.HereJobs
+	return err
 }
 
 // wfRun is one distributed Wavefront run: the blockSource of runLoop.

@@ -117,7 +117,7 @@ func Makespan(rules []FlowRule, p FlowPlaces) float64 {
 			pools[side(id)].push(id, need(id, side(id)))
 		}
 	}
-	var running flowEvents
+	var running endings[flowEvent]
 	moved := make([]bool, len(rules)) // taken here from the cluster's queue
 	// dispatching returns the running event of the rule sent to the
 	// cluster earliest that is still in its dispatch and fits in free
@@ -278,14 +278,17 @@ type flowEvent struct {
 	slots int // held until it ends
 }
 
-// flowEvents are the running rules, the first to end first.
-type flowEvents []flowEvent
+func (f flowEvent) end() float64 { return f.at }
 
-func (e flowEvents) Len() int           { return len(e) }
-func (e flowEvents) Less(i, j int) bool { return e[i].at < e[j].at }
-func (e flowEvents) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
-func (e *flowEvents) Push(x any)        { *e = append(*e, x.(flowEvent)) }
-func (e *flowEvents) Pop() any {
+// endings are things that end at a time, a container/heap of them the
+// first to end first: rules or cells running.
+type endings[E interface{ end() float64 }] []E
+
+func (e endings[E]) Len() int           { return len(e) }
+func (e endings[E]) Less(i, j int) bool { return e[i].end() < e[j].end() }
+func (e endings[E]) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
+func (e *endings[E]) Push(x any)        { *e = append(*e, x.(E)) }
+func (e *endings[E]) Pop() any {
 	x := (*e)[len(*e)-1]
 	*e = (*e)[:len(*e)-1]
 	return x

@@ -171,11 +171,10 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 		sent, end float64
 	}
 	var (
-		now     float64
-		free    = max(in.LocalCores, 1)
-		cells   cellEvents
-		away    []job // oldest first
-		stalled bool
+		now   float64
+		free  = max(in.LocalCores, 1)
+		cells endings[cellEvent] // running here
+		away  []job              // oldest first
 	)
 	for h.Undone() > 0 {
 		// Cores first, then the cluster: a block a core could start now
@@ -210,13 +209,10 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 		}
 		switch {
 		case cells.Len() > 0 && (next < 0 || cells[0].at <= away[next].end):
-			ev := heap.Pop(&cells).(cellEvent)
-			now = ev.at
-			h.CellDone(ev.x, ev.y)
-			free++
 			// Cells that end together are seen together, as the
 			// master drains the results at hand before it hands out
 			// more.
+			now = cells[0].at
 			for cells.Len() > 0 && cells[0].at <= now+tieTime {
 				ev := heap.Pop(&cells).(cellEvent)
 				h.CellDone(ev.x, ev.y)
@@ -227,9 +223,7 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 			h.BlockDone(away[next].block)
 			away = slices.Delete(away, next, next+1)
 		default:
-			stalled = true
-		}
-		if stalled {
+			// Nothing runs and nothing can start.
 			return WavefrontHybridRun{Seconds: math.Inf(1), HybridCounts: h.Counts()}
 		}
 	}
@@ -244,15 +238,4 @@ type cellEvent struct {
 	x, y int
 }
 
-// cellEvents are the cells running here, the first to end first.
-type cellEvents []cellEvent
-
-func (e cellEvents) Len() int           { return len(e) }
-func (e cellEvents) Less(i, j int) bool { return e[i].at < e[j].at }
-func (e cellEvents) Swap(i, j int)      { e[i], e[j] = e[j], e[i] }
-func (e *cellEvents) Push(x any)        { *e = append(*e, x.(cellEvent)) }
-func (e *cellEvents) Pop() any {
-	x := (*e)[len(*e)-1]
-	*e = (*e)[:len(*e)-1]
-	return x
-}
+func (c cellEvent) end() float64 { return c.at }

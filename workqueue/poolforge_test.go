@@ -1,8 +1,6 @@
 package workqueue
 
 import (
-	"context"
-	"encoding/json"
 	"net"
 	"os"
 	"strconv"
@@ -46,18 +44,18 @@ func TestPoolForgedDecisionNotEnforced(t *testing.T) {
 				return rec
 			}
 			old := decision(0, pw, t0.Add(-time.Minute)) // the pool's, seen in the catalog before
-			sendUDPFrom(t, cat, "127.0.0.1", decision(2, pw, t0))
+			testutil.SendUDPFrom(t, cat, "127.0.0.1", decision(2, pw, t0))
 			for range 2 {
 				startWorker(t, a, worker.Config{Cores: 1, Pool: "tp", Password: pw})
 			}
 			waitMinute(t, "both workers connected", func() bool { return len(a.Workers()) == 2 })
 
-			sendUDPFrom(t, cat, "127.0.0.2", decision(0, nil, t0.Add(time.Hour)))
+			testutil.SendUDPFrom(t, cat, "127.0.0.2", decision(0, nil, t0.Add(time.Hour)))
 			if pw != nil {
 				old["uuid"] = "replay" // another record than the forgery's
-				sendUDPFrom(t, cat, "127.0.0.2", old)
+				testutil.SendUDPFrom(t, cat, "127.0.0.2", old)
 			}
-			sendUDPFrom(t, cat, "127.0.0.1", decision(1, pw, t0.Add(time.Second)))
+			testutil.SendUDPFrom(t, cat, "127.0.0.1", decision(1, pw, t0.Add(time.Second)))
 			var kept string
 			waitMinute(t, "one worker released, back and kept drained, the other not drained", func() bool {
 				ws := a.Workers()
@@ -109,7 +107,7 @@ func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
 		}, pw, at)
 		return rec
 	}
-	sendUDPFrom(t, cat, "127.0.0.1", decision(2, 0, t0))
+	testutil.SendUDPFrom(t, cat, "127.0.0.1", decision(2, 0, t0))
 	for range 2 {
 		startWorker(t, a, worker.Config{Cores: 1, Pool: "tp", FollowPool: true, Catalogs: []string{cat}, Password: pw})
 	}
@@ -132,14 +130,14 @@ func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
 			c.Close()
 		}
 	}()
-	sendUDPFrom(t, cat, "127.0.0.2", catalog.Record{"type": "wq_master", "project": b.cfg.Project, "name": host,
+	testutil.SendUDPFrom(t, cat, "127.0.0.2", catalog.Record{"type": "wq_master", "project": b.cfg.Project, "name": host,
 		"port": b.Port(), "workers_by_pool": "tp:0"})
 	forged := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0}
 	enforce.Sign(forged, []enforce.Assignment{{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.2", Workers: 100}},
 		nil, t0.Add(time.Hour))
-	sendUDPFrom(t, cat, "127.0.0.2", forged)
+	testutil.SendUDPFrom(t, cat, "127.0.0.2", forged)
 
-	sendUDPFrom(t, cat, "127.0.0.1", decision(1, 1, t0.Add(time.Second)))
+	testutil.SendUDPFrom(t, cat, "127.0.0.1", decision(1, 1, t0.Add(time.Second)))
 	waitMinute(t, "one worker released by A and serving B", func() bool {
 		if len(lured) > 0 {
 			t.Fatalf("a worker connected to the attacker's master")
@@ -148,24 +146,5 @@ func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
 	})
 	if n := len(lured); n != 0 {
 		t.Errorf("%d connections to the attacker's master", n)
-	}
-}
-
-// sendUDPFrom sends rec to the catalog at cat in one datagram from the
-// address src, as a peer on that host would.
-func sendUDPFrom(t *testing.T, cat, src string, rec catalog.Record) {
-	t.Helper()
-	b, err := json.Marshal(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP(src)}}
-	conn, err := d.DialContext(context.Background(), "udp", cat)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if _, err := conn.Write(b); err != nil {
-		t.Fatal(err)
 	}
 }

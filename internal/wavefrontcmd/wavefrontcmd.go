@@ -115,11 +115,13 @@ It times the function on the first cell, looks for the cluster you have
 SLURM's sinfo, Grid Engine's qstat, HTCondor's condor_status, a Work Queue
 project's workers in the catalog), and predicts the run on this machine's
 cores, in blocks on the cluster, and hybrid (this machine's cores take cells
-from the start, the cluster the blocks that become ready while they are busy). It runs where it predicts fastest,
-staying here unless the cluster is predicted more than 5% and half a second
-faster. --explain prints what it measured and where each input came from,
-each prediction, the choice and its reason, and after the run the prediction
-against the time taken; -v says the choice in one line. Each run's
+from the start, the cluster the blocks that become ready while they are
+busy; on Work Queue the cores are one more worker taking blocks). It runs
+where it predicts fastest, staying here unless the cluster is predicted
+more than 5% and half a second faster. --explain prints what it measured
+and where each input came from, each prediction, the choice and its
+reason, and after the run the prediction against the time taken; -v says
+the choice in one line. Each run's
 prediction and time are kept in ~/.cache/rightsize/runs.jsonl and correct the
 next run's predictions for the same function. RIGHTSIZE_CLUSTER=none stays here.
 

@@ -401,59 +401,16 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	k := c.JobCores()
 	slots := c.Slots() / k
 	limit := max(int(math.Sqrt(maxJobSeconds/math.Max(tau, 1e-9))), 1)
-	best := func(nodes, cpn int, delta float64) (float64, int) {
-		t, block := math.Inf(1), 1
-		for b := 1; b <= min(w.N, limit); b++ {
-			if v := model.WavefrontDistributed(w.N, b, nodes, cpn, tau, delta); v < t {
-				t, block = v, b
-			}
-		}
-		return t, block
-	}
-	dt, db := best(slots, k, c.perJob())
+	dt, db := bestWavefrontBlock(w.N, limit, slots, k, tau, c.perJob())
 	dist := apply(cs, Distributed, c.Kind, dt)
 	dist.Detail = fmt.Sprintf("blocks of %d×%d on %d slots", db, db, slots)
 	var ht float64
 	var hb int
 	var hdetail string
 	if c.Kind != "wq" && w.N >= 1 && w.N*w.N <= maxHybridCells {
-		// Hybrid on a batch system: this machine's cores take cells as
-		// the multicore engine does, the cluster the blocks that become
-		// ready while they are busy (blocks.Hybrid, which the master
-		// runs and model.WavefrontHybrid simulates).
-		type plan struct {
-			block int
-			model.WavefrontHybridRun
-		}
-		var plans []plan
-		fastest := math.Inf(1)
-		for b := 1; b <= min(w.N, limit); b = max(b+1, b*11/10) {
-			run := model.WavefrontHybrid(model.WavefrontHybridInputs{
-				W: w.N, H: w.N, Block: b, LocalCores: local, Slots: slots, JobCores: k,
-				CellTime: tau, Dispatch: c.Dispatch.V, JobCost: c.JobCost.V,
-			})
-			plans = append(plans, plan{b, run})
-			fastest = math.Min(fastest, run.Seconds)
-		}
-		// Among the plans as fast (within hybridTie), the one that
-		// takes the fewest blocks back from the queue: each costs the
-		// batch system a submission and a removal (sbatch and scancel),
-		// and when nothing is gained by sending blocks, none should go.
-		var best *plan
-		for i, p := range plans {
-			if p.Seconds > fastest*(1+hybridTie) {
-				continue
-			}
-			if best == nil || p.TakenBack < best.TakenBack || p.TakenBack == best.TakenBack && p.Seconds < best.Seconds {
-				best = &plans[i]
-			}
-		}
-		ht, hb = best.Seconds, best.block
-		sent, back := best.Sent, best.TakenBack
-		hdetail = fmt.Sprintf("cells on %d cores here, %d blocks of %d×%d to %d slots (%d taken back from the queue)", local, sent-back, hb, hb, slots, back)
+		ht, hb, hdetail = hybridCells(w.N, local, slots, k, limit, tau, c)
 	} else {
-		ht, hb = hybridBlocks(w.N, local, slots, k, limit, tau, c)
-		hdetail = fmt.Sprintf("blocks of %d×%d on %d slots and %d cores here", hb, hb, slots, local)
+		ht, hb, hdetail = hybridBlocks(w.N, local, slots, k, limit, tau, c)
 	}
 	hy := apply(cs, Hybrid, c.Kind, ht)
 	hy.Detail = hdetail
@@ -464,8 +421,58 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	return d
 }
 
-// hybridBlocks predicts a hybrid Wavefront whose blocks run on this
-// machine's cores as on the cluster's slots (Work Queue, where this
+// bestWavefrontBlock returns the fastest distributed Wavefront of n×n
+// cells predicted on nodes of cpn cores with a job cost of delta, in
+// square blocks of at most limit cells on a side, and that side.
+func bestWavefrontBlock(n, limit, nodes, cpn int, tau, delta float64) (float64, int) {
+	t, block := math.Inf(1), 1
+	for b := 1; b <= min(n, limit); b++ {
+		if v := model.WavefrontDistributed(n, b, nodes, cpn, tau, delta); v < t {
+			t, block = v, b
+		}
+	}
+	return t, block
+}
+
+// hybridCells predicts a hybrid Wavefront on a batch system, and the block
+// side: this machine's cores take cells as the multicore engine does, the
+// cluster the blocks that become ready while they are busy (blocks.Hybrid,
+// which the master runs and model.WavefrontHybrid simulates).
+func hybridCells(n, local, slots, k, limit int, tau float64, c *Cluster) (seconds float64, block int, detail string) {
+	type plan struct {
+		block int
+		model.WavefrontHybridRun
+	}
+	var plans []plan
+	fastest := math.Inf(1)
+	for b := 1; b <= min(n, limit); b = max(b+1, b*11/10) {
+		run := model.WavefrontHybrid(model.WavefrontHybridInputs{
+			W: n, H: n, Block: b, LocalCores: local, Slots: slots, JobCores: k,
+			CellTime: tau, Dispatch: c.Dispatch.V, JobCost: c.JobCost.V,
+		})
+		plans = append(plans, plan{b, run})
+		fastest = math.Min(fastest, run.Seconds)
+	}
+	// Among the plans as fast (within hybridTie), the one that takes the
+	// fewest blocks back from the queue: each costs the batch system a
+	// submission and a removal (sbatch and scancel), and when nothing is
+	// gained by sending blocks, none should go.
+	var best *plan
+	for i, p := range plans {
+		if p.Seconds > fastest*(1+hybridTie) {
+			continue
+		}
+		if best == nil || p.TakenBack < best.TakenBack || p.TakenBack == best.TakenBack && p.Seconds < best.Seconds {
+			best = &plans[i]
+		}
+	}
+	detail = fmt.Sprintf("cells on %d cores here, %d blocks of %d×%d to %d slots (%d taken back from the queue)",
+		local, best.Sent-best.TakenBack, best.block, best.block, slots, best.TakenBack)
+	return best.Seconds, best.block, detail
+}
+
+// hybridBlocks predicts a hybrid Wavefront, and the block side, whose
+// blocks run on this machine's cores as on the cluster's slots (Work Queue, where this
 // machine is a worker of the master's, or a region too large to simulate
 // cell by cell), and the block side: this machine's cores are as many
 // more slots, and they are free first: the blocks the wavefront releases
@@ -477,19 +484,10 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 // schedule block by block; the bounds are the cluster widened by this
 // machine (every block charged a dispatch: on the safe side) and this
 // machine's cores alone.
-func hybridBlocks(n, local, slots, k, limit int, tau float64, c *Cluster) (float64, int) {
-	best := func(nodes, cpn int, delta float64) (float64, int) {
-		t, block := math.Inf(1), 1
-		for b := 1; b <= min(n, limit); b++ {
-			if v := model.WavefrontDistributed(n, b, nodes, cpn, tau, delta); v < t {
-				t, block = v, b
-			}
-		}
-		return t, block
-	}
+func hybridBlocks(n, local, slots, k, limit int, tau float64, c *Cluster) (seconds float64, block int, detail string) {
 	here := max(local/k, 1)
-	ht, hb := best(slots+here, k, c.perJob())
-	if lt, lb := best(local, 1, c.hereJobCost()); lt < ht {
+	ht, hb := bestWavefrontBlock(n, limit, slots+here, k, tau, c.perJob())
+	if lt, lb := bestWavefrontBlock(n, limit, local, 1, tau, c.hereJobCost()); lt < ht {
 		ht, hb = lt, lb
 	}
 	p := model.FlowPlaces{LocalSlots: here, RemoteSlots: slots, Dispatch: c.perJob(), Hybrid: true}
@@ -501,7 +499,7 @@ func hybridBlocks(n, local, slots, k, limit int, tau float64, c *Cluster) (float
 			ht, hb = t, b
 		}
 	}
-	return ht, hb
+	return ht, hb, fmt.Sprintf("blocks of %d×%d on %d slots and %d cores here", hb, hb, slots, local)
 }
 
 // FlowWork is a workflow as the decision sees it.

@@ -47,10 +47,10 @@ type Hybrid struct {
 	// readyHere holds the ready cells of blocks here; readyFree those of
 	// untouched blocks, some of which may since have gone away or here
 	// (checked when popped).
-	readyHere, readyFree cellHeap
+	readyHere, readyFree diagHeap
 	// sendable holds untouched blocks with every input done, some of
 	// which may since have been touched (checked when popped).
-	sendable cellHeap
+	sendable diagHeap
 
 	counts HybridCounts
 	undone int // cells not done
@@ -107,14 +107,13 @@ func NewHybrid(region Rect, side int, isDone func(x, y int) bool) (*Hybrid, erro
 	h.block = make([]place, h.nx*h.ny)
 	h.bound = make([]int, h.nx*h.ny)
 	h.left = make([]int, h.nx*h.ny)
-	h.readyHere.h, h.readyFree.h, h.sendable.h = h, h, h
-	h.sendable.blocks = true
+	h.readyHere.w, h.readyFree.w, h.sendable.w = region.W, region.W, h.nx
 	for y := region.Y; y < region.Y+region.H; y++ {
 		for x := region.X; x < region.X+region.W; x++ {
 			if isDone != nil && isDone(x, y) {
 				h.cell[h.index(x, y)] = cellDone
 			} else {
-				h.left[h.blockOf(x, y)]++
+				h.left[h.BlockOf(x, y)]++
 				h.undone++
 			}
 		}
@@ -162,10 +161,6 @@ func (h *Hybrid) index(x, y int) int { return (y-h.region.Y)*h.region.W + (x - h
 
 func (h *Hybrid) xy(i int) (x, y int) { return h.region.X + i%h.region.W, h.region.Y + i/h.region.W }
 
-func (h *Hybrid) blockOf(x, y int) int {
-	return (y-h.region.Y)/h.side*h.nx + (x-h.region.X)/h.side
-}
-
 // Blocks returns the number of blocks.
 func (h *Hybrid) Blocks() int { return len(h.block) }
 
@@ -176,7 +171,9 @@ func (h *Hybrid) Block(b int) Rect {
 }
 
 // BlockOf returns the number of the block holding cell (x, y).
-func (h *Hybrid) BlockOf(x, y int) int { return h.blockOf(x, y) }
+func (h *Hybrid) BlockOf(x, y int) int {
+	return (y-h.region.Y)/h.side*h.nx + (x-h.region.X)/h.side
+}
 
 // Undone returns the number of cells not done.
 func (h *Hybrid) Undone() int { return h.undone }
@@ -188,7 +185,7 @@ func (h *Hybrid) Counts() HybridCounts { return h.counts }
 func (h *Hybrid) ready(x, y int) {
 	i := h.index(x, y)
 	h.cell[i] = cellReady
-	switch h.block[h.blockOf(x, y)] {
+	switch h.block[h.BlockOf(x, y)] {
 	case here:
 		heap.Push(&h.readyHere, i)
 	case untouched:
@@ -202,7 +199,7 @@ func (h *Hybrid) NextCell() (x, y int, ok bool) {
 	for h.readyHere.Len() == 0 && h.readyFree.Len() > 0 {
 		i := heap.Pop(&h.readyFree).(int)
 		x, y := h.xy(i)
-		b := h.blockOf(x, y)
+		b := h.BlockOf(x, y)
 		if h.cell[i] != cellReady || h.block[b] == away {
 			continue
 		}
@@ -263,7 +260,7 @@ func (h *Hybrid) CellDone(x, y int) {
 	}
 	h.cell[i] = cellDone
 	h.undone--
-	b := h.blockOf(x, y)
+	b := h.BlockOf(x, y)
 	if h.left[b]--; h.left[b] == 0 {
 		h.block[b] = finished
 	}
@@ -283,15 +280,15 @@ func (h *Hybrid) CellDone(x, y int) {
 	var readers [3]int
 	n := 0
 	if right {
-		readers[n] = h.blockOf(x+1, y)
+		readers[n] = h.BlockOf(x+1, y)
 		n++
 	}
 	if above {
-		readers[n] = h.blockOf(x, y+1)
+		readers[n] = h.BlockOf(x, y+1)
 		n++
 	}
 	if right && above {
-		readers[n] = h.blockOf(x+1, y+1)
+		readers[n] = h.BlockOf(x+1, y+1)
 		n++
 	}
 	for _, rb := range readers[:n] {
@@ -325,38 +322,3 @@ func (h *Hybrid) CellFailed(x, y int) {
 
 // Away reports whether block b is with the cluster.
 func (h *Hybrid) Away(b int) bool { return h.block[b] == away }
-
-// cellHeap orders cells (or, with blocks, blocks) by anti-diagonal, then
-// from the bottom.
-type cellHeap struct {
-	h      *Hybrid
-	blocks bool
-	items  []int
-}
-
-func (c *cellHeap) key(i int) (diag, y int) {
-	if c.blocks {
-		bx, by := i%c.h.nx, i/c.h.nx
-		return bx + by, by
-	}
-	w := c.h.region.W
-	return i%w + i/w, i / w
-}
-
-func (c *cellHeap) Len() int { return len(c.items) }
-func (c *cellHeap) Less(a, b int) bool {
-	da, ya := c.key(c.items[a])
-	db, yb := c.key(c.items[b])
-	if da != db {
-		return da < db
-	}
-	return ya < yb
-}
-func (c *cellHeap) Swap(a, b int) { c.items[a], c.items[b] = c.items[b], c.items[a] }
-func (c *cellHeap) Push(x any)    { c.items = append(c.items, x.(int)) }
-func (c *cellHeap) Pop() any {
-	n := len(c.items) - 1
-	x := c.items[n]
-	c.items = c.items[:n]
-	return x
-}

@@ -29,7 +29,7 @@ type Scheduler struct {
 
 	state   []blockState
 	pending []int8 // dependencies not yet done
-	ready   readyHeap
+	ready   diagHeap
 	counts  Counts
 }
 
@@ -73,7 +73,7 @@ func NewScheduler(region Rect, bw, bh int, isDone func(x, y int) bool) (*Schedul
 	n := s.nx * s.ny
 	s.state = make([]blockState, n)
 	s.pending = make([]int8, n)
-	s.ready.s = s
+	s.ready.w = s.nx
 	for i := range n {
 		if isDone != nil && allDone(s.block(i), isDone) {
 			s.state[i] = done
@@ -234,32 +234,33 @@ func (s *Scheduler) at(bx, by int) int {
 	return by*s.nx + bx
 }
 
-// readyHeap orders ready blocks by anti-diagonal, then from the bottom.
-type readyHeap struct {
-	s     *Scheduler
+// diagHeap holds indices into a grid w wide, row-major, and pops them by
+// anti-diagonal, then from the bottom: the order in which a Wavefront's
+// inputs are done, so what it pops unblocks the most soonest.
+type diagHeap struct {
+	w     int
 	items []int
 }
 
-func (h *readyHeap) Len() int { return len(h.items) }
-func (h *readyHeap) Less(a, b int) bool {
+func (h *diagHeap) Len() int { return len(h.items) }
+func (h *diagHeap) Less(a, b int) bool {
 	i, j := h.items[a], h.items[b]
-	nx := h.s.nx
-	di, dj := i%nx+i/nx, j%nx+j/nx
+	di, dj := i%h.w+i/h.w, j%h.w+j/h.w
 	if di != dj {
 		return di < dj
 	}
-	return i/nx < j/nx
+	return i/h.w < j/h.w
 }
-func (h *readyHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
-func (h *readyHeap) Push(x any)    { h.items = append(h.items, x.(int)) }
-func (h *readyHeap) Pop() any {
+func (h *diagHeap) Swap(a, b int) { h.items[a], h.items[b] = h.items[b], h.items[a] }
+func (h *diagHeap) Push(x any)    { h.items = append(h.items, x.(int)) }
+func (h *diagHeap) Pop() any {
 	n := len(h.items) - 1
 	x := h.items[n]
 	h.items = h.items[:n]
 	return x
 }
 
-func (h *readyHeap) remove(i int) {
+func (h *diagHeap) remove(i int) {
 	for k, v := range h.items {
 		if v == i {
 			heap.Remove(h, k)

@@ -130,7 +130,7 @@ func Decisions(recs []catalog.Record, password []byte) []Decision {
 		byPool[d.Pool] = append(byPool[d.Pool], d)
 	}
 	var out []Decision
-	for _, pool := range pools(byPool) {
+	for _, pool := range slices.Sorted(maps.Keys(byPool)) {
 		ds := byPool[pool]
 		if key != nil {
 			last := slices.MaxFunc(ds, func(a, b Decision) int { return cmp.Compare(a.Decided, b.Decided) }).Decided
@@ -144,7 +144,6 @@ func Decisions(recs []catalog.Record, password []byte) []Decision {
 // assignments decodes a record's "assignments" field, refusing what no
 // pool would say.
 func assignments(v any) ([]Assignment, error) {
-	var as []Assignment
 	switch v := v.(type) {
 	case nil:
 		return nil, errors.New("no assignments")
@@ -154,7 +153,7 @@ func assignments(v any) ([]Assignment, error) {
 		if len(v) > MaxAssignments {
 			return nil, fmt.Errorf("%d assignments, more than %d", len(v), MaxAssignments)
 		}
-		as = make([]Assignment, len(v))
+		as := make([]Assignment, len(v))
 		for i, e := range v {
 			m, ok := e.(map[string]any)
 			if !ok {
@@ -178,25 +177,23 @@ func assignments(v any) ([]Assignment, error) {
 				return nil, err
 			}
 		}
+		return as, nil
 	default:
-		// Anything else (assignments set in this process): through JSON.
+		// Anything else (assignments set in this process): read as a
+		// query would decode it, with the same checks.
 		b, err := json.Marshal(v)
 		if err != nil {
 			return nil, err
 		}
-		if err := json.Unmarshal(b, &as); err != nil {
+		var decoded []any
+		if err := json.Unmarshal(b, &decoded); err != nil {
 			return nil, err
 		}
-		if len(as) > MaxAssignments {
-			return nil, fmt.Errorf("%d assignments, more than %d", len(as), MaxAssignments)
+		if decoded == nil { // no assignments at all: a decision about no master
+			return nil, nil
 		}
-		for _, a := range as {
-			if a.Workers < 0 || a.Workers > MaxAssignedWorkers {
-				return nil, fmt.Errorf("%d workers for %s:%d", a.Workers, a.Name, a.Port)
-			}
-		}
+		return assignments(decoded)
 	}
-	return as, nil
 }
 
 // text reads a string field of an assignment ("" if absent).

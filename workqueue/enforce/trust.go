@@ -5,8 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"maps"
-	"slices"
 	"time"
 
 	"github.com/rightsize/rightsize/workqueue/catalog"
@@ -87,7 +85,7 @@ func Sign(rec catalog.Record, as []Assignment, password []byte, at time.Time) {
 // key, and was heard by the catalog within MaxDecisionLag of its taking.
 func verify(key []byte, rec catalog.Record, d Decision) bool {
 	if heard := rec.Float("lastheardfrom"); heard > 0 {
-		if lag := int64(heard*1000) - d.Decided; lag > MaxDecisionLag.Milliseconds() || -lag > MaxDecisionLag.Milliseconds() {
+		if lag := int64(heard*1000) - d.Decided; lag > MaxDecisionLag.Milliseconds() || lag < -MaxDecisionLag.Milliseconds() {
 			return false
 		}
 	}
@@ -98,13 +96,13 @@ func verify(key []byte, rec catalog.Record, d Decision) bool {
 	return hmac.Equal(sig, mac(key, d.Pool, d.Decided, d.Assignments))
 }
 
-// resolve makes one decision of the several records that claim pool. With
-// a password (key not nil) only the records whose signature holds count,
-// and the one decided last wins: a forged record, or one replayed from
-// before, loses to the pool's own. Without one, nothing tells the pool's
-// record from a forgery, so a master is given the most workers any
-// record gives it: a forged record can then make no master release a
-// worker that the pool's own record keeps.
+// resolve makes one decision of the records ds that claim a pool. With a
+// password, Decisions has kept only those signed and decided last (a
+// forged record, or one replayed from before, loses to the pool's own),
+// and most often there is one. Otherwise nothing tells the pool's record
+// from a forgery, so a master is given the most workers any record gives
+// it: a forged record can then make no master release a worker that the
+// pool's own record keeps.
 func resolve(ds []Decision) Decision {
 	if len(ds) == 1 {
 		return ds[0]
@@ -171,9 +169,4 @@ func (r *Reader) Read(recs []catalog.Record) []Decision {
 		r.last[d.Pool] = d
 	}
 	return ds
-}
-
-// pools returns the names of the pools in ds, sorted.
-func pools(byPool map[string][]Decision) []string {
-	return slices.Sorted(maps.Keys(byPool))
 }

@@ -119,10 +119,7 @@ func TestPoolOnSLURMCapacityDecides(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "both masters in the catalog", func() bool {
-		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
-		return err == nil && len(ms) == 2
-	})
+	waitMasters(t, cat, 2)
 
 	d, err := batch.New("slurm", batch.Options{Spool: t.TempDir(), PollInterval: 300 * time.Millisecond, ExitGrace: time.Second})
 	if err != nil {
@@ -135,7 +132,6 @@ func TestPoolOnSLURMCapacityDecides(t *testing.T) {
 	})
 	reports := make(chan Report, 1000)
 	reloads := make(chan error, 10)
-	log := &testutil.SyncBuffer{}
 	w := testWorker(dir)
 	w.Cores, w.MemoryMB, w.IdleTimeout = 1, 1000, time.Minute
 	w.Name = "wqpool-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -145,7 +141,6 @@ func TestPoolOnSLURMCapacityDecides(t *testing.T) {
 	cfg := Config{
 		Driver: d, PolicyFile: policyFile, Catalogs: []string{cat}, CatalogNetwork: "tcp", Name: "slurmpool",
 		Worker: w, Interval: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Report: func(r Report) {
 			mu.Lock()
 			submitted = max(submitted, r.Counts.Submitted)
@@ -157,16 +152,7 @@ func TestPoolOnSLURMCapacityDecides(t *testing.T) {
 		},
 		Reloaded: func(err error) { reloads <- err },
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if t.Failed() {
-			t.Logf("pool log:\n%s", log)
-		}
-	})
+	startPool(t, cfg)
 
 	connected := func() (int, int) {
 		return masters["alpha"].Stats().WorkersConnected, masters["beta"].Stats().WorkersConnected

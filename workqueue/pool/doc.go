@@ -31,6 +31,7 @@
 // minutes, a refusal for one): a peer's record of a master with many
 // tasks waiting would otherwise draw the pool's share, and its workers,
 // to the peer.
+//
 // The policy file is read only if it is a regular file (a link to one is
 // followed) of at most MaxPolicySize bytes, so that what a peer with
 // write access to its directory puts in its place — a FIFO, a device, a

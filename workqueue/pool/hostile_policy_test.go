@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -97,68 +96,37 @@ func TestWatchPolicyHostile(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "pool.conf")
-	put := func(make func(tmp string) error) {
-		t.Helper()
-		tmp := filepath.Join(dir, ".pool.conf.tmp")
-		if err := make(tmp); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write := func(text string) {
-		t.Helper()
-		put(func(tmp string) error { return os.WriteFile(tmp, []byte(text), 0o644) })
-	}
-	write("max_workers: 1\ndistribution: a=1\n")
+	renameText(t, path, "max_workers: 1\ndistribution: a=1\n")
 	fifo := filepath.Join(t.TempDir(), "fifo")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	type reading struct {
-		p   *Policy
-		err error
-	}
-	readings := make(chan reading, 64)
-	watcher, err := WatchPolicy(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- watcher.Run(ctx, func(p *Policy, err error) { readings <- reading{p, err} })
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	watched := watchReadings(t, path)
+	// next waits for the reading that satisfies ok; every policy read
+	// meanwhile must be the last good one, max_workers 2.
 	next := func(what string, ok func(reading) bool) {
 		t.Helper()
-		timeout := time.After(30 * time.Second)
-		for {
-			select {
-			case r := <-readings:
-				if ok(r) {
-					return
-				}
-				if r.p != nil && r.p.MaxWorkers != 2 {
-					t.Errorf("waiting for %s, read a policy of max_workers %d", what, r.p.MaxWorkers)
-				}
-			case <-timeout:
-				t.Fatalf("no reading with %s", what)
+		watched(what, func(r reading) bool {
+			if ok(r) {
+				return true
 			}
-		}
+			if r.p != nil && r.p.MaxWorkers != 2 {
+				t.Errorf("waiting for %s, read a policy of max_workers %d", what, r.p.MaxWorkers)
+			}
+			return false
+		})
 	}
 	failing := func(want string) func(reading) bool {
 		return func(r reading) bool { return r.err != nil && strings.Contains(r.err.Error(), want) }
 	}
 
-	put(func(tmp string) error { return os.Symlink(fifo, tmp) })
+	rename(t, path, func(tmp string) error { return os.Symlink(fifo, tmp) })
 	next("the FIFO refused", failing("not a regular file"))
-	write("max_workers: 2\ndistribution: a=1\n")
+	renameText(t, path, "max_workers: 2\ndistribution: a=1\n")
 	next("max_workers 2 after the FIFO", func(r reading) bool { return r.p != nil && r.p.MaxWorkers == 2 })
 
 	// A file that grows past the size while it is watched.
-	write("max_workers: 3\ndistribution: a=1\n" + strings.Repeat("#\n", MaxPolicySize))
+	renameText(t, path, "max_workers: 3\ndistribution: a=1\n"+strings.Repeat("#\n", MaxPolicySize))
 	next("the grown file refused", failing("more than a policy's"))
 
 	if err := os.Rename(dir, dir+".moved"); err != nil {

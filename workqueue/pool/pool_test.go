@@ -2,6 +2,7 @@ package pool
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -61,25 +62,15 @@ func TestPoolTwoMasters(t *testing.T) {
 	// Both masters listed before the pool looks, so that its first
 	// decision sees both (one alone would get every worker, and keep them
 	// while it has tasks).
-	waitFor(t, "both masters in the catalog", func() bool {
-		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
-		return err == nil && len(ms) == 2
-	})
+	waitMasters(t, cat, 2)
 
-	d := batch.NewLocal(batch.Options{Slots: 8, KillDelay: 2 * time.Second})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		d.Close(ctx)
-	})
+	d := localDriver(t, 8)
 	var mu sync.Mutex
 	maxTotal := 0
 	reports := make(chan Report, 1000)
-	log := &testutil.SyncBuffer{}
 	cfg := Config{
 		Driver: d, PolicyFile: policyFile, Catalogs: []string{cat}, CatalogNetwork: "tcp", Name: "testpool",
 		Worker: testWorker(dir), Interval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Report: func(r Report) {
 			mu.Lock()
 			total := 0
@@ -94,16 +85,7 @@ func TestPoolTwoMasters(t *testing.T) {
 			}
 		},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if t.Failed() {
-			t.Logf("pool log:\n%s", log)
-		}
-	})
+	startPool(t, cfg)
 
 	// The decision and the workers follow the shares.
 	deadline := time.After(waitTimeout)
@@ -171,4 +153,121 @@ func testWorker(dir string) factory.Worker {
 func waitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	testutil.WaitFor(t, what, waitTimeout, cond)
+}
+
+// startPool runs the pool of cfg until the test ends, failing the test if
+// it ends before; its log, at debug level, is shown if the test fails.
+func startPool(t *testing.T, cfg Config) {
+	t.Helper()
+	log := &testutil.SyncBuffer{}
+	cfg.Logger = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := Run(ctx, cfg); ctx.Err() == nil {
+			t.Errorf("the pool ended before the test: %v", err)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		if t.Failed() {
+			t.Logf("pool log:\n%s", log)
+		}
+	})
+}
+
+// localDriver is the local batch system with slots, closed (its jobs
+// killed) when the test ends.
+func localDriver(t *testing.T, slots int) *batch.Local {
+	d := batch.NewLocal(batch.Options{Slots: slots, KillDelay: 2 * time.Second})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d.Close(ctx)
+	})
+	return d
+}
+
+// waitMasters waits until the catalog at cat lists n masters, so that the
+// pool's first decision sees them all.
+func waitMasters(t *testing.T, cat string, n int) {
+	t.Helper()
+	waitFor(t, fmt.Sprintf("%d masters in the catalog", n), func() bool {
+		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
+		return err == nil && len(ms) == n
+	})
+}
+
+// writeGuarded writes the policy text and the masters' password "s3cret"
+// in dir, and returns their paths.
+func writeGuarded(t *testing.T, dir, policy string) (policyFile, passwordFile string) {
+	t.Helper()
+	policyFile = filepath.Join(dir, "pool.conf")
+	passwordFile = filepath.Join(dir, "password")
+	if err := os.WriteFile(policyFile, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(passwordFile, []byte("s3cret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return policyFile, passwordFile
+}
+
+// rename replaces path as editors do: make writes at a temporary name
+// beside it, renamed over it.
+func rename(t *testing.T, path string, make func(tmp string) error) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	if err := make(tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// renameText replaces path by a file of text, as editors do.
+func renameText(t *testing.T, path, text string) {
+	t.Helper()
+	rename(t, path, func(tmp string) error { return os.WriteFile(tmp, []byte(text), 0o644) })
+}
+
+// A reading is what a PolicyWatcher gives its callback.
+type reading struct {
+	p   *Policy
+	err error
+}
+
+// watchReadings watches the policy at path until the test ends, and
+// returns a function waiting for the first reading that satisfies ok, what
+// it is said to be in the failure.
+func watchReadings(t *testing.T, path string) (next func(what string, ok func(reading) bool) reading) {
+	t.Helper()
+	readings := make(chan reading, 64)
+	watcher, err := WatchPolicy(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- watcher.Run(ctx, func(p *Policy, err error) { readings <- reading{p, err} })
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	return func(what string, ok func(reading) bool) reading {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case r := <-readings:
+				if ok(r) {
+					return r
+				}
+			case <-timeout:
+				t.Fatalf("no reading with %s", what)
+			}
+		}
+	}
 }

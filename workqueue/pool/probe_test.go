@@ -1,19 +1,14 @@
 package pool
 
 import (
-	"context"
-	"encoding/json"
 	"log/slog"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/catalog"
@@ -28,14 +23,7 @@ import (
 func TestPoolLeavesOutForgedMasters(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	dir := t.TempDir()
-	policyFile := filepath.Join(dir, "pool.conf")
-	pwFile := filepath.Join(dir, "password")
-	if err := os.WriteFile(policyFile, []byte("max_workers: 2\ndistribution: alpha=1, beta=1\ndecision: D1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	policyFile, pwFile := writeGuarded(t, dir, "max_workers: 2\ndistribution: alpha=1, beta=1\ndecision: D1\n")
 	beta, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0", Project: "beta", Catalogs: []string{cat},
 		Password: []byte("s3cret\n"), AdvertiseInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -68,44 +56,22 @@ func TestPoolLeavesOutForgedMasters(t *testing.T) {
 		}()
 		rec := catalog.Record{"type": "wq_master", "project": project, "name": "fake", "port": ln.Addr().(*net.TCPAddr).Port,
 			"tasks_waiting": 100, "workers": 0}
-		b, _ := json.Marshal(rec)
-		d := net.Dialer{LocalAddr: &net.UDPAddr{IP: net.ParseIP("127.0.0.2")}}
-		c, err := d.Dial("udp", cat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if _, err := c.Write(b); err != nil {
-			t.Fatal(err)
-		}
+		testutil.SendUDPFrom(t, cat, "127.0.0.2", rec)
 	}
 	fake("alpha", &toAlpha)
 	fake("gamma", &toGamma)
-	waitFor(t, "the three masters in the catalog", func() bool {
-		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
-		return err == nil && len(ms) == 3
-	})
+	waitMasters(t, cat, 3)
 
-	d := batch.NewLocal(batch.Options{Slots: 4, KillDelay: 2 * time.Second})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		d.Close(ctx)
-	})
+	d := localDriver(t, 4)
 	var mu sync.Mutex
 	var decisions []string
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{Driver: d, PolicyFile: policyFile, PasswordFile: pwFile, Catalogs: []string{cat},
-			CatalogNetwork: "tcp", Name: "guarded", Worker: testWorker(dir), Interval: 100 * time.Millisecond,
-			Report: func(r Report) {
-				mu.Lock()
-				decisions = append(decisions, FormatDecision(r.Decision))
-				mu.Unlock()
-			}})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	startPool(t, Config{Driver: d, PolicyFile: policyFile, PasswordFile: pwFile, Catalogs: []string{cat},
+		CatalogNetwork: "tcp", Name: "guarded", Worker: testWorker(dir), Interval: 100 * time.Millisecond,
+		Report: func(r Report) {
+			mu.Lock()
+			decisions = append(decisions, FormatDecision(r.Decision))
+			mu.Unlock()
+		}})
 
 	waitFor(t, "beta's tasks done by the pool's workers", func() bool {
 		st := beta.Stats()

@@ -12,12 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
-	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
@@ -108,41 +106,22 @@ func TestPoolShapedWorkers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitFor(t, "the master in the catalog", func() bool {
-		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
-		return err == nil && len(ms) == 1
-	})
+	waitMasters(t, cat, 1)
 
-	local := batch.NewLocal(batch.Options{Slots: 8, KillDelay: 2 * time.Second})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		local.Close(ctx)
-	})
+	local := localDriver(t, 8)
 	d := &batchtest.Submissions{Driver: local}
 	var mu sync.Mutex
 	maxTotal := 0
-	log := &testutil.SyncBuffer{}
 	cfg := Config{
 		Driver: d, PolicyFile: policyFile, Catalogs: []string{cat}, CatalogNetwork: "tcp", Name: "shapepool",
 		Worker: testWorker(dir), Interval: 100 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Report: func(r Report) {
 			mu.Lock()
 			defer mu.Unlock()
 			maxTotal = max(maxTotal, r.Counts.Queued+r.Counts.Running)
 		},
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if t.Failed() {
-			t.Logf("pool log:\n%s", log)
-		}
-	})
+	startPool(t, cfg)
 
 	wctx, wcancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer wcancel()

@@ -2,12 +2,9 @@ package pool
 
 import (
 	"context"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/enforce"
@@ -20,33 +17,14 @@ import (
 func TestPoolDecisionSigned(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	dir := t.TempDir()
-	policyFile := filepath.Join(dir, "pool.conf")
-	pwFile := filepath.Join(dir, "password")
-	if err := os.WriteFile(policyFile, []byte("max_workers: 4\ndistribution: alpha=1\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(pwFile, []byte("s3cret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	d := batch.NewLocal(batch.Options{Slots: 1})
-	t.Cleanup(func() { d.Close(context.Background()) })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() {
-		done <- Run(ctx, Config{Driver: d, PolicyFile: policyFile, PasswordFile: pwFile, Catalogs: []string{cat},
-			CatalogNetwork: "tcp", Name: "signed", Worker: testWorker(dir), Interval: 50 * time.Millisecond})
-	}()
-	t.Cleanup(func() { cancel(); <-done })
+	policyFile, pwFile := writeGuarded(t, dir, "max_workers: 4\ndistribution: alpha=1\n")
+	startPool(t, Config{Driver: localDriver(t, 1), PolicyFile: policyFile, PasswordFile: pwFile, Catalogs: []string{cat},
+		CatalogNetwork: "tcp", Name: "signed", Worker: testWorker(dir), Interval: 50 * time.Millisecond})
 
 	decided := func(password string) int64 {
 		recs, err := catalog.Query(context.Background(), cat, "")
 		if err != nil {
 			return -1
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("pool: %v", err)
-		default:
 		}
 		for _, d := range enforce.Decisions(recs, []byte(password)) {
 			if d.Pool == "signed" {

@@ -14,7 +14,6 @@ import (
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
-	"github.com/rightsize/rightsize/workqueue/catalog"
 )
 
 // TestPoolOnSLURMKeepsMastersRightSized: a pool driving workers through the
@@ -69,10 +68,7 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, "both masters in the catalog", func() bool {
-		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
-		return err == nil && len(ms) == 2
-	})
+	waitMasters(t, cat, 2)
 
 	d, err := batch.New("slurm", batch.Options{Spool: t.TempDir(), PollInterval: 300 * time.Millisecond, ExitGrace: time.Second})
 	if err != nil {
@@ -87,7 +83,6 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 	most, submitted := 0, 0
 	reports := make(chan Report, 1000)
 	reloads := make(chan error, 10)
-	log := &testutil.SyncBuffer{}
 	w := testWorker(dir)
 	w.Cores, w.MemoryMB, w.IdleTimeout = 1, 1000, time.Minute
 	w.Name = "wqpool-" + strconv.FormatInt(time.Now().UnixNano(), 36)
@@ -95,7 +90,6 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 	cfg := Config{
 		Driver: d, PolicyFile: policyFile, Catalogs: []string{cat}, CatalogNetwork: "tcp", Name: "slurmpool",
 		Worker: w, Interval: 200 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Report: func(r Report) {
 			mu.Lock()
 			most = max(most, r.Counts.Queued+r.Counts.Running)
@@ -108,16 +102,7 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 		},
 		Reloaded: func(err error) { reloads <- err },
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, cfg) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-		if t.Failed() {
-			t.Logf("pool log:\n%s", log)
-		}
-	})
+	startPool(t, cfg)
 
 	// follow waits until the decision is want and each master has the
 	// workers it gives it, connected.
