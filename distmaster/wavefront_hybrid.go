@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
@@ -75,7 +76,16 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			d.Remove(rm, id)
 		}
 	}()
+	// Calls still running when the run returns (an error, a cancel) are
+	// cancelled and waited for: the caller may close the function next.
+	ctx, cancel := context.WithCancel(ctx)
+	var calls sync.WaitGroup
+	defer func() {
+		cancel()
+		calls.Wait()
+	}()
 	r.vals = map[sparsematrix.Key][]byte{}
+	// As many as the calls in flight: a call never waits to report.
 	results := make(chan cellDone, cores)
 	free := cores
 	var failures []*BlockError
@@ -141,10 +151,10 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			callCtx = funcs.WithLabel(ctx, &label)
 		}
 		flight(1)
-		go func() {
+		calls.Go(func() {
 			out, err := w.Cell.Call(callCtx, in[0], in[1], in[2])
 			results <- cellDone{x: x, y: y, out: out, err: err}
-		}()
+		})
 		return nil
 	}
 	send := func(b int) error {

@@ -3,10 +3,13 @@ package distmaster
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/funcs"
 )
 
 // TestWavefrontHybridByCells runs hybrid Wavefronts by cells (this
@@ -86,5 +89,53 @@ func TestWavefrontHybridFailingCell(t *testing.T) {
 	// The cells x ≥ 1, y ≥ 7 depend on R[1,7]: 72, one of them failed.
 	if res.Computed != 72 || res.NotRun != 71 || len(p.result(t)) != 72 {
 		t.Errorf("computed %d, not run %d, kept %d", res.Computed, res.NotRun, len(p.result(t)))
+	}
+}
+
+// lingeringCell is a Wavefront function whose calls, once cut short,
+// linger until the run has returned (which a run that waits for its calls
+// never does, so they give up after a while) and say whether they saw it.
+type lingeringCell struct {
+	funcs.Cell
+	started, returned, finished chan struct{}
+	once, finish                sync.Once
+	sawReturn                   atomic.Bool
+}
+
+func (c *lingeringCell) Call(ctx context.Context, x, y, d funcs.Input) ([]byte, error) {
+	c.once.Do(func() { close(c.started) })
+	<-ctx.Done() // a call cut short by the run's end
+	select {
+	case <-c.returned:
+		c.sawReturn.Store(true)
+	case <-time.After(200 * time.Millisecond):
+	}
+	c.finish.Do(func() { close(c.finished) })
+	return nil, ctx.Err()
+}
+
+// TestWavefrontHybridWaitsForCalls: a hybrid run by cells that ends while
+// its cells are being computed here (cancelled) returns only once their
+// calls have returned, so that its caller may close the function.
+func TestWavefrontHybridWaitsForCalls(t *testing.T) {
+	d := batch.NewLocal(batch.Options{Slots: 16, DispatchDelay: time.Hour, KillDelay: 200 * time.Millisecond})
+	t.Cleanup(func() { d.Close(context.Background()) })
+	fn := &lingeringCell{Cell: openCell(t, "builtin:sum"), started: make(chan struct{}), returned: make(chan struct{}),
+		finished: make(chan struct{})}
+	p := newWavefront(t, 6)
+	p.here = 2
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-fn.started
+		cancel()
+	}()
+	_, err := p.run(ctx, t, testConfig(t, d, "wavefront"), fn, 2)
+	close(fn.returned)
+	<-fn.finished
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("run: %v, want cancelled", err)
+	}
+	if fn.sawReturn.Load() {
+		t.Error("a call was still running after the run returned")
 	}
 }
