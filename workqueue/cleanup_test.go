@@ -3,7 +3,6 @@ package workqueue
 import (
 	"context"
 	"fmt"
-	"net"
 	"path/filepath"
 	"slices"
 	"sync"
@@ -46,19 +45,11 @@ func (l *cleanupLog) cleanedUp() bool {
 // at once, answers every get with a one-byte file, and records what it is
 // sent into log, until the connection closes.
 func recordingWorker(t *testing.T, m *Master, log *cleanupLog) {
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
-	if err != nil {
-		t.Error(err)
+	conn, c, send := connectAsWorker(t, m, "recorder")
+	if conn == nil {
 		return
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(time.Minute))
-	c := wire.NewConn(conn, wire.Limits{})
-	send := func(s string) {
-		c.WriteRaw([]byte(s))
-		c.Flush()
-	}
-	send("workqueue 9 recorder Linux x86_64 1\nresource cores 1 1 1\nresource memory 100 100 100\nresource disk 100 100 100\nresource tag 0\n")
 	var done []int
 	for {
 		msg, err := c.ReadMessage()

@@ -17,6 +17,26 @@ import (
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
+// connectAsWorker connects to m on a real socket as a one-core worker
+// called name, its hello and resources sent, and returns the connection
+// (nil after t.Error if it cannot), the protocol on it, and send, which
+// writes raw protocol text at once. A minute bounds the whole exchange.
+func connectAsWorker(t *testing.T, m *Master, name string) (net.Conn, *wire.Conn, func(string)) {
+	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
+	if err != nil {
+		t.Error(err)
+		return nil, nil, nil
+	}
+	conn.SetDeadline(time.Now().Add(time.Minute))
+	c := wire.NewConn(conn, wire.Limits{})
+	send := func(s string) {
+		c.WriteRaw([]byte(s))
+		c.Flush()
+	}
+	send("workqueue 9 " + name + " Linux x86_64 1\nresource cores 1 1 1\nresource memory 100 100 100\nresource disk 100 100 100\nresource tag 0\n")
+	return conn, c, send
+}
+
 // fakeWorker connects to m as a worker on a real socket: it takes tasks,
 // reports each at once with the result code status, and answers each get
 // with reply (raw protocol text, "end" included), until reply returns
@@ -24,19 +44,11 @@ import (
 // returns when the connection is closed.
 func fakeWorker(t *testing.T, m *Master, status ResultCode, reply func(get wire.Get) (string, bool)) {
 	t.Helper()
-	conn, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
-	if err != nil {
-		t.Error(err)
+	conn, c, send := connectAsWorker(t, m, "fake")
+	if conn == nil {
 		return
 	}
 	defer conn.Close()
-	conn.SetDeadline(time.Now().Add(time.Minute))
-	c := wire.NewConn(conn, wire.Limits{})
-	send := func(s string) {
-		c.WriteRaw([]byte(s))
-		c.Flush()
-	}
-	send("workqueue 9 fake Linux x86_64 1\nresource cores 1 1 1\nresource memory 100 100 100\nresource disk 100 100 100\nresource tag 0\n")
 	var done []int
 	for {
 		msg, err := c.ReadMessage()
