@@ -302,7 +302,7 @@ func TestWorkQueueKill9(t *testing.T) {
 	dir := t.TempDir()
 	// The workers run on this machine, so the commands can note in the
 	// workflow directory that they ran.
-	c := writeChains(t, dir, filepath.Join(dir, "runs"))
+	c := writeChains(t, dir, filepath.Join(dir, "runs"), false)
 	port := freePort(t)
 	ourWorkers(t, 2, port)
 	m := start(t, dir, nil, "-T", "wq", "-p", port)
