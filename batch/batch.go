@@ -36,7 +36,10 @@
 // local driver's DispatchDelay makes it stand for a cluster with a queue,
 // for benchmarks and tests of placement; with InProcess it does a job that
 // carries its work as a Go function (Job.Do) in this process, so that the
-// local share of a hybrid run pays no process start.
+// local share of a hybrid run pays no process start. With Hold, a Hybrid
+// keeps a job here until this machine is not expected to start it within
+// half the batch system's dispatch, so that short jobs never pay a
+// submission and a removal.
 //
 // The HTCondor driver has been tested only against fakes of the condor_*
 // commands (HTCondor is not packaged for Debian bookworm); the SLURM and Grid

@@ -14,6 +14,10 @@
 //	                 shell) as `prog [args] A B` or `prog [args] X Y D`, whose
 //	                 standard output is the result
 //
+// A Pair may also compute a block of cells in one call ([BlockPair]), as
+// builtin:bytediff does: the engines then pass each input through the
+// processor's cache once per block rather than once per cell.
+//
 // Functions must be side-effect free: they read only their inputs and produce
 // only their result. A function that fails — a non-zero exit, a signal, a
 // timeout, a Go error or panic — returns a *CallError; it never becomes a

@@ -2,7 +2,9 @@
 // input/output streams a command runs with, the mapping from errors to exit
 // codes, the plumbing that turns a cobra command into a testable Main,
 // result files that replace the user's previous file only once complete,
-// and a duration flag that takes bare seconds as CCTools' tools do.
+// and a duration flag that takes bare seconds as CCTools' tools do. A tool
+// run by RunMain stops as after Ctrl-C when the reader of its output goes
+// away (exit 141), rather than dying of SIGPIPE with its jobs left behind.
 //
 // It does not parse any tool's flags or know any tool's behaviour; each tool
 // builds its own cobra command and hands it to Execute.

@@ -35,10 +35,11 @@
 // be reused: the keeper never kills a group that is not the caller's.
 //
 // What a Keeper does not do: it does not follow a process that leaves its
-// group (setsid, setpgid); a program killed in the microseconds between
-// starting a process and registering it leaves that process behind; and a
-// group whose processes do not end within about ten seconds of SIGKILL
-// (stuck in the kernel) is given up on. It starts no processes of its own
+// group (setsid, setpgid); a program killed while it starts a process —
+// from the spawn until the process is registered, which includes the
+// child's run up to exec, a few hundred microseconds — leaves that process
+// behind; and a group whose processes do not end within about ten seconds
+// of SIGKILL (stuck in the kernel) is given up on. It starts no processes of its own
 // beyond the keeper and the commands of Cmd.
 package proc
 
