@@ -16,19 +16,25 @@ import (
 	"github.com/rightsize/rightsize/workqueue/worker"
 )
 
+// poolMasters starts a catalog and two masters that advertise to it every
+// 100 ms, with password (none if nil), for the tests of a pool's decisions.
+func poolMasters(t *testing.T, password []byte) (cat string, a, b *Master) {
+	cat = testutil.StartCatalog(t)
+	cfg := func() Config {
+		return Config{Project: projectName(t), Catalogs: []string{cat}, Password: password, AdvertiseInterval: 100 * time.Millisecond}
+	}
+	return cat, startMaster(t, cfg()), startMaster(t, cfg())
+}
+
 // TestPoolDecisionEnforced: two workers of pool "tp" serve master A. When
 // the pool's record gives A one and B one, A gives one of them no new
 // task; that worker finishes the task it runs (no kill), is released, and
 // chooses B by the decision (it follows the pool). Every task completes,
 // each started once.
 func TestPoolDecisionEnforced(t *testing.T) {
-	cat := testutil.StartCatalog(t)
+	cat, a, b := poolMasters(t, nil)
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
-	cfg := func() Config {
-		return Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond}
-	}
-	a, b := startMaster(t, cfg()), startMaster(t, cfg())
 	publish := func(forA, forB int) {
 		t.Helper()
 		publishPool(t, cat, poolShare{a, forA}, poolShare{b, forB})
@@ -145,13 +151,9 @@ func TestReleasedWorkerBackKeptDrained(t *testing.T) {
 // before it is given any of the tasks waiting there, and moves to the
 // master with room.
 func TestWorkerBeyondDecisionReleasedAtJoin(t *testing.T) {
-	cat := testutil.StartCatalog(t)
+	cat, a, b := poolMasters(t, nil)
 	dir := t.TempDir()
 	gate := filepath.Join(dir, "gate")
-	cfg := func() Config {
-		return Config{Project: projectName(t), Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond}
-	}
-	a, b := startMaster(t, cfg()), startMaster(t, cfg())
 	publish := func(forA int) {
 		t.Helper()
 		publishPool(t, cat, poolShare{a, forA}, poolShare{b, 1})

@@ -92,11 +92,7 @@ func TestPoolForgedDecisionNotEnforced(t *testing.T) {
 // B from there and a record of the pool that gives that B 100 workers.
 func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
 	pw := []byte("s3cret")
-	cat := testutil.StartCatalog(t)
-	cfg := func() Config {
-		return Config{Project: projectName(t), Catalogs: []string{cat}, Password: pw, AdvertiseInterval: 100 * time.Millisecond}
-	}
-	a, b := startMaster(t, cfg()), startMaster(t, cfg())
+	cat, a, b := poolMasters(t, pw)
 	host, _ := os.Hostname()
 	t0 := time.Now()
 	decision := func(forA, forB int, at time.Time) catalog.Record {
