@@ -103,6 +103,19 @@ func Submit(t *testing.T, d batch.Driver, job *batch.Job) string {
 	return id
 }
 
+// Local returns a local driver with slots and a 2 s kill delay, closed
+// (its jobs killed) when the test ends, for tests of what drives a batch
+// system.
+func Local(t *testing.T, slots int) *batch.Local {
+	d := batch.NewLocal(batch.Options{Slots: slots, KillDelay: 2 * time.Second})
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		d.Close(ctx)
+	})
+	return d
+}
+
 // Close closes d within a minute, failing the test on an error.
 func Close(t *testing.T, d batch.Driver) {
 	t.Helper()

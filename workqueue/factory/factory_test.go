@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/catalog"
@@ -137,17 +138,6 @@ func startMaster(t testing.TB, cfg workqueue.Config) *workqueue.Master {
 
 func masterAddr(m *workqueue.Master) string { return "127.0.0.1:" + strconv.Itoa(m.Port()) }
 
-func localDriver(t *testing.T, slots int) batch.Driver {
-	t.Helper()
-	d := batch.NewLocal(batch.Options{Slots: slots, KillDelay: 2 * time.Second})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		d.Close(ctx)
-	})
-	return d
-}
-
 // workerPIDs returns the worker processes whose command line holds marker.
 func workerPIDs(t *testing.T, marker string) []int {
 	t.Helper()
@@ -211,7 +201,7 @@ func TestLocalWorkers(t *testing.T) {
 	m := startMaster(t, workqueue.Config{})
 	marker := t.TempDir()
 	r := startFactory(t, Config{
-		Driver: localDriver(t, 8),
+		Driver: batchtest.Local(t, 8),
 		Master: masterAddr(m),
 		Worker: Worker{Cores: 1, MemoryMB: 200, DiskMB: 200, IdleTimeout: time.Minute},
 		Limits: Limits{Min: 2, Max: 3},
@@ -294,7 +284,7 @@ func TestProjectThroughCatalog(t *testing.T) {
 	m := startMaster(t, workqueue.Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
 
 	r := startFactory(t, Config{
-		Driver:   localDriver(t, 4),
+		Driver:   batchtest.Local(t, 4),
 		Project:  "factory-test-.*",
 		Catalogs: []string{cat},
 		Worker:   Worker{Cores: 1, IdleTimeout: time.Minute},
@@ -323,7 +313,7 @@ func TestPassword(t *testing.T) {
 	}
 	m := startMaster(t, workqueue.Config{Password: []byte("s3cret\n")})
 	r := startFactory(t, Config{
-		Driver:       localDriver(t, 2),
+		Driver:       batchtest.Local(t, 2),
 		Master:       masterAddr(m),
 		PasswordFile: pw,
 		Worker:       Worker{Cores: 1, IdleTimeout: time.Minute},
@@ -342,7 +332,7 @@ func TestCCToolsWorkers(t *testing.T) {
 	wqw := testutil.NeedCCTools(t, "work_queue_worker")
 	m := startMaster(t, workqueue.Config{})
 	r := startFactory(t, Config{
-		Driver: localDriver(t, 2),
+		Driver: batchtest.Local(t, 2),
 		Master: masterAddr(m),
 		Worker: Worker{Command: []string{wqw}, Args: []string{"-s", t.TempDir()}, Cores: 1, MemoryMB: 100, DiskMB: 100, IdleTimeout: time.Minute},
 		Limits: Limits{Max: 2},
@@ -388,7 +378,7 @@ func TestGivesUp(t *testing.T) {
 			t.Parallel()
 			marker := t.TempDir()
 			r := startFactory(t, Config{
-				Driver: localDriver(t, 2),
+				Driver: batchtest.Local(t, 2),
 				Master: tt.master(t),
 				Worker: tt.worker,
 				Limits: Limits{Min: 1, Max: 1, Retries: 2, Backoff: 10 * time.Millisecond},
@@ -407,7 +397,7 @@ func TestGivesUp(t *testing.T) {
 }
 
 func TestConfigErrors(t *testing.T) {
-	d := localDriver(t, 1)
+	d := batchtest.Local(t, 1)
 	w := Worker{Command: []string{"worker"}}
 	tests := []struct {
 		cfg  Config
@@ -452,7 +442,7 @@ func TestWorkerCommandLine(t *testing.T) {
 		},
 	}
 	for _, tt := range tests {
-		tt.cfg.Driver = localDriver(t, 1)
+		tt.cfg.Driver = batchtest.Local(t, 1)
 		tt.cfg.Limits.Max = 1
 		if _, _, err := tt.cfg.validate(); err != nil {
 			t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/workqueue"
 )
@@ -146,7 +147,7 @@ func TestShapedRequests(t *testing.T) {
 func TestShapedWorkersWithinMax(t *testing.T) {
 	m := startMaster(t, workqueue.Config{})
 	r := startFactory(t, Config{
-		Driver: localDriver(t, 8),
+		Driver: batchtest.Local(t, 8),
 		Master: masterAddr(m),
 		Worker: Worker{Cores: 1, IdleTimeout: time.Minute},
 		Limits: Limits{Max: 3},

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/catalog"
@@ -64,7 +64,7 @@ func TestPoolTwoMasters(t *testing.T) {
 	// while it has tasks).
 	waitMasters(t, cat, 2)
 
-	d := localDriver(t, 8)
+	d := batchtest.Local(t, 8)
 	var mu sync.Mutex
 	maxTotal := 0
 	reports := make(chan Report, 1000)
@@ -176,18 +176,6 @@ func startPool(t *testing.T, cfg Config) {
 			t.Logf("pool log:\n%s", log)
 		}
 	})
-}
-
-// localDriver is the local batch system with slots, closed (its jobs
-// killed) when the test ends.
-func localDriver(t *testing.T, slots int) *batch.Local {
-	d := batch.NewLocal(batch.Options{Slots: slots, KillDelay: 2 * time.Second})
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		d.Close(ctx)
-	})
-	return d
 }
 
 // waitMasters waits until the catalog at cat lists n masters, so that the

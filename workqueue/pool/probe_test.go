@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/catalog"
@@ -62,7 +63,7 @@ func TestPoolLeavesOutForgedMasters(t *testing.T) {
 	fake("gamma", &toGamma)
 	waitMasters(t, cat, 3)
 
-	d := localDriver(t, 4)
+	d := batchtest.Local(t, 4)
 	var mu sync.Mutex
 	var decisions []string
 	startPool(t, Config{Driver: d, PolicyFile: policyFile, PasswordFile: pwFile, Catalogs: []string{cat},

@@ -108,7 +108,7 @@ func TestPoolShapedWorkers(t *testing.T) {
 	}
 	waitMasters(t, cat, 1)
 
-	local := localDriver(t, 8)
+	local := batchtest.Local(t, 8)
 	d := &batchtest.Submissions{Driver: local}
 	var mu sync.Mutex
 	maxTotal := 0

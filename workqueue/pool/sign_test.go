@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/workqueue/catalog"
 	"github.com/rightsize/rightsize/workqueue/enforce"
@@ -18,7 +19,7 @@ func TestPoolDecisionSigned(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	dir := t.TempDir()
 	policyFile, pwFile := writeGuarded(t, dir, "max_workers: 4\ndistribution: alpha=1\n")
-	startPool(t, Config{Driver: localDriver(t, 1), PolicyFile: policyFile, PasswordFile: pwFile, Catalogs: []string{cat},
+	startPool(t, Config{Driver: batchtest.Local(t, 1), PolicyFile: policyFile, PasswordFile: pwFile, Catalogs: []string{cat},
 		CatalogNetwork: "tcp", Name: "signed", Worker: testWorker(dir), Interval: 50 * time.Millisecond})
 
 	decided := func(password string) int64 {
