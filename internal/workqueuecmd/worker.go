@@ -220,7 +220,12 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 	case len(args) == 1:
 		cfg.Masters = splitAddrs(args[0])
 		for _, a := range cfg.Masters {
-			if _, _, err := net.SplitHostPort(a); err != nil {
+			_, port, err := net.SplitHostPort(a)
+			if err == nil {
+				_, err = strconv.ParseUint(port, 10, 16)
+			}
+			if err != nil {
+				// Else the worker would retry a name it can never reach.
 				return cfg, cmdutil.Usagef("bad master address %q (want HOST:PORT)", a)
 			}
 		}

@@ -26,6 +26,8 @@ func TestUsageErrors(t *testing.T) {
 		{"worker", "-M", "p", "host", "9123"},
 		{"worker", "host", "port"},
 		{"worker", "hostwithoutport"},
+		{"worker", "127.0.0.1:notaport"},
+		{"worker", "h:1,h:70000"},
 		{"worker", "--cores", "-1", "h", "1"},
 		{"worker", "-t", "soon", "h", "1"},
 		{"worker", "--foreman-port", "9200", "h", "1"},
