@@ -50,7 +50,7 @@ func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
 		fmt.Fprintf(s.Err, "makeflow: %v\n", err)
 		return cmdutil.ExitUsage
 	}
-	return cmdutil.Execute(ctx, cmd, args, s)
+	return cmdutil.Execute(ctx, cmd, archiveDirArg(cmd.Flags(), args), s)
 }
 
 // Command returns the makeflow command, for Main and for its manual page.

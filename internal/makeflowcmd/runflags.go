@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,7 +39,7 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	f.IntVarP(&r.priority, "priority", "P", 0, "-T wq: the master's priority `N`, advertised with -N: a worker serving several projects prefers the highest (ignored with another -T, as CCTools does)")
 	r.submitTimeout = makeflow.DefaultSubmitTimeout
 	f.StringVar(&r.monitor, "monitor", "", "write what each rule used (peak memory, CPU and wall time, the size of its outputs) to `DIR`/resource-rule-N.summary as CCTools' resource monitor does, and sum it up at the end")
-	f.StringVar(&r.archive, "archive", "", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout; `DIR` defaults to --archive-dir)")
+	f.StringVar(&r.archive, "archive", "", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout; `DIR`, given as --archive=DIR or as --archive DIR WORKFLOW, defaults to --archive-dir's)")
 	f.Lookup("archive").NoOptDefVal = " "
 	f.StringVar(&r.archiveDir, "archive-dir", "", "the archive's directory (default /tmp/makeflow.archive.UID)")
 	f.BoolVar(&r.archiveRead, "archive-read", false, "reuse outputs from the archive, but keep nothing there")
@@ -148,4 +149,37 @@ func (r *runFlags) printStorage(wf *makeflow.Workflow, dir string, out io.Writer
 	}
 	fmt.Fprintf(out, "storage needed: at least %d bytes, at most %d; %d remain at the end (written to %s)\n", minimum, maximum, residual, r.storagePrint)
 	return nil
+}
+
+// archiveDirArg returns args with "--archive DIR" written
+// "--archive=DIR" when DIR is not the only argument left to name the
+// workflow: "makeflow --archive DIR wf.mf". CCTools' --archive takes no
+// value (its directory is --archive-dir's), so that there DIR would be a
+// second workflow; "makeflow --archive wf.mf" keeps the default
+// directory, as there. A clean mode after a bare -c ("-c intermediates
+// wf.mf") does not name the workflow.
+func archiveDirArg(flags *pflag.FlagSet, args []string) []string {
+	kinds := cmdutil.ClassifyArgs(flags, args)
+	dirAt, words := -1, 0
+	for i, k := range kinds {
+		if k != cmdutil.ArgPositional {
+			continue
+		}
+		prev := ""
+		if i > 0 && kinds[i-1] == cmdutil.ArgFlag {
+			prev = args[i-1]
+		}
+		if prev == "--archive" {
+			dirAt = i
+		} else if _, err := cleanMode(args[i]); err == nil && (prev == "-c" || prev == "--clean") {
+			continue
+		}
+		words++
+	}
+	if dirAt < 0 || words < 2 {
+		return args
+	}
+	out := slices.Clone(args[:dirAt-1])
+	out = append(out, "--archive="+args[dirAt])
+	return append(out, args[dirAt+1:]...)
 }
