@@ -48,7 +48,8 @@ JSON AND JX
        "rules": [{"command": format("sim %d > out.%d", i, i),
                   "outputs": ["out." + i]} for i in range(N)]}
   JX has symbols (the names "define", --jx-args FILE and --jx-define
-  VAR=EXPR bind; the flags win), + - * / % (+ joins strings and lists),
+  VAR=EXPR bind; the flags win, and among them the later one, as given),
+  + - * / % (+ joins strings and lists),
   == != < <= > >=, and or not, lookups a[i] a["key"] and slices a[1:3],
   comprehensions [EXPR for x in LIST if COND], error(MSG), and range,
   format, join, len, ceil, floor, basename, dirname, listdir, escape,

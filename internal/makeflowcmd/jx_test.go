@@ -67,6 +67,13 @@ func TestJXSameResultsAsCCTools(t *testing.T) {
 			"w.args.jx": `{"N": 3, "word": "x" + "y"}`,
 			"w.jx":      `{"rules": [{"command": "echo " + word + i + " " + M + " > o." + i, "outputs": ["o." + i]} for i in range(N)]}`,
 		}, []string{"--jx-args", "w.args.jx", "--jx-define", "M=N*10", "w.jx"}},
+		// In command-line order, each seeing those before it: the file's N
+		// wins over the --jx-define before it, and its M is computed from
+		// that N.
+		{"jx-define then jx-args", map[string]string{
+			"w.args.jx": `{"N": 2, "M": N + 1}`,
+			"w.jx":      `{"rules": [{"command": "echo " + N + " " + M + " > o", "outputs": ["o"]}]}`,
+		}, []string{"--jx-define", "N=5", "--jx-args", "w.args.jx", "w.jx"}},
 		// CCTools' TR_makeflow_050_sub_workflow_jx_for.
 		{"sub-workflows", map[string]string{
 			"w.jx": `{
@@ -118,6 +125,36 @@ func TestJXSameResultsAsCCTools(t *testing.T) {
 				t.Errorf("left after --clean: %q", keys(left))
 			}
 		})
+	}
+}
+
+// TestJXVarsInOrder: --jx-args files and --jx-defines bind their
+// variables in the order given, a later one winning and each evaluated
+// with those before it, as in CCTools.
+func TestJXVarsInOrder(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"one.jx": `{"N": 1}`,
+		"two.jx": `{"N": N + 1, "M": "two"}`,
+		"w.jx":   `{"rules": [{"command": "echo " + N + " " + M + " > o", "outputs": ["o"]}]}`,
+	})
+	tests := []struct {
+		args []string
+		want string // the rule's command
+	}{
+		{[]string{"--jx-args", "one.jx", "--jx-define", "N=7", "--jx-define", `M="d"`}, "echo 7 d > o"},
+		{[]string{"--jx-define", "N=7", "--jx-define", `M="d"`, "--jx-args", "one.jx"}, "echo 1 d > o"},
+		{[]string{"--jx-define", "N=7", "--jx-args", "two.jx"}, "echo 8 two > o"},
+		{[]string{"--jx-args", "one.jx", "--jx-args", "two.jx", "--jx-define", "N=7"}, "echo 7 two > o"},
+		{[]string{"--jx-define", "N=7", "--jx-args", "two.jx", "--jx-define", "M=N*2"}, "echo 8 16 > o"},
+		{[]string{"--jx-args", "one.jx", "--jx-args", "two.jx"}, "echo 2 two > o"},
+		{[]string{"--jx-define", "N=3", "--jx-context", "two.jx"}, "echo 4 two > o"},
+	}
+	for _, tt := range tests {
+		r := mf(t, dir, append(append([]string{"-T", "dryrun"}, tt.args...), "w.jx")...)
+		if r.code != 0 || !strings.Contains(r.out, tt.want+"\n") {
+			t.Errorf("makeflow %q: %v\nwant the command %q", tt.args, r, tt.want)
+		}
 	}
 }
 
