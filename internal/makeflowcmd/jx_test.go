@@ -178,7 +178,7 @@ func TestJXErrors(t *testing.T) {
 		{[]string{"--check", "bad.jx"}, 1, "bad.jx:5:63: undefined symbol missing\n1 error in bad.jx; nothing was run\n"},
 		{[]string{"bad.jx"}, 1, "bad.jx:5:63: undefined symbol missing\n1 error in bad.jx; nothing was run\n"},
 		{[]string{"--check", "syntax.jx"}, 1, "syntax.jx:2:25: expected \",\" or \"}\" in the object, found \"outputs\"\n1 error in syntax.jx; nothing was run\n"},
-		{[]string{"--check", "rules.jx"}, 1, "rules.jx:3:3: rule 1: json: unknown field \"comand\"\n1 error in rules.jx; nothing was run\n"},
+		{[]string{"--check", "rules.jx"}, 1, "rules.jx:3:4: rule 1: unknown key \"comand\" (did you mean \"command\"?)\n1 error in rules.jx; nothing was run\n"},
 		{[]string{"--check", "--jx", "cycle.json"}, 1, "dependency cycle"},
 		{[]string{"--check", "--jx-args", "args.jx", "w.jx"}, 1, "makeflow: --jx-args: args.jx:1:10: unexpected \"}\": expected a value\n"},
 		{[]string{"--check", "--jx-define", "N=1/0", "w.jx"}, 2, "makeflow: --jx-define N=1/0: 1:2: division by zero\n"},
