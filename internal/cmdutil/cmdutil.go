@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
@@ -125,7 +126,7 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // rather than print them.
 func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) int {
 	Prepare(cmd)
-	if shell, ok := completionArg(args); ok {
+	if shell, ok := completionArg(cmd, args); ok {
 		return writeCompletion(cmd, shell, s)
 	}
 	cmd.SetArgs(args)
@@ -268,18 +269,36 @@ func Prepare(cmd *cobra.Command) {
 	}
 }
 
-// completionArg reports whether args ask for the completion script
-// (--completion SHELL or --completion=SHELL first), and for which shell.
-func completionArg(args []string) (string, bool) {
-	switch {
-	case len(args) == 0:
-		return "", false
-	case strings.HasPrefix(args[0], "--completion="):
-		return strings.TrimPrefix(args[0], "--completion="), true
-	case args[0] == "--completion" && len(args) > 1:
-		return args[1], true
-	case args[0] == "--completion":
-		return "", true
+// completionArg reports whether args ask for the completion script, and
+// for which shell: --completion SHELL or --completion=SHELL anywhere a
+// flag may be, before "--", for cmd or any of its subcommands. An
+// argument that is another flag's value (makeflow -l --completion) or
+// comes after "--" is not it.
+func completionArg(cmd *cobra.Command, args []string) (string, bool) {
+	c, rest := cmd, args
+	if found, r, err := cmd.Find(args); err == nil {
+		c, rest = found, r
+	}
+	flags := pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
+	flags.AddFlagSet(c.Flags())
+	flags.AddFlagSet(c.InheritedFlags())
+	if f := cmd.Flags().Lookup("completion"); f != nil && flags.Lookup("completion") == nil {
+		flags.AddFlag(f) // the root's own flag, for a subcommand too
+	}
+	kinds := ClassifyArgs(flags, rest)
+	for i, a := range rest {
+		if kinds[i] != ArgFlag {
+			continue
+		}
+		if shell, ok := strings.CutPrefix(a, "--completion="); ok {
+			return shell, true
+		}
+		if a == "--completion" {
+			if i+1 < len(rest) && kinds[i+1] == ArgFlagValue {
+				return rest[i+1], true
+			}
+			return "", true
+		}
 	}
 	return "", false
 }

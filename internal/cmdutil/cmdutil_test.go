@@ -114,7 +114,8 @@ func TestVersionFlag(t *testing.T) {
 }
 
 // TestCompletion: the completion script is a flag, so that an argument
-// named "completion" (a workflow file) is the command's, not cobra's.
+// named "completion" (a workflow file) is the command's, not cobra's; it
+// is asked for anywhere before "--", but never by another flag's value.
 func TestCompletion(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
@@ -127,12 +128,25 @@ func TestCompletion(t *testing.T) {
 		{[]string{"--completion", "tcsh"}, ExitUsage, `tool: --completion "tcsh": give bash, zsh, fish or powershell`},
 		{[]string{"completion"}, ExitOK, "ran with [completion]"},
 		{[]string{"completion", "bash"}, ExitOK, "ran with [completion bash]"},
+		{[]string{"-v", "--completion", "bash"}, ExitOK, "# bash completion V2 for tool"},
+		{[]string{"-qv", "wf.mf", "--completion", "zsh"}, ExitOK, "#compdef tool"},
+		{[]string{"wf.mf", "--completion=fish"}, ExitOK, "# fish completion for tool"},
+		{[]string{"-l", "--completion", "bash"}, ExitOK, "ran with [bash]"},
+		{[]string{"--log", "--completion", "bash"}, ExitOK, "ran with [bash]"},
+		{[]string{"--", "--completion", "bash"}, ExitOK, "ran with [--completion bash]"},
+		{[]string{"sub", "-n", "3", "--completion", "bash"}, ExitOK, "# bash completion V2 for tool"},
+		{[]string{"sub", "-n", "--completion"}, ExitUsage, "invalid argument"},
 	} {
 		cmd := &cobra.Command{Use: "tool", Args: cobra.ArbitraryArgs, RunE: func(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "ran with %v", args)
 			return nil
 		}}
-		cmd.AddCommand(&cobra.Command{Use: "sub", Run: func(*cobra.Command, []string) {}})
+		cmd.Flags().BoolP("verbose", "v", false, "")
+		cmd.Flags().BoolP("quiet", "q", false, "")
+		cmd.Flags().StringP("log", "l", "", "")
+		sub := &cobra.Command{Use: "sub", Run: func(*cobra.Command, []string) {}}
+		sub.Flags().IntP("n", "n", 0, "")
+		cmd.AddCommand(sub)
 		var out strings.Builder
 		code := Execute(context.Background(), cmd, tc.args, Streams{In: strings.NewReader(""), Out: &out, Err: &out})
 		if code != tc.code || !strings.Contains(out.String(), tc.want) {
