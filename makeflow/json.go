@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -88,9 +88,9 @@ type jsonFile struct {
 // ParseJSONFile reads a workflow in CCTools' JSON form from the file at
 // path.
 func ParseJSONFile(path string) (*Workflow, error) {
-	src, err := os.ReadFile(path)
+	src, err := readWorkflow(path)
 	if err != nil {
-		return nil, fmt.Errorf("read workflow: %w", err)
+		return nil, err
 	}
 	return ParseJSON(path, src)
 }
@@ -360,6 +360,14 @@ func (r *jsonResources) apply(res *Resources) {
 // jsonError positions a decoding error: base is where the decoded text
 // starts in src.
 func jsonError(name string, src []byte, base int64, err error) error {
+	end := int64(len(bytes.TrimRight(src, " \t\r\n")))
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// At the end of the text, where the missing ] or } would be.
+		return ErrorList{{Pos: offsetPos(name, src, end), Msg: "the file ends inside the JSON value: a \"]\" or \"}\" (or a string's closing quote) is missing"}}
+	case errors.Is(err, io.EOF):
+		return ErrorList{{Pos: offsetPos(name, src, 0), Msg: "the file is empty: a JSON workflow is an object with \"rules\""}}
+	}
 	off, _ := jsonpos.Offset(err)
 	return ErrorList{{Pos: offsetPos(name, src, base+off), Msg: err.Error()}}
 }

@@ -85,6 +85,8 @@ func TestParseJSONErrors(t *testing.T) {
 			`e.json:2:3: rule 0: "command" must be a string, not a number`,
 			`e.json:4:19: rule 2: "outputs" must be a list, not a string`,
 		}},
+		{"cut short", "{\"rules\": [\n  {\"command\": \"x\"}\n", []string{`e.json:2:19: the file ends inside the JSON value`}},
+		{"empty", "\n", []string{`e.json:1:1: the file is empty`}},
 		{"JX", `{"define": {"N": 3}, "rules": []}`, []string{`e.json:1:1: JX "define" and "variables" are not supported`}},
 	}
 	for _, tt := range tests {

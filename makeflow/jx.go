@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/rightsize/rightsize/jx"
 )
@@ -35,9 +34,9 @@ type JXOptions struct {
 // ParseJXFile reads and evaluates a workflow in CCTools' JX form from the
 // file at path.
 func ParseJXFile(ctx context.Context, path string, opts JXOptions) (*Workflow, error) {
-	src, err := os.ReadFile(path)
+	src, err := readWorkflow(path)
 	if err != nil {
-		return nil, fmt.Errorf("read workflow: %w", err)
+		return nil, err
 	}
 	return ParseJX(ctx, path, src, opts)
 }
