@@ -151,6 +151,9 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 		if errors.Is(err, context.Canceled) {
 			// The interruption says so in words; Go's name for it is noise.
 			msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error())
+			if msg == context.Canceled.Error() {
+				msg = "interrupted"
+			}
 		}
 		fmt.Fprintf(s.Err, "%s: %s\n", name, msg)
 	}

@@ -49,6 +49,8 @@ func TestExecute(t *testing.T) {
 		{name: "silent", runErr: ErrSilent, args: []string{"x"}, code: 1, noWords: []string{"failed"}},
 		{name: "interrupted", runErr: fmt.Errorf("interrupted with 3 of 9 rules done: %w", context.Canceled), args: []string{"x"}, code: 130,
 			stderr: []string{"tool: interrupted with 3 of 9 rules done\n"}, noWords: []string{"context canceled"}},
+		{name: "interrupted, no more said", runErr: context.Canceled, args: []string{"x"}, code: 130,
+			stderr: []string{"tool: interrupted\n"}, noWords: []string{"context canceled"}},
 		{name: "bad flag", args: []string{"--n", "zz", "x"}, code: 2, stderr: []string{"invalid argument", "Run 'tool --help' for usage."}},
 		{name: "unknown flag", args: []string{"--zz", "x"}, code: 2, stderr: []string{"unknown flag: --zz"}},
 		{name: "missing arg", args: nil, code: 2, stderr: []string{"accepts 1 arg(s), received 0"}},
