@@ -105,10 +105,10 @@ func ParseJSON(name string, src []byte) (*Workflow, error) {
 	}
 	var top jsonWorkflow
 	whole := jsonFileText(name, src, 0, src)
-	if err := whole.decode(src, nil, &top, "a workflow"); err != nil {
-		var ve *valueError
+	if err := decodeValue(src, &top, "a workflow"); err != nil {
+		var ve *jsonpos.ValueError
 		if errors.As(err, &ve) {
-			return nil, ErrorList{{Pos: whole.at(ve.path), Msg: ve.msg}}
+			return nil, ErrorList{{Pos: whole.at(ve.Path), Msg: ve.Msg}}
 		}
 		return nil, jsonError(name, src, 0, err)
 	}
@@ -161,9 +161,9 @@ func workflowFromJSON(name string, top *jsonWorkflow, rules []jsonText, topPos P
 		r, err := ruleFromJSON(jr, top, defCat, i, envs)
 		if err != nil {
 			pos := jr.pos
-			var ve *valueError
+			var ve *jsonpos.ValueError
 			if errors.As(err, &ve) {
-				pos = jr.at(ve.path)
+				pos = jr.at(ve.Path)
 			}
 			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("rule %d: %v", i, err)})
 			continue
@@ -180,7 +180,7 @@ func workflowFromJSON(name string, top *jsonWorkflow, rules []jsonText, topPos P
 // holds. Its errors about one of the rule's values are *valueErrors.
 func ruleFromJSON(t jsonText, top *jsonWorkflow, defCat string, id int, envs map[string][]string) (*Rule, error) {
 	var jr jsonRule
-	if err := t.decode(t.raw, nil, &jr, "a rule"); err != nil {
+	if err := decodeValue(t.raw, &jr, "a rule"); err != nil {
 		return nil, err
 	}
 	pos := t.pos
@@ -308,27 +308,26 @@ func fileFromJSON(t jsonText, raw json.RawMessage, path []string, pos Pos) (File
 		f = File{Name: name}
 	} else {
 		var jf jsonFile
-		if err := t.decode(raw, path, &jf, ""); err != nil {
-			var ve *valueError
-			if errors.As(err, &ve) && len(ve.path) == len(path) {
-				// Neither a name nor an object.
-				var typ *json.UnmarshalTypeError
-				errors.As(jsonpos.Decode(raw, &jf), &typ)
-				return f, valueErrorf(path, "%s must be %s, not %s", pathName(path), fileWords, valueWords(typ.Value))
-			}
-			return f, err
+		err := jsonpos.Decode(raw, &jf)
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field == "" {
+			// Neither a name nor an object.
+			return f, valueErrorf(path, "%s must be %s, not %s", jsonpos.PathName(path), fileWords, jsonpos.ValueWords(typ.Value))
+		}
+		if err != nil {
+			return f, jsonpos.Explain(err, raw, &jf, path, "")
 		}
 		f = File{Name: jf.DagName, Remote: jf.TaskName}
 	}
 	f.Pos = pos
 	if f.Name == "" || strings.ContainsRune(f.Name, '\n') {
-		return f, valueErrorf(path, "%s: bad file name %q", pathName(path), f.Name)
+		return f, valueErrorf(path, "%s: bad file name %q", jsonpos.PathName(path), f.Name)
 	}
 	f.Name = filepath.Clean(f.Name)
 	if f.Remote != "" {
 		remote := filepath.Clean(f.Remote)
 		if filepath.IsAbs(remote) || remote == ".." || strings.HasPrefix(remote, "../") {
-			return f, valueErrorf(append(path, "task_name"), "%s: remote name %q must be a relative path inside the task's sandbox", pathName(path), f.Remote)
+			return f, valueErrorf(append(path, "task_name"), "%s: remote name %q must be a relative path inside the task's sandbox", jsonpos.PathName(path), f.Remote)
 		}
 		f.Remote = remote
 		if remote == f.Name {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/rightsize/rightsize/internal/jsonpos"
 	"github.com/rightsize/rightsize/jx"
 )
 
@@ -92,11 +93,11 @@ func ParseJX(ctx context.Context, name string, src []byte, opts JXOptions) (*Wor
 				continue
 			}
 			text := jxText(one, raw, jxPos(p.Pos))
-			if err := text.decode(raw, nil, &tw, "a workflow"); err != nil {
+			if err := decodeValue(raw, &tw, "a workflow"); err != nil {
 				pos := text.pos
-				var ve *valueError
+				var ve *jsonpos.ValueError
 				if errors.As(err, &ve) {
-					pos = text.at(ve.path)
+					pos = text.at(ve.Path)
 				}
 				errs = append(errs, &Error{Pos: pos, Msg: err.Error()})
 			}

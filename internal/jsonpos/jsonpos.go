@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strconv"
 )
 
@@ -124,4 +125,23 @@ func skipSeparators(data []byte, off int64) int64 {
 		}
 	}
 	return off
+}
+
+// Locate returns the offset in data of the value at path, a Span's: of
+// its key, for a member of an object. ok is false if no value is there
+// or data is not JSON.
+func Locate(data []byte, path []string) (off int64, ok bool) {
+	spans, err := Spans(data)
+	if err != nil {
+		return 0, false
+	}
+	for _, s := range spans {
+		if slices.Equal(s.Path, path) {
+			if s.Key >= 0 {
+				return s.Key, true
+			}
+			return s.Start, true
+		}
+	}
+	return 0, false
 }
