@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -154,6 +155,13 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 			if msg == context.Canceled.Error() {
 				msg = "interrupted"
 			}
+		}
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			// "nope.conf: no such file or directory": the system
+			// call's name ("open nope.conf: ...") says nothing to
+			// the user.
+			msg = strings.Replace(msg, pathErr.Error(), pathErr.Path+": "+pathErr.Err.Error(), 1)
 		}
 		fmt.Fprintf(s.Err, "%s: %s\n", name, msg)
 	}

@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/spf13/cobra"
@@ -51,6 +53,8 @@ func TestExecute(t *testing.T) {
 			stderr: []string{"tool: interrupted with 3 of 9 rules done\n"}, noWords: []string{"context canceled"}},
 		{name: "interrupted, no more said", runErr: context.Canceled, args: []string{"x"}, code: 130,
 			stderr: []string{"tool: interrupted\n"}, noWords: []string{"context canceled"}},
+		{name: "file", runErr: fmt.Errorf("--policy: %w", &fs.PathError{Op: "open", Path: "p.conf", Err: syscall.ENOENT}), args: []string{"x"}, code: 1,
+			stderr: []string{"tool: --policy: p.conf: no such file or directory\n"}, noWords: []string{"open"}},
 		{name: "bad flag", args: []string{"--n", "zz", "x"}, code: 2, stderr: []string{"invalid argument", "Run 'tool --help' for usage."}},
 		{name: "unknown flag", args: []string{"--zz", "x"}, code: 2, stderr: []string{"unknown flag: --zz"}},
 		{name: "missing arg", args: nil, code: 2, stderr: []string{"accepts 1 arg(s), received 0"}},

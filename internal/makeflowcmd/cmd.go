@@ -314,12 +314,12 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	}
 	if o.summaryLog != "" {
 		if _, err := os.Stat(filepath.Dir(inDir(dir, o.summaryLog))); err != nil {
-			return cmdutil.Usagef("-f %s: %v", o.summaryLog, err)
+			return cmdutil.Usagef("-f %s: %w", o.summaryLog, err)
 		}
 	}
 	if o.reportPath != "" {
 		if _, err := os.Stat(filepath.Dir(inDir(dir, o.reportPath))); err != nil {
-			return cmdutil.Usagef("--report %s: %v", o.reportPath, err)
+			return cmdutil.Usagef("--report %s: %w", o.reportPath, err)
 		}
 	}
 	if o.httpAddr != "" {

@@ -2,7 +2,9 @@ package makeflowcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -142,6 +144,10 @@ func expandArgvDepth(flags *pflag.FlagSet, args []string, depth int) ([]string, 
 func argvFile(flags *pflag.FlagSet, file string) ([]string, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the caller names the file
+		}
 		return nil, err
 	}
 	obj, err := jx.EvalObject(context.Background(), file, src, nil, nil)

@@ -239,7 +239,7 @@ func TestArgv(t *testing.T) {
 		{"bad2.json", "makeflow: --argv bad2.json: bad2.json:1:2: --makeflow-log needs a value, not null"},
 		{"bad3.json", "more than 32 --argv files within each other"},
 		{"bad4.json", "makeflow: --argv bad4.json: bad4.json:1:1: expected an object, not array"},
-		{"none.json", "makeflow: --argv none.json: open none.json: no such file or directory"},
+		{"none.json", "makeflow: --argv none.json: no such file or directory\n"},
 	} {
 		if r := mf(t, dir, "--argv", tt.file); r.code != 2 || !strings.Contains(r.err, tt.want) {
 			t.Errorf("--argv %s: %v\nwant %q", tt.file, r, tt.want)
