@@ -136,9 +136,7 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 	cmd.SetErr(s.Err)
 	cmd.SilenceErrors = true
 	cmd.SilenceUsage = true
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &UsageError{Err: err}
-	})
+	cmd.SetFlagErrorFunc(flagError)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK

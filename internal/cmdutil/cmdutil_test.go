@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/spf13/cobra"
 )
@@ -36,6 +37,11 @@ func TestExecute(t *testing.T) {
 	newCmd := func(runErr error) *cobra.Command {
 		cmd := &cobra.Command{Use: "tool ARG", Args: ExactArgs(1), RunE: func(*cobra.Command, []string) error { return runErr }}
 		cmd.Flags().Int("n", 0, "a number")
+		cmd.Flags().IntP("jobs", "j", 0, "a number")
+		cmd.Flags().Float64("rate", 0, "a rate")
+		cmd.Flags().Bool("dry", false, "a boolean")
+		var wait time.Duration
+		cmd.Flags().Var(Seconds(&wait), "wait", "a duration")
 		return cmd
 	}
 	tests := []struct {
@@ -55,8 +61,14 @@ func TestExecute(t *testing.T) {
 			stderr: []string{"tool: interrupted\n"}, noWords: []string{"context canceled"}},
 		{name: "file", runErr: fmt.Errorf("--policy: %w", &fs.PathError{Op: "open", Path: "p.conf", Err: syscall.ENOENT}), args: []string{"x"}, code: 1,
 			stderr: []string{"tool: --policy: p.conf: no such file or directory\n"}, noWords: []string{"open"}},
-		{name: "bad flag", args: []string{"--n", "zz", "x"}, code: 2, stderr: []string{"invalid argument", "Run 'tool --help' for usage."}},
+		{name: "bad flag", args: []string{"--n", "zz", "x"}, code: 2, stderr: []string{"tool: --n zz: not a whole number\n", "Run 'tool --help' for usage."}, noWords: []string{"strconv", "ParseInt"}},
+		{name: "bad short flag", args: []string{"-j", "2.5", "x"}, code: 2, stderr: []string{"tool: -j/--jobs 2.5: not a whole number\n"}},
+		{name: "out of range", args: []string{"--n", "99999999999999999999", "x"}, code: 2, stderr: []string{"tool: --n 99999999999999999999: out of range\n"}},
+		{name: "bad float", args: []string{"--rate", "fast", "x"}, code: 2, stderr: []string{"tool: --rate fast: not a number\n"}},
+		{name: "bad boolean", args: []string{"--dry=maybe", "x"}, code: 2, stderr: []string{"tool: --dry maybe: not true or false\n"}},
+		{name: "bad duration", args: []string{"--wait", "soon", "x"}, code: 2, stderr: []string{"tool: --wait soon: bad duration \"soon\" (want seconds or e.g. 90s, 5m)\n"}},
 		{name: "unknown flag", args: []string{"--zz", "x"}, code: 2, stderr: []string{"unknown flag: --zz"}},
+		{name: "misspelt flag", args: []string{"--jbos", "2", "x"}, code: 2, stderr: []string{"tool: unknown flag --jbos (did you mean --jobs?)\n"}},
 		{name: "missing arg", args: nil, code: 2, stderr: []string{"accepts 1 arg(s), received 0"}},
 	}
 	for _, tt := range tests {
@@ -141,7 +153,7 @@ func TestCompletion(t *testing.T) {
 		{[]string{"--log", "--completion", "bash"}, ExitOK, "ran with [bash]"},
 		{[]string{"--", "--completion", "bash"}, ExitOK, "ran with [--completion bash]"},
 		{[]string{"sub", "-n", "3", "--completion", "bash"}, ExitOK, "# bash completion V2 for tool"},
-		{[]string{"sub", "-n", "--completion"}, ExitUsage, "invalid argument"},
+		{[]string{"sub", "-n", "--completion"}, ExitUsage, "tool sub: -n/--n --completion: not a whole number"},
 	} {
 		cmd := &cobra.Command{Use: "tool", Args: cobra.ArbitraryArgs, RunE: func(cmd *cobra.Command, args []string) error {
 			fmt.Fprintf(cmd.OutOrStdout(), "ran with %v", args)

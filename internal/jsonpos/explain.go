@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rightsize/rightsize/internal/suggest"
 )
 
 // A ValueError is a problem with one value of a JSON text, in the words
@@ -71,14 +73,18 @@ func Explain(err error, data []byte, v any, prefix []string, what string) error 
 		}
 		parent := s.Path[:len(s.Path)-1]
 		known, isStruct := knownKeys(reflect.TypeOf(v), parent)
-		if !isStruct || slices.Contains(known, strconv.Quote(key)) {
+		if !isStruct || slices.Contains(known, key) {
 			continue // a key of this name where it is allowed
 		}
 		msg := fmt.Sprintf("unknown key %q", key)
-		if near := nearest(key, known); near != "" {
+		if near := suggest.Nearest(key, known); near != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", near)
 		} else if len(known) > 0 {
-			msg += " (known: " + strings.Join(known, ", ") + ")"
+			quoted := make([]string, len(known))
+			for i, k := range known {
+				quoted[i] = strconv.Quote(k)
+			}
+			msg += " (known: " + strings.Join(quoted, ", ") + ")"
 		}
 		if p := full(parent); len(p) > 0 {
 			msg = PathName(p) + ": " + msg
@@ -176,7 +182,7 @@ func typeWords(t reflect.Type) string {
 	return "an object"
 }
 
-// knownKeys returns the quoted keys of the object that path leads to
+// knownKeys returns the keys of the object that path leads to
 // within a value of the Go type t, and whether it is a struct's (a map
 // takes any key).
 func knownKeys(t reflect.Type, path []string) ([]string, bool) {
@@ -208,7 +214,7 @@ func knownKeys(t reflect.Type, path []string) ([]string, bool) {
 	var keys []string
 	for i := range t.NumField() {
 		if name := jsonName(t.Field(i)); name != "" {
-			keys = append(keys, strconv.Quote(name))
+			keys = append(keys, name)
 		}
 	}
 	return keys, true
@@ -236,38 +242,4 @@ func jsonName(f reflect.StructField) string {
 		return f.Name
 	}
 	return name
-}
-
-// nearest returns the one of the quoted keys known that key is a typo of
-// (at most two edits away), or "".
-func nearest(key string, known []string) string {
-	best, bestD := "", 3
-	for _, q := range known {
-		k, _ := strconv.Unquote(q)
-		if d := editDistance(key, k); d < bestD {
-			best, bestD = k, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
