@@ -102,23 +102,42 @@ func ExitCode(err error) int {
 	}
 }
 
-// ExactArgs is cobra.ExactArgs with the error marked as a usage error.
+// ExactArgs requires n arguments; otherwise it returns a usage error that
+// says what the command takes and what it was given: "expected 3
+// arguments (allpairs [flags] FUNC A B), got 2: builtin:bytediff A".
 func ExactArgs(n int) cobra.PositionalArgs {
-	return usageArgs(cobra.ExactArgs(n))
+	return RangeArgs(n, n)
 }
 
-// RangeArgs is cobra.RangeArgs with the error marked as a usage error.
+// RangeArgs requires between min and max arguments, as ExactArgs does n.
 func RangeArgs(min, max int) cobra.PositionalArgs {
-	return usageArgs(cobra.RangeArgs(min, max))
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= min && len(args) <= max {
+			return nil
+		}
+		var want string
+		switch {
+		case min == max:
+			want = "expected " + countWords(max)
+		case len(args) > max:
+			want = "expected at most " + countWords(max)
+		default:
+			want = "expected at least " + countWords(min)
+		}
+		got := "none"
+		if len(args) > 0 {
+			got = fmt.Sprintf("%d: %s", len(args), strings.Join(args, " "))
+		}
+		return Usagef("%s (%s), got %s", want, cmd.UseLine(), got)
+	}
 }
 
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return &UsageError{Err: err}
-		}
-		return nil
+// countWords says n arguments in words: "no arguments", "1 argument".
+func countWords(n int) string {
+	if n == 0 {
+		return "no arguments"
 	}
+	return Plural(n, "argument")
 }
 
 // Execute runs cmd with args and streams and returns the exit code. It prints

@@ -69,7 +69,7 @@ func TestExecute(t *testing.T) {
 		{name: "bad duration", args: []string{"--wait", "soon", "x"}, code: 2, stderr: []string{"tool: --wait soon: bad duration \"soon\" (want seconds or e.g. 90s, 5m)\n"}},
 		{name: "unknown flag", args: []string{"--zz", "x"}, code: 2, stderr: []string{"unknown flag: --zz"}},
 		{name: "misspelt flag", args: []string{"--jbos", "2", "x"}, code: 2, stderr: []string{"tool: unknown flag --jbos (did you mean --jobs?)\n"}},
-		{name: "missing arg", args: nil, code: 2, stderr: []string{"accepts 1 arg(s), received 0"}},
+		{name: "missing arg", args: nil, code: 2, stderr: []string{"tool: expected 1 argument (tool ARG [flags]), got none\n"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
