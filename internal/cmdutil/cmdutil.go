@@ -6,6 +6,14 @@
 // run by RunMain stops as after Ctrl-C when the reader of its output goes
 // away (exit 141), rather than dying of SIGPIPE with its jobs left behind.
 //
+// Execute words the errors of flags and arguments for the user rather
+// than as pflag and cobra do ("-j/--max-local x: not a whole number",
+// "unknown flag --chekc (did you mean --check?)", "expected 3 arguments
+// (allpairs [flags] FUNC A B), got 2: ..."), drops the system call from a
+// file's error ("nope.conf: no such file or directory"), and answers
+// --completion SHELL wherever it is given before "--". ClassifyArgs tells
+// flags, their values and positional arguments apart before parsing.
+//
 // It does not parse any tool's flags or know any tool's behaviour; each tool
 // builds its own cobra command and hands it to Execute.
 package cmdutil
