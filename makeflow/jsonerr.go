@@ -55,27 +55,32 @@ func jsonFileText(name string, src []byte, base int64, raw json.RawMessage) json
 func jxText(v jx.Value, raw json.RawMessage, pos Pos) jsonText {
 	find := func(path []string) (Pos, bool) {
 		at, found := pos, false
+		cur := v
 		for _, k := range path {
-			switch x := v.(type) {
+			var where jx.Pos
+			switch x := cur.(type) {
 			case *jx.Object:
 				i := slices.IndexFunc(x.Pairs, func(p jx.Pair) bool { return p.Key == k })
 				if i < 0 {
 					return at, found
 				}
-				at, found, v = jxPos(x.Pairs[i].Pos), true, x.Pairs[i].Value
+				cur, where = x.Pairs[i].Value, x.Pairs[i].Pos
 			case *jx.List:
 				n, err := strconv.Atoi(k)
 				if err != nil || n < 0 || n >= len(x.Items) {
 					return at, found
 				}
-				v = x.Items[n]
-				if l, ok := v.(*jx.List); ok && l.Pos.IsValid() {
-					at, found = jxPos(l.Pos), true
-				} else if o, ok := v.(*jx.Object); ok && o.Pos.IsValid() {
-					at, found = jxPos(o.Pos), true
+				cur = x.Items[n]
+				if l, ok := cur.(*jx.List); ok {
+					where = l.Pos
+				} else if o, ok := cur.(*jx.Object); ok {
+					where = o.Pos
 				}
 			default:
 				return at, found
+			}
+			if where.IsValid() {
+				at, found = jxPos(where), true
 			}
 		}
 		return at, found
