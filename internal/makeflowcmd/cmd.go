@@ -335,6 +335,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 	}
 	path = inDir(dir, path)
+	if err := o.run.checkWorkflowArg(file, path); err != nil {
+		return err
+	}
 	wf, err := o.jx.readWorkflow(ctx, path, dir, o.json)
 	if err != nil {
 		return inputErrors(err, path, s.Err)

@@ -40,7 +40,7 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	r.submitTimeout = makeflow.DefaultSubmitTimeout
 	f.StringVar(&r.monitor, "monitor", "", "write what each rule used (peak memory, CPU and wall time, the size of its outputs) to `DIR`/resource-rule-N.summary as CCTools' resource monitor does, and sum it up at the end")
 	f.StringVar(&r.archive, "archive", "", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout; `DIR`, given as --archive=DIR or as --archive DIR WORKFLOW, defaults to --archive-dir's)")
-	f.Lookup("archive").NoOptDefVal = " "
+	f.Lookup("archive").NoOptDefVal = archiveBare
 	f.StringVar(&r.archiveDir, "archive-dir", "", "the archive's directory (default /tmp/makeflow.archive.UID)")
 	f.BoolVar(&r.archiveRead, "archive-read", false, "reuse outputs from the archive, but keep nothing there")
 	f.BoolVar(&r.archiveWrite, "archive-write", false, "keep outputs in the archive, but reuse nothing from it")
@@ -49,6 +49,22 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	f.StringVar(&r.storagePrint, "storage-print", "", "write the storage the workflow needs to `FILE` (at least: one rule at a time, depth first; at most: every rule as soon as it is ready; what remains) as CCTools' footprint line, and exit without running")
 	f.VarP(cmdutil.Seconds(&r.submitTimeout), "submission-timeout", "S", "keep trying to submit a job the batch system refuses for `SECONDS`, pausing 1 s, 2 s, 4 s... (a job that is itself wrong fails at once); 0: do not retry")
 	f.Lookup("submission-timeout").DefValue = "3600"
+}
+
+// archiveBare is the value of --archive given without a directory.
+const archiveBare = " "
+
+// checkWorkflowArg reports a workflow argument that is the directory a
+// bare --archive was meant to take: "makeflow --archive DIR" runs
+// ./Makeflow nowhere, as CCTools would, but says how to say it.
+func (r *runFlags) checkWorkflowArg(file, path string) error {
+	if r.archive != archiveBare || file == "" {
+		return nil
+	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return cmdutil.Usagef("%s is a directory, not a workflow: to keep the archive there, write --archive %s WORKFLOW, or --archive-dir %s", file, file, file)
+	}
+	return nil
 }
 
 // check reports flags that cannot work, before anything is read.

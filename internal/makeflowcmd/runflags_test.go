@@ -184,6 +184,29 @@ func TestArchiveDirArg(t *testing.T) {
 	}
 }
 
+// TestArchiveDirAlone: a directory after a bare --archive, with no
+// workflow after it, is refused with how to say what was meant.
+func TestArchiveDirAlone(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"Makeflow": "out:\n\ttouch out\n", "arch/.keep": ""})
+	tests := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--archive", "arch"}, 2, "makeflow: arch is a directory, not a workflow: to keep the archive there, write --archive arch WORKFLOW, or --archive-dir arch\n"},
+		{[]string{"arch"}, 1, "makeflow: workflow arch: a directory, not a file\n"},
+	}
+	for _, tt := range tests {
+		if r := mf(t, dir, tt.args...); r.code != tt.code || !strings.HasPrefix(r.err, tt.err) {
+			t.Errorf("makeflow %q: %v\nwant exit %d and %q", tt.args, r, tt.code, tt.err)
+		}
+	}
+	if exists(filepath.Join(dir, "out")) {
+		t.Error("the workflow ran")
+	}
+}
+
 // TestArchiveFlags: --archive=DIR (or --archive DIR WORKFLOW) keeps the outputs; after a clean, the
 // same workflow takes them from there; a changed input runs its rule again.
 // (Debian's CCTools 9.9 is built without the archive: it answers --archive
