@@ -55,8 +55,9 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 const archiveBare = " "
 
 // checkWorkflowArg reports a workflow argument that is the directory a
-// bare --archive was meant to take: "makeflow --archive DIR" runs
-// ./Makeflow nowhere, as CCTools would, but says how to say it.
+// bare --archive was meant to take ("makeflow --archive DIR", with no
+// workflow after DIR, which stays the workflow as in CCTools), saying how
+// to write what was meant.
 func (r *runFlags) checkWorkflowArg(file, path string) error {
 	if r.archive != archiveBare || file == "" {
 		return nil
