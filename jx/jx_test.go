@@ -145,6 +145,7 @@ func TestErrors(t *testing.T) {
 		{`error("boom")`, "t.jx:1:1: boom"},
 		{`[1, error({"a": 1})]`, `t.jx:1:5: {"a":1}`},
 		{`nosuch(1)`, "t.jx:1:1: unknown function nosuch"},
+		{`[NAM for NAME in [1]]`, "t.jx:1:2: undefined symbol NAM (did you mean NAME?)"},
 		{`formt("%d", 1)`, "t.jx:1:1: unknown function formt (did you mean format?)"},
 		{`lenght([1])`, "t.jx:1:1: unknown function lenght"}, // too far from len to guess
 		{`range(1.5)`, "t.jx:1:1: range: takes integers, not float"},
