@@ -10,6 +10,9 @@ package suggest
 func Nearest(name string, known []string) string {
 	best, bestD := "", min(3, len(name))
 	for _, k := range known {
+		if abs(len(k)-len(name)) >= bestD {
+			continue // at least that many insertions or deletions
+		}
 		if d := Distance(name, k); d < bestD {
 			best, bestD = k, d
 		}
@@ -37,4 +40,11 @@ func Distance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+func abs(n int) int {
+	if n < 0 {
+		return -n
+	}
+	return n
 }
