@@ -165,16 +165,12 @@ func (l *loop) handle(ev event) {
 			}
 		}
 		if drain {
-			// Drained before it offers anything (with nothing to
-			// offer, it is given no task), so that it takes none of
-			// the tasks waiting here.
-			l.apply(l.s.WorkerJoined(w.id, w.host, sched.Resources{}, now), now)
-			if _, _, ok := l.s.Holds(w.id); !ok {
-				return // dropped: its host is kept out
-			}
-			l.apply(l.s.Drain(w.id, true, now), now)
+			// Drained as it joins, so that it takes none of the
+			// tasks waiting here.
+			l.apply(l.s.WorkerJoinedDrained(w.id, w.host, ev.res, now), now)
+		} else {
+			l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 		}
-		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 		l.touch(w, now)
 	case evWorkerLeft:
 		l.workerLeft(ev.w, ev.err, now)
