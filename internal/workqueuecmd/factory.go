@@ -85,7 +85,8 @@ first (seed 002's SA, starting from when the batch system would start it):
 on slurm, by SLURM's own prediction (sbatch --test-only); on local, by a
 conservative-backfilling model of the cores free; elsewhere the first shape.
 A job of k workers takes k times the shape's cores, cut to the workers --max
-leaves room for. A worker of C cores counts as C/--cores workers, and the batch
+leaves room for. A worker of C cores counts as C/--cores workers rounded up (so
+the jobs never hold more than --max workers' cores), and the batch
 system ends it at its wall time (it is then replaced).
 
 HOST must be the master's address as the execution hosts reach it: on a

@@ -95,7 +95,7 @@ first (seed 002's SA): on slurm, by SLURM's own prediction (sbatch
 --test-only); on local, by a conservative-backfilling model of the cores free;
 elsewhere the first shape. A job of k workers takes k times the shape's cores,
 cut to the workers max_workers leaves room for; a worker of C cores counts as
-C/--cores workers, and the batch system ends it at its wall time.
+C/--cores workers rounded up, and the batch system ends it at its wall time.
 
 The masters' addresses are those the catalog heard them from: the execution
 hosts must reach them there.`,

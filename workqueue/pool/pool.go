@@ -57,7 +57,7 @@ type Config struct {
 	// each request of k workers is submitted as the candidate (k times its
 	// cores, its wall time, cut to the workers max_workers leaves room
 	// for) that Chooser predicts to finish first, and counts as its cores
-	// over Worker.Cores workers (shape.Pick).
+	// over Worker.Cores workers, rounded up (shape.Pick).
 	Shapes []shape.Shape
 	// Chooser picks among the candidates (default shape.For: a
 	// conservative-backfilling model of the cores the batch system says
