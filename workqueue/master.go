@@ -74,7 +74,10 @@ type Config struct {
 	// wire.ReadPasswordFile); workers must answer the CCTools challenge with
 	// the same one. The master proves that it holds the password only to a
 	// worker that has proved it first, and refuses a worker that sends back
-	// one of the master's own challenges.
+	// one of the master's own challenges. A peer that proves the password
+	// and hangs up is a worker pool checking that the master holds it
+	// (package pool, every ten minutes): logged at Info the first time
+	// from each host, at Debug after that.
 	Password []byte
 	// TLS, if set, makes workers connect over TLS (work_queue_worker --ssl,
 	// workqueue worker --ssl), and the catalog record says "ssl": true. The
@@ -193,6 +196,10 @@ type Master struct {
 	challenges wire.Challenges // issued to workers, across connections
 	refusals   throttle        // notices of refused connections
 	fullness   throttle        // notices that the connection limits are reached
+	// checkers are the hosts whose password check (passwordChecked) was
+	// logged at Info.
+	checkersMu sync.Mutex
+	checkers   map[string]bool
 
 	events chan event
 	done   chan struct{} // closed by Close
@@ -237,6 +244,7 @@ func Listen(cfg Config) (*Master, error) {
 		admit:  newAdmission(openFileLimit()),
 
 		queueFilled: make(chan struct{}, 1),
+		checkers:    map[string]bool{},
 	}
 	m.link = newLink(cfg.Bandwidth, m.done)
 	m.refusals.burst, m.refusals.interval = 10, time.Minute
@@ -583,6 +591,15 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
 	}
 	msg, err := c.ReadMessage()
 	if err != nil {
+		if m.cfg.Password != nil && errors.Is(err, io.EOF) {
+			// Proved the password and hung up: a worker pool's check
+			// that this master holds it (package pool), repeated as
+			// long as the pool runs.
+			over()
+			conn.Close()
+			m.passwordChecked(host, from)
+			return
+		}
 		fail("reading hello", "err", err)
 		return
 	}
@@ -612,6 +629,29 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
 	default:
 		fail("unexpected first message", "message", fmt.Sprintf("%T", msg))
 	}
+}
+
+// maxCheckers bounds the hosts whose password checks a master remembers
+// having logged.
+const maxCheckers = 256
+
+// passwordChecked logs a password check from host (a peer that proved
+// the password and hung up): at Info the first time host checks, at Debug
+// after that, so that a pool's check every few minutes does not fill the
+// log.
+func (m *Master) passwordChecked(host, from string) {
+	m.checkersMu.Lock()
+	first := !m.checkers[host] && len(m.checkers) < maxCheckers
+	if first {
+		m.checkers[host] = true
+	}
+	m.checkersMu.Unlock()
+	level := slog.LevelDebug
+	if first {
+		level = slog.LevelInfo
+	}
+	m.log.Log(context.Background(), level, "password checked: the peer proved it and hung up, as a worker pool's check does",
+		"from", from)
 }
 
 // NoticeLogger returns a logger for Config.Notices that writes warnings to
