@@ -52,9 +52,10 @@ type Config struct {
 	// port). Use "127.0.0.1:0" or ":0" for any free port; Port reports it.
 	Addr string
 	// Project, if set, is advertised to Catalogs so that workers and factories
-	// can find the master by name. Every AdvertiseInterval while workers of
-	// a pool are connected, the master also reads from Catalogs what each
-	// pool gives it (package enforce): the excess gets no new task and
+	// can find the master by name. While workers of a pool are connected,
+	// the master also reads from Catalogs what each pool gives it (package
+	// enforce), every AdvertiseInterval or 5 s, whichever is shorter: a
+	// new decision takes effect within that. The excess gets no new task and
 	// each is released the moment it holds none, never while it holds a
 	// task; one back within AdvertiseInterval of its release is kept so,
 	// drained, rather than released again.
@@ -684,11 +685,28 @@ func openFileLimit() uint64 {
 	return lim.Cur
 }
 
-// advertise sends the master's record to its catalogs now and then.
+// poolReadInterval is how often a master that a pool's workers serve reads
+// the pools' decisions, when AdvertiseInterval is longer: a pool publishes
+// its decision every 10 s (pool.Config.Interval), and a master that read it
+// only with its own record, every 60 s, would let a pool's workers serve
+// it for a minute after the pool gave them elsewhere.
+const poolReadInterval = 5 * time.Second
+
+// advertise sends the master's record to its catalogs every
+// AdvertiseInterval, and in between, while workers of a pool serve it or a
+// pool gives it workers, reads the pools' decisions every
+// poolReadInterval.
 func (m *Master) advertise() {
 	tick := time.NewTicker(m.cfg.AdvertiseInterval)
 	defer tick.Stop()
+	var reads <-chan time.Time // nil: each record's read is soon enough
+	if m.cfg.AdvertiseInterval > poolReadInterval {
+		t := time.NewTicker(poolReadInterval)
+		defer t.Stop()
+		reads = t.C
+	}
 	enforcing := false // some pool has decided about this master
+	send := true       // the record is due at the catalogs
 	for {
 		reply := make(chan []byte, 1)
 		if !m.send(evStatus{kind: "catalog", reply: reply}) {
@@ -701,18 +719,23 @@ func (m *Master) advertise() {
 		case <-m.done:
 			return
 		}
-		for _, addr := range m.cfg.Catalogs {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := catalog.Send(ctx, addr, m.cfg.CatalogNetwork, rec); err != nil {
-				m.log.Warn("catalog update", "catalog", addr, "err", err)
+		if send {
+			for _, addr := range m.cfg.Catalogs {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := catalog.Send(ctx, addr, m.cfg.CatalogNetwork, rec); err != nil {
+					m.log.Warn("catalog update", "catalog", addr, "err", err)
+				}
+				cancel()
 			}
-			cancel()
 		}
 		if fromPools(rec) || enforcing {
 			enforcing = m.readPoolDecisions(rec)
 		}
+		send = true
 		select {
 		case <-tick.C:
+		case <-reads:
+			send = false
 		case <-m.queueFilled:
 			// A second's grace, so that the report counts the burst
 			// of submissions that follows the first.
@@ -745,7 +768,7 @@ func (m *Master) readPoolDecisions(rec catalog.Record) bool {
 	self := enforce.Self{Name: rec.String("name"), Port: int(rec.Int("port"))}
 	for _, addr := range m.cfg.Catalogs {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		recs, err := catalog.Query(ctx, addr, "")
+		recs, err := catalog.Query(ctx, addr, `type=="`+enforce.PoolType+`"`)
 		cancel()
 		if err != nil {
 			m.log.Warn("reading the pools' decisions", "catalog", addr, "err", err)
