@@ -4,11 +4,12 @@
 // connect over TCP (or TLS) and speak CCTools' protocol 9, so both
 // rightsize workers and Debian's work_queue_worker serve it; with a
 // password, a worker must prove it knows it before the master does. With a
-// project name it advertises itself to catalogs, including its capacity and
-// its workers by pool, so that workers started with -M, factories and pools
-// find it; a pool's workers beyond what the pool's decision in the catalog
-// gives it get no new task and are released once they hold none (package
-// enforce). Connections that have not finished their handshake are bounded
+// project name it advertises itself to catalogs, including its capacity (in
+// tasks) and its workers and their cores by pool, so that workers started
+// with -M, factories and pools find it; a pool's workers beyond what the
+// pool's decision in the catalog gives it — counted in the pool's unit, a
+// worker of k times its cores as k — get no new task and are released
+// once they hold none (package enforce). Connections that have not finished their handshake are bounded
 // in number and time, so that a flood of them cannot starve the
 // application of file descriptors.
 //
@@ -774,7 +775,7 @@ func (m *Master) readPoolDecisions(rec catalog.Record) bool {
 			m.log.Warn("reading the pools' decisions", "catalog", addr, "err", err)
 			continue
 		}
-		byPool := enforce.ForMaster(m.pools.Read(recs), self)
+		byPool := enforce.QuotasForMaster(m.pools.Read(recs), self)
 		m.send(evPoolDecisions{byPool})
 		return len(byPool) > 0
 	}
