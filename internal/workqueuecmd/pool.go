@@ -57,7 +57,8 @@ The pool reads the file again when it changes; a bad edit is reported, with
 its file and line, and the last good policy stays in force.
 
 Each worker is submitted for one master, and tells it the pool's name (the
-master counts them in workers_by_pool). The decision is enforced as seed 000
+master counts them in workers_by_pool, their cores in cores_by_pool; a worker
+of k times --cores counts as k workers). The decision is enforced as seed 000
 §4.5 says: the pool's record lists the workers it gives each master; a master
 that has more of the pool's workers gives the excess no new task and releases
 each the moment its last task is done; a released worker, or one whose master
