@@ -442,18 +442,16 @@ func fromPool(r catalog.Record, pool string) (int, bool) {
 
 // PoolWorkers reads pool's workers from a master record in workers of
 // unit cores, as the pool's decision counts them (Assignment.WorkerCores):
-// the cores its cores_by_pool lists for pool over unit, rounded up (Weigh
-// of the sum). Without a unit, or from a master whose record has no
+// the cores its cores_by_pool lists for pool over unit, rounded up, and
+// at least one a worker (its workers_by_pool), as the master weighs each
+// (Weigh). Without a unit, or from a master whose record has no
 // cores_by_pool, it is Received.
 func PoolWorkers(r catalog.Record, pool string, unit int) int {
-	c := PoolCores(r, pool)
-	switch {
-	case unit <= 0 || c < 0:
-		return Received(r, pool)
-	case c == 0:
-		return 0
+	n := Received(r, pool)
+	if c := PoolCores(r, pool); unit > 0 && c > 0 {
+		n = max(n, Weigh(c, unit))
 	}
-	return Weigh(c, unit)
+	return n
 }
 
 // PoolCores reads the cores of pool's workers from a master record's

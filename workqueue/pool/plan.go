@@ -208,7 +208,8 @@ func (p *Plan) inUnits(m Master) Master {
 		m.Connected = enforce.Weigh(m.Cores, p.tpw)
 	}
 	if p.unit > 0 && m.PoolCores > 0 {
-		m.Received = enforce.Weigh(m.PoolCores, p.unit)
+		// At least one a worker, as the master weighs each.
+		m.Received = max(m.Received, enforce.Weigh(m.PoolCores, p.unit))
 	}
 	return m
 }
