@@ -483,10 +483,13 @@ func (l *loop) stats() Stats {
 		st.BytesSent += w.bytesSent.Load()
 		st.BytesReceived += w.bytesReceived.Load()
 	}
+	// What runs at once, in the estimate's unit, tasks: a worker of k
+	// cores running k tasks is k one-task workers busy (seed 003's
+	// window of max(10, busy workers) tasks), not one.
 	busy := 0
 	for _, w := range l.workers {
-		if _, _, n, ok := l.s.WorkerLoad(w.id); ok && n > 0 {
-			busy++
+		if _, _, n, ok := l.s.WorkerLoad(w.id); ok {
+			busy += n
 		}
 	}
 	if v, ok := l.window.Capacity(busy); ok {

@@ -375,7 +375,8 @@ type Stats struct {
 
 // CapacityTasks is the capacity the master advertises (capacity_tasks):
 // the workers it keeps busy (CapacityWorkers; the weighted estimate before
-// that has a value), in whole workers; 0 until a task has finished, which
+// that has a value), in whole workers of one task — tasks at once, so a
+// worker of k cores is k of them; 0 until a task has finished, which
 // pools and factories read as "not reported". It counts workers, not
 // Eq. 4.5's tasks moved while one runs, which is one fewer: a third of a
 // capacity of 3 (bench/RESULTS.md). A master that measured less
