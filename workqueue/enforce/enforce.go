@@ -316,8 +316,10 @@ func Surplus(decisions map[string]int, ws []Worker) []int {
 // SurplusOf is Surplus for decisions in workers of a pool's unit
 // (Quota.WorkerCores): a worker counts as the pool's workers its cores
 // make (Weigh), and workers are picked, in Surplus's order, until those
-// left count as no more than the decision. A wide worker may so take the
-// master below its decision: never above it.
+// left count as no more than the decision — first those that count as no
+// more than what is still in excess, then any. A wide worker may so take
+// the master below its decision where no narrower one can go: never above
+// it.
 func SurplusOf(quotas map[string]Quota, ws []Worker) []int {
 	byPool := map[string][]Worker{}
 	for _, w := range ws {
@@ -349,12 +351,20 @@ func SurplusOf(quotas map[string]Quota, ws []Worker) []int {
 			}
 			return b.ID - a.ID
 		})
-		for _, w := range held {
-			if excess <= 0 {
-				break
+		// First those that fit in the excess, so that a wide worker
+		// does not go where a narrow one is enough; then, in the same
+		// order, as many as it still takes.
+		picked := map[int]bool{}
+		for _, fits := range []bool{true, false} {
+			for _, w := range held {
+				n := Weigh(w.Cores, q.WorkerCores)
+				if excess <= 0 || picked[w.ID] || fits && n > excess {
+					continue
+				}
+				picked[w.ID] = true
+				out = append(out, w.ID)
+				excess -= n
 			}
-			out = append(out, w.ID)
-			excess -= Weigh(w.Cores, q.WorkerCores)
 		}
 	}
 	slices.Sort(out)

@@ -26,6 +26,7 @@ func TestWideWorkersCountByCores(t *testing.T) {
 		{"one of 4 cores beyond 2", Quota{Workers: 2, WorkerCores: 1}, []float64{4}, "tp:4", []int{1}, 0},
 		{"one of 4 cores within 4", Quota{Workers: 4, WorkerCores: 1}, []float64{4}, "tp:4", nil, 0},
 		{"4 and 1 cores beyond 4: the newest goes", Quota{Workers: 4, WorkerCores: 1}, []float64{4, 1}, "tp:5", []int{2}, 0},
+		{"1 and 4 cores beyond 4: the 1-core goes, not the newest", Quota{Workers: 4, WorkerCores: 1}, []float64{1, 4}, "tp:5", []int{1}, 0},
 		{"6 cores in units of 4 are 2 workers", Quota{Workers: 3, WorkerCores: 4}, []float64{6}, "tp:6", nil, 1},
 		{"no unit: a worker is one", Quota{Workers: 2}, []float64{4}, "tp:4", nil, 1},
 		{"a worker of no cores is still one", Quota{Workers: 1, WorkerCores: 1}, []float64{0}, "tp:0", nil, 0},
