@@ -115,7 +115,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--bogus", "w.mf"}, "unknown flag: --bogus"},
 		{[]string{"-T", "nope", "w.mf"}, `-T "nope": unknown batch type (known: local, dryrun, wq, slurm, sge, condor)`},
-		{[]string{"w.mf", "extra"}, "accepts between 0 and 1 arg(s)"},
+		{[]string{"w.mf", "extra"}, "expected at most 1 argument (makeflow [flags] [WORKFLOW]), got 2: w.mf extra"},
 		{[]string{}, "no workflow given, and ./Makeflow does not exist"},
 		{[]string{"--clean=bogus", "w.mf"}, "--clean=bogus: expected all, outputs or intermediates"},
 		{[]string{"-j", "-1", "w.mf"}, "must not be negative"},
