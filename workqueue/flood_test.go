@@ -40,7 +40,15 @@ func floodMaster(nofile string) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	m, err := Listen(Config{Addr: "127.0.0.1:0", HandshakeTimeout: time.Second, Logger: log})
+	// A token for each worker that joins, for "workers N" to wait on.
+	joined := make(chan struct{}, 64)
+	m, err := Listen(Config{Addr: "127.0.0.1:0", HandshakeTimeout: time.Second, Logger: log,
+		Joined: func(WorkerInfo) {
+			select {
+			case joined <- struct{}{}:
+			default: // tokens enough to wake the waiter are pending
+			}
+		}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flood master:", err)
 		return 1
@@ -87,8 +95,10 @@ func floodMaster(nofile string) int {
 			cancel()
 			fmt.Printf("ran %d failed %d\n", k, failed)
 		case "workers":
+			// Joined is called from the master's loop, which answers
+			// Stats after it.
 			for m.Stats().WorkersConnected < k {
-				time.Sleep(10 * time.Millisecond)
+				<-joined
 			}
 			fmt.Printf("workers %d\n", k)
 		}
