@@ -10,6 +10,7 @@ package workqueuecmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/suggest"
 )
 
 // Main runs the workqueue command with args and returns its exit code.
@@ -33,7 +35,17 @@ func Command(s cmdutil.Streams) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return cmdutil.Usagef("unknown command %q (try worker, factory, catalog, status or sim)", args[0])
+				var names []string
+				for _, c := range cmd.Commands() {
+					if c.IsAvailableCommand() && c.Name() != "help" {
+						names = append(names, c.Name())
+					}
+				}
+				msg := fmt.Sprintf("unknown command %q (the commands are %s)", args[0], strings.Join(names, ", "))
+				if near := suggest.Nearest(args[0], names); near != "" {
+					msg = fmt.Sprintf("unknown command %q (did you mean %s?)", args[0], near)
+				}
+				return cmdutil.Usagef("%s", msg)
 			}
 			return cmd.Help()
 		},
