@@ -80,3 +80,11 @@ func TestThrottle(t *testing.T) {
 		}
 	}
 }
+
+// inHandshake returns how many admitted connections are in their
+// handshake, for tests that must know the master has accepted a peer.
+func (a *admission) inHandshake() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.handshakes
+}

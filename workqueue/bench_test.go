@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/internal/testutil"
 )
 
 // benchTasks is the size of the benchmark workload: trivial commands that
@@ -50,9 +52,7 @@ func BenchmarkMaster2000(b *testing.B) {
 			p.Wait()
 		}
 	}()
-	for m.Stats().WorkersConnected < len(procs) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(b, "the workers to connect", time.Minute, func() bool { return m.Stats().WorkersConnected >= len(procs) })
 	dir := b.TempDir()
 	var cpu, think time.Duration
 	b.ResetTimer()

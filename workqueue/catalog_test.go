@@ -35,6 +35,18 @@ func runOne(t *testing.T, m *Master, cmd string) *Result {
 	return r
 }
 
+// advertised returns the record of project's master in the catalog at cat,
+// or nil if it lists none (yet).
+func advertised(cat, project string) catalog.Record {
+	recs, _ := catalog.Query(context.Background(), cat, `type=="wq_master"`)
+	for _, m := range catalog.Masters(recs) {
+		if m.Project == project {
+			return m.Record
+		}
+	}
+	return nil
+}
+
 // TestCatalogAdvertising: the master advertises itself; our worker finds it
 // by project; CCTools' work_queue_status lists it from our catalog and
 // lists its workers when asked directly.
@@ -49,19 +61,10 @@ func TestCatalogAdvertising(t *testing.T) {
 		}
 	}
 	var rec catalog.Record
-	deadline := time.Now().Add(10 * time.Second)
-	for rec == nil || rec.Int("tasks_complete") < 12 {
-		if time.Now().After(deadline) {
-			t.Fatalf("catalog never showed 12 complete tasks: %v", rec)
-		}
-		time.Sleep(50 * time.Millisecond)
-		recs, _ := catalog.Query(context.Background(), cat, `type=="wq_master"`)
-		for _, mm := range catalog.Masters(recs) {
-			if mm.Project == project {
-				rec = mm.Record
-			}
-		}
-	}
+	testutil.WaitFor(t, "the catalog to show 12 complete tasks", 10*time.Second, func() bool {
+		rec = advertised(cat, project)
+		return rec != nil && rec.Int("tasks_complete") >= 12
+	})
 	if rec.Int("port") != int64(m.Port()) || rec.Int("workers") != 1 || rec.Float("capacity_weighted") < 1 || rec.Int("priority") != 7 {
 		t.Errorf("catalog record: %v", rec)
 	}
@@ -89,7 +92,7 @@ func TestWorkerMovesToNextMaster(t *testing.T) {
 	startWorker(t, first, worker.Config{Project: project, Catalogs: []string{cat}})
 	runOne(t, first, "true")
 	first.Submit(&Task{Command: "sleep 30"}) // killed with the master
-	time.Sleep(200 * time.Millisecond)
+	testutil.WaitFor(t, "the task to run", 10*time.Second, func() bool { return first.Stats().TasksRunning == 1 })
 	first.Close()
 
 	second := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
@@ -105,7 +108,7 @@ func TestCCToolsWorkerFindsMasterByProject(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	project := projectName(t)
 	m := startMaster(t, Config{Project: project, Catalogs: []string{cat}, AdvertiseInterval: 100 * time.Millisecond})
-	time.Sleep(300 * time.Millisecond)
+	testutil.WaitFor(t, "the catalog to list the master", 10*time.Second, func() bool { return advertised(cat, project) != nil })
 	ctx, cancel := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(ctx, bin, "-M", project, "-C", cat, "-t", "60", "-s", t.TempDir(), "--cores", "1")
 	if err := cmd.Start(); err != nil {

@@ -1,13 +1,17 @@
 package workqueue
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -64,13 +68,7 @@ func TestWorkerKilledMidTaskLosesNothing(t *testing.T) {
 		task.AddOutput(filepath.Join(dir, fmt.Sprintf("out%d", i)), "out", false)
 		m.Submit(task)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for m.Stats().TasksRunning < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("tasks never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "two tasks to run", 30*time.Second, func() bool { return m.Stats().TasksRunning >= 2 })
 	doomed.Process.Signal(syscall.SIGKILL)
 	startWorkerProcess(t, m, 2)
 	got := waitAll(t, m, n)
@@ -176,13 +174,7 @@ func TestCancel(t *testing.T) {
 	startWorker(t, m, worker.Config{Cores: 1})
 	running, _ := m.Submit(&Task{Command: "sleep 60", Tag: "running"})
 	waiting, _ := m.Submit(&Task{Command: "sleep 60", Tag: "waiting"})
-	deadline := time.Now().Add(30 * time.Second)
-	for m.Stats().TasksRunning < 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("task never started")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.WaitFor(t, "the first task to run", 30*time.Second, func() bool { return m.Stats().TasksRunning >= 1 })
 	if !m.Cancel(waiting) || !m.Cancel(running) || m.Cancel(running) {
 		t.Fatal("Cancel results wrong")
 	}
@@ -235,8 +227,12 @@ func TestWorkerSurvivesKilledMaster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer dead.Close()
 	deadAddr := dead.Addr().String()
-	accepted := make(chan struct{})
+	// The master dies while its worker runs its task.
+	started := filepath.Join(t.TempDir(), "started")
+	task := "touch " + started + "; sleep 60"
+	accepted := make(chan net.Conn, 1)
 	go func() {
 		conn, err := dead.Accept()
 		if err != nil {
@@ -244,13 +240,9 @@ func TestWorkerSurvivesKilledMaster(t *testing.T) {
 		}
 		c := wire.NewConn(conn, wire.Limits{})
 		c.ReadMessage() // the hello
-		c.WriteRaw([]byte("task 1\ncmd 8\nsleep 60end\n"))
+		c.WriteRaw(fmt.Appendf(nil, "task 1\ncmd %d\n%send\n", len(task), task))
 		c.Flush()
-		time.Sleep(100 * time.Millisecond)
-		conn.(*net.TCPConn).SetLinger(0) // reset, as a killed process's socket is
-		conn.Close()
-		dead.Close()
-		close(accepted)
+		accepted <- conn
 	}()
 	next, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -259,7 +251,19 @@ func TestWorkerSurvivesKilledMaster(t *testing.T) {
 	nextAddr := next.Addr().String()
 	next.Close() // the next master is not up yet
 	startWorkerTo(t, []string{deadAddr, nextAddr})
-	<-accepted
+	var conn net.Conn
+	select {
+	case conn = <-accepted:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the worker never said hello to the first master")
+	}
+	testutil.WaitFor(t, "the first master's task to start", 30*time.Second, func() bool {
+		_, err := os.Stat(started)
+		return err == nil
+	})
+	conn.(*net.TCPConn).SetLinger(0) // reset, as a killed process's socket is
+	conn.Close()
+	dead.Close()
 	m := startMaster(t, Config{Addr: nextAddr})
 	if r := runOne(t, m, "echo survived"); strings.TrimSpace(string(r.Output)) != "survived" {
 		t.Errorf("task on the next master: %+v", r)
@@ -283,7 +287,8 @@ func startWorkerTo(t *testing.T, masters []string) {
 // check stays.
 func TestKeepalive(t *testing.T) {
 	m := startMaster(t, Config{KeepaliveInterval: 200 * time.Millisecond, KeepaliveTimeout: 300 * time.Millisecond})
-	startWorker(t, m, worker.Config{})
+	relay, checks := checkRelay(t, m)
+	startWorker(t, m, worker.Config{Masters: []string{relay}})
 	silent, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
 	if err != nil {
 		t.Fatal(err)
@@ -307,15 +312,58 @@ func TestKeepalive(t *testing.T) {
 		t.Errorf("the master did not ask before dropping: %q", got)
 	}
 	// The drop reaches the master's loop just after the socket closes.
-	for deadline := time.Now().Add(10 * time.Second); m.Stats().WorkersConnected != 1; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d workers connected, want the one that answers", m.Stats().WorkersConnected)
-		}
-	}
-	time.Sleep(time.Second) // several keepalive rounds: the good worker stays
+	testutil.WaitFor(t, "the silent worker's drop, the one that answers left", 10*time.Second, func() bool { return m.Stats().WorkersConnected == 1 })
+	// Several keepalive rounds: a worker is checked again only if it
+	// answered the check before (one silent for Interval+Timeout is
+	// dropped instead), and the relay takes no second connection.
+	testutil.WaitFor(t, "three keepalive checks of the worker that answers", 30*time.Second, func() bool { return checks.Load() >= 3 })
 	if n := m.Stats().WorkersConnected; n != 1 {
 		t.Errorf("%d workers connected after keepalive rounds, want 1", n)
 	}
+}
+
+// checkRelay relays one worker connection to m, and no other, counting the
+// keepalive checks the master sends through it, so that a test waits for
+// keepalive rounds rather than for time. It returns the address to give
+// the worker.
+func checkRelay(t *testing.T, m *Master) (addr string, checks *atomic.Int64) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks = new(atomic.Int64)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		down, err := ln.Accept()
+		ln.Close() // a worker dropped and back would be another connection
+		if err != nil {
+			return
+		}
+		defer down.Close()
+		up, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", m.Port()))
+		if err != nil {
+			return
+		}
+		defer up.Close()
+		go func() {
+			io.Copy(up, down)
+			up.Close()
+		}()
+		r := bufio.NewReader(up)
+		for {
+			line, err := r.ReadString('\n')
+			if line == "check\n" {
+				checks.Add(1)
+			}
+			if _, werr := io.WriteString(down, line); err != nil || werr != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().String(), checks
 }
 
 func TestPasswordOurWorker(t *testing.T) {
@@ -330,18 +378,31 @@ func TestPasswordOurWorker(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := startMaster(t, Config{Password: []byte("s3cret\n")})
+			seen := make(notices, 10)
+			m := startMaster(t, Config{Password: []byte("s3cret\n"), Notices: slog.New(seen)})
 			cfg := worker.Config{}
 			if tc.password != "" {
 				cfg.Password = []byte(tc.password)
 			}
 			startWorker(t, m, cfg)
 			m.Submit(&Task{Command: "echo in"})
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if !tc.wantRun {
+				// Refused, and refused again as it retries: the task
+				// has had its chances.
+				for range 3 {
+					if n := seen.next(t); !strings.Contains(n, "wrong or missing password") {
+						t.Fatalf("notice %q, want a wrong or missing password", n)
+					}
+				}
+				if st := m.Stats(); st.WorkersJoined != 0 || st.TasksRunning+st.TasksComplete != 0 {
+					t.Errorf("%d workers joined, %d tasks running, %d complete; want none", st.WorkersJoined, st.TasksRunning, st.TasksComplete)
+				}
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			r, err := m.Wait(ctx)
-			if ran := err == nil && r.OK(); ran != tc.wantRun {
-				t.Errorf("task ran: %v (%v), want %v", ran, err, tc.wantRun)
+			if r, err := m.Wait(ctx); err != nil || !r.OK() {
+				t.Errorf("task behind the password: %v %+v", err, r)
 			}
 		})
 	}
@@ -359,7 +420,9 @@ func TestCloseWithSilentPeer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	time.Sleep(50 * time.Millisecond)
+	// Close's subject is a peer the master has accepted: one still in the
+	// kernel's queue would not test it.
+	testutil.WaitFor(t, "the master to accept the peer", 10*time.Second, func() bool { return m.admit.inHandshake() == 1 })
 	closed := make(chan struct{})
 	go func() { m.Close(); close(closed) }()
 	select {

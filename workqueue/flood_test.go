@@ -40,7 +40,18 @@ func floodMaster(nofile string) int {
 		return 1
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	m, err := Listen(Config{Addr: "127.0.0.1:0", HandshakeTimeout: time.Second, Logger: log})
+	// A token for each worker that joins, for "workers N" to wait on.
+	joined := make(chan struct{}, 64)
+	// The flood's 150 connections wait their turn a dozen at a time, each
+	// holding its slot for the handshake timeout: 300 ms lets the second
+	// worker in after about two seconds (a timeout of one second took eight).
+	m, err := Listen(Config{Addr: "127.0.0.1:0", HandshakeTimeout: 300 * time.Millisecond, Logger: log,
+		Joined: func(WorkerInfo) {
+			select {
+			case joined <- struct{}{}:
+			default: // tokens enough to wake the waiter are pending
+			}
+		}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "flood master:", err)
 		return 1
@@ -87,8 +98,10 @@ func floodMaster(nofile string) int {
 			cancel()
 			fmt.Printf("ran %d failed %d\n", k, failed)
 		case "workers":
+			// Joined is called from the master's loop, which answers
+			// Stats after it.
 			for m.Stats().WorkersConnected < k {
-				time.Sleep(10 * time.Millisecond)
+				<-joined
 			}
 			fmt.Printf("workers %d\n", k)
 		}

@@ -34,26 +34,19 @@ func TestKilledWorkerLeavesNothing(t *testing.T) {
 	if _, err := m.Submit(&Task{Command: "sleep 1000 & echo $$ > " + started + ".tmp && mv " + started + ".tmp " + started + "; exec sleep 1000"}); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
-		if data, err := os.ReadFile(started); err == nil {
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
-			testutil.WaitKept(t, pid)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the task did not start")
-		}
-	}
+	var data []byte
+	testutil.WaitFor(t, "the task to start", time.Minute, func() bool {
+		var err error
+		data, err = os.ReadFile(started)
+		return err == nil
+	})
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	testutil.WaitKept(t, pid)
 	w.Process.Signal(syscall.SIGKILL)
 	w.Wait()
 	testutil.WaitUnmarked(t, mark, 30*time.Second)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+	testutil.WaitFor(t, "the killed worker's workspace in "+workdir+" to go", 30*time.Second, func() bool {
 		left, _ := os.ReadDir(workdir)
-		if len(left) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the killed worker's workspace is left in %s: %v", workdir, left)
-		}
-	}
+		return len(left) == 0
+	})
 }

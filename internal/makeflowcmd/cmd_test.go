@@ -323,9 +323,10 @@ func TestKill9Recovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Four rules are let finish; makeflow is killed once the next two
-	// have started and wait to be let go: no rule starts or ends then (a
-	// rule starting as makeflow dies is left behind by design; see
-	// internal/proc's Keeper).
+	// have started and wait to be let go, so that what the log shows done
+	// is known. (A rule starting as makeflow dies is killed too, by the
+	// mark internal/proc's Spawn gives it; internal/proc's
+	// TestKill9WhileSpawning kills at those moments.)
 	started := func() []string {
 		runs, _ := os.ReadFile(filepath.Join(dir, "runs"))
 		return strings.Fields(string(runs))

@@ -82,8 +82,9 @@ THE LOG, RECOVERY AND FAILURES
 
   Each rule runs in a process group of its own: whatever it leaves running
   in the background is killed when it ends. If makeflow dies, even by
-  kill -9, a keeper process kills every rule still running and keeps the
-  log locked until they are gone; a re-run waits for that (up to 30 s)
+  kill -9, a keeper process kills every rule still running (or starting:
+  rules have its mark, RIGHTSIZE_KEEPER, in their environment) and keeps
+  the log locked until they are gone; a re-run waits for that (up to 30 s)
   rather than start a rule while its previous run goes on. A process that
   leaves its group (setsid) is not followed.
 

@@ -1,7 +1,9 @@
 // Package workqueuecmd is the workqueue command: a Work Queue worker, a
 // catalog server, status queries against catalogs and masters, a
-// factory that keeps workers running on a batch system, and a simulator
-// of runs at scales this machine cannot run (model/sim). The
+// factory that keeps workers running on a batch system, a pool that
+// shares them between masters by a policy (the two share their batch and
+// worker options, batchWorkers), and a simulator of runs at scales this
+// machine cannot run (model/sim). The
 // behaviour lives in the workqueue packages; this package only parses flags
 // and prints.
 package workqueuecmd

@@ -42,16 +42,27 @@ func startServer(t *testing.T) (*Server, *clock, string) {
 // waitFor polls the catalog until want records are there.
 func waitFor(t *testing.T, addr, filter string, want int) []Record {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	return waitQuery(t, addr, filter, fmt.Sprintf("%d records", want), func(recs []Record) bool { return len(recs) == want })
+}
+
+// waitQuery polls the catalog at addr with filter until the records
+// answered are what ok wants, and returns them; it fails the test, naming
+// what was wanted, after 10 s. Updates are stored after they are sent
+// (UDP has no answer, TCP's is the close), so tests wait for their effect.
+// (testutil.WaitFor does this for other packages, but testutil imports
+// this one.)
+func waitQuery(t *testing.T, addr, filter, what string, ok func([]Record) bool) []Record {
+	t.Helper()
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(10 * time.Second); ; <-tick.C {
 		recs, err := Query(context.Background(), addr, filter)
-		if err == nil && len(recs) == want {
+		if err == nil && ok(recs) {
 			return recs
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("catalog has %d records (%v), want %d", len(recs), err, want)
+			t.Fatalf("timed out waiting for %s: catalog has %d records (%v): %v", what, len(recs), err, recs)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

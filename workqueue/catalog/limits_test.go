@@ -57,19 +57,7 @@ func sendFrom(t *testing.T, src, addr string, rec Record) {
 // which was sent last from its source: UDP updates are stored in order.
 func waitForPort(t *testing.T, addr string, port int) []Record {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		recs, err := Query(context.Background(), addr, "")
-		for _, r := range recs {
-			if r.Int("port") == int64(port) {
-				return recs
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("catalog never listed port %d: %d records, %v", port, len(recs), err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return waitQuery(t, addr, "", fmt.Sprintf("a record of port %d", port), func(recs []Record) bool { return ports(recs)[int64(port)] })
 }
 
 func ports(recs []Record) map[int64]bool {
@@ -142,17 +130,7 @@ func TestTotalLimit(t *testing.T) {
 	// Each record is about 1.6 KB: six fit in 10 KiB. The last source's
 	// record was dropped; an update from the first source still lands.
 	sendFrom(t, "127.0.0.2", addr, Record{"type": "wq_master", "port": 1000, "pad": pad, "tasks_waiting": 7})
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		recs, err := Query(context.Background(), addr, "tasks_waiting == 7")
-		if err == nil && len(recs) == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the first master's update never landed: %v %v", recs, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitQuery(t, addr, "tasks_waiting == 7", "the first master's update", func(recs []Record) bool { return len(recs) == 1 })
 	recs, err := Query(context.Background(), addr, "")
 	if got := ports(recs); err != nil || len(got) != 6 || got[1009] {
 		t.Errorf("ports %v (%v); want the first six", got, err)

@@ -111,18 +111,6 @@ func (r *run) wait() error {
 	}
 }
 
-// waitFor polls cond until it holds.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func startMaster(t testing.TB, cfg workqueue.Config) *workqueue.Master {
 	t.Helper()
 	if cfg.Addr == "" {
@@ -211,7 +199,7 @@ func TestLocalWorkers(t *testing.T) {
 	}
 
 	// The minimum, with nothing to do.
-	waitFor(t, "two workers", connected(2))
+	testutil.WaitFor(t, "two workers", waitTimeout, connected(2))
 	if c, _ := r.snapshot(); c.Running != 2 || c.Queued != 0 || c.Submitted != 2 {
 		t.Fatalf("counts %+v, want 2 running of 2 submitted", c)
 	}
@@ -224,11 +212,11 @@ func TestLocalWorkers(t *testing.T) {
 	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the replacement", func() bool {
+	testutil.WaitFor(t, "the replacement", waitTimeout, func() bool {
 		c, _ := r.snapshot()
 		return c.Ended[Killed] == 1 && c.Submitted == 3 && c.Running == 2
 	})
-	waitFor(t, "two workers again", connected(2))
+	testutil.WaitFor(t, "two workers again", waitTimeout, connected(2))
 
 	// Tasks: grow to the maximum, never past it.
 	const n = 9
@@ -265,7 +253,7 @@ func TestLocalWorkers(t *testing.T) {
 	if pids := workerPIDs(t, marker); len(pids) != 0 {
 		t.Errorf("worker processes left running: %v", pids)
 	}
-	waitFor(t, "the master to lose its workers", connected(0))
+	testutil.WaitFor(t, "the master to lose its workers", waitTimeout, connected(0))
 }
 
 // TestProjectThroughCatalog runs the factory with -M: it learns the
@@ -290,7 +278,7 @@ func TestProjectThroughCatalog(t *testing.T) {
 		Worker:   Worker{Cores: 1, IdleTimeout: time.Minute},
 		Limits:   Limits{Min: 0, Max: 2},
 	}, t.TempDir())
-	waitFor(t, "the catalog to list the master", func() bool {
+	testutil.WaitFor(t, "the catalog to list the master", waitTimeout, func() bool {
 		c, _ := r.snapshot()
 		return c.Known && c.Demand.Masters == 1
 	})

@@ -167,9 +167,8 @@ func TestWorkerFoundThroughCatalogAuthenticates(t *testing.T) {
 	if err := catalog.Send(ctx, cat, "tcp", rec); err != nil {
 		t.Fatal(err)
 	}
-	for len(catalog.Masters(srv.Records())) == 0 { // the TCP update is stored after Send returns
-		time.Sleep(10 * time.Millisecond)
-	}
+	// The TCP update is stored after Send returns.
+	testutil.WaitFor(t, "the catalog to list the rogue master", 10*time.Second, func() bool { return len(catalog.Masters(srv.Records())) > 0 })
 	runPasswordWorker(t, Config{Project: "victim", Catalogs: []string{cat}})
 	c := rogue.accept()
 	c.reflect(c.challenge(t))

@@ -59,14 +59,10 @@ func results(t *testing.T, f *fakeMaster, n int) map[int]taskResult {
 // waitFile waits for a file a task makes.
 func waitFile(t *testing.T, name string) {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Lstat(name); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared", name)
-		}
-	}
+	testutil.WaitFor(t, name+" to appear", 20*time.Second, func() bool {
+		_, err := os.Lstat(name)
+		return err == nil
+	})
 }
 
 // TestSandboxNotReused: a process that escapes its task's process group
@@ -113,16 +109,15 @@ func TestTaskProcessGroupKilled(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pid %q: %v", b, err)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil || strings.Contains(string(s), ") Z ") {
-			return // gone, or dead and not yet reaped
-		}
-		if time.Now().After(deadline) {
+	t.Cleanup(func() {
+		if t.Failed() { // it may have outlived the task
 			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatal("the task's background process outlived it")
 		}
-	}
+	})
+	testutil.WaitFor(t, "the task's background process to die with it", 20*time.Second, func() bool {
+		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		return err != nil || strings.Contains(string(s), ") Z ") // gone, or dead and not yet reaped
+	})
 }
 
 // TestCachedInputWrittenByTask: a task that appends to its cached input
