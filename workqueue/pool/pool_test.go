@@ -40,6 +40,11 @@ func TestPoolTwoMasters(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte("max_workers: 4\ndistribution: alpha=1, beta=3\ndecision: D1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// The tasks wait for the gate, which opens once the pool's workers
+	// are checked: both masters need more workers until then, however
+	// slowly the workers start (on a loaded machine beta's first worker
+	// used to run its tasks out before the other two came).
+	gate := filepath.Join(dir, "gate")
 	masters := map[string]*workqueue.Master{}
 	addrs := map[string]string{}
 	const tasks = 12
@@ -53,7 +58,8 @@ func TestPoolTwoMasters(t *testing.T) {
 		masters[proj] = m
 		addrs[proj] = "127.0.0.1:" + strconv.Itoa(m.Port())
 		for i := range tasks {
-			if _, err := m.Submit(&workqueue.Task{Command: "sleep 0.4; echo " + proj, Tag: strconv.Itoa(i)}); err != nil {
+			cmd := "until [ -e " + gate + " ]; do sleep 0.05; done; echo " + proj
+			if _, err := m.Submit(&workqueue.Task{Command: cmd, Tag: strconv.Itoa(i)}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -86,6 +92,7 @@ func TestPoolTwoMasters(t *testing.T) {
 		},
 	}
 	startPool(t, cfg)
+	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) }) // first, should the test fail before it opens
 
 	// The decision and the workers follow the shares.
 	deadline := time.After(waitTimeout)
@@ -122,6 +129,9 @@ func TestPoolTwoMasters(t *testing.T) {
 	}
 
 	// Every task completes.
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for proj, m := range masters {
 		wctx, wcancel := context.WithTimeout(context.Background(), waitTimeout)
 		for i := range tasks {

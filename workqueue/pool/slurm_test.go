@@ -47,10 +47,14 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 	}
 	writePolicy("alpha=1, beta=1")
 
-	// Enough half-second tasks that both masters want more than the two
-	// workers throughout; each task notes its start, so that a task run
-	// twice (its worker killed under it) shows.
-	const tasks = 50
+	// Half-second tasks, more than the moves take however loaded the
+	// machine, so that both masters want more than the two workers
+	// throughout (50 each lasted 25 s, and a run here took 90); once the
+	// moves are seen the gate opens and the rest end at once. Each task
+	// notes its start, so that a task run twice (its worker killed under
+	// it) shows.
+	const tasks = 200
+	gate := filepath.Join(dir, "gate")
 	masters := map[string]*workqueue.Master{}
 	for _, proj := range []string{"alpha", "beta"} {
 		m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0", Project: proj, Catalogs: []string{cat},
@@ -62,7 +66,7 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 		masters[proj] = m
 		for i := range tasks {
 			mark := filepath.Join(marks, proj+"-"+strconv.Itoa(i))
-			cmd := "echo start >> " + mark + "; sleep 0.5; echo " + proj
+			cmd := "echo start >> " + mark + "; [ -e " + gate + " ] || sleep 0.5; echo " + proj
 			if _, err := m.Submit(&workqueue.Task{Command: cmd, Tag: strconv.Itoa(i)}); err != nil {
 				t.Fatal(err)
 			}
@@ -159,6 +163,9 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 	// The policy back to even, so that beta's remaining tasks get a
 	// worker; every task completes, having started once.
 	edit("alpha=1, beta=1")
+	if err := os.WriteFile(gate, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for proj, m := range masters {
 		wctx, wcancel := context.WithTimeout(context.Background(), 3*waitTimeout)
 		for i := range tasks {
