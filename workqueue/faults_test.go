@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -377,18 +378,31 @@ func TestPasswordOurWorker(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			m := startMaster(t, Config{Password: []byte("s3cret\n")})
+			seen := make(notices, 10)
+			m := startMaster(t, Config{Password: []byte("s3cret\n"), Notices: slog.New(seen)})
 			cfg := worker.Config{}
 			if tc.password != "" {
 				cfg.Password = []byte(tc.password)
 			}
 			startWorker(t, m, cfg)
 			m.Submit(&Task{Command: "echo in"})
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if !tc.wantRun {
+				// Refused, and refused again as it retries: the task
+				// has had its chances.
+				for range 3 {
+					if n := seen.next(t); !strings.Contains(n, "wrong or missing password") {
+						t.Fatalf("notice %q, want a wrong or missing password", n)
+					}
+				}
+				if st := m.Stats(); st.WorkersJoined != 0 || st.TasksRunning+st.TasksComplete != 0 {
+					t.Errorf("%d workers joined, %d tasks running, %d complete; want none", st.WorkersJoined, st.TasksRunning, st.TasksComplete)
+				}
+				return
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			r, err := m.Wait(ctx)
-			if ran := err == nil && r.OK(); ran != tc.wantRun {
-				t.Errorf("task ran: %v (%v), want %v", ran, err, tc.wantRun)
+			if r, err := m.Wait(ctx); err != nil || !r.OK() {
+				t.Errorf("task behind the password: %v %+v", err, r)
 			}
 		})
 	}

@@ -42,7 +42,10 @@ func floodMaster(nofile string) int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	// A token for each worker that joins, for "workers N" to wait on.
 	joined := make(chan struct{}, 64)
-	m, err := Listen(Config{Addr: "127.0.0.1:0", HandshakeTimeout: time.Second, Logger: log,
+	// The flood's 150 connections wait their turn a dozen at a time, each
+	// holding its slot for the handshake timeout: 300 ms lets the second
+	// worker in after about two seconds (a timeout of one second took eight).
+	m, err := Listen(Config{Addr: "127.0.0.1:0", HandshakeTimeout: 300 * time.Millisecond, Logger: log,
 		Joined: func(WorkerInfo) {
 			select {
 			case joined <- struct{}{}:
