@@ -46,7 +46,9 @@ bench: deps build
 	./bench/run.sh
 
 # The manual pages, from the tools' own help (scripts/genman): man/*.1;
-# read one with `man -l man/makeflow.1`.
+# read one with `man -l man/makeflow.1`. Each is dated by $SOURCE_DATE_EPOCH
+# if set, else by the last commit of its command's code, so that making
+# them again changes nothing unless the help did.
 man:
 	$(GO) run ./scripts/genman -dir man
 

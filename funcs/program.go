@@ -135,12 +135,11 @@ func (p *program) run(ctx context.Context, argv []string, slot *outputFiles) ([]
 	if err != nil {
 		return nil, p.fail(-1, nil, err)
 	}
-	pid, err := proc.Spawn(argv[0], argv, &proc.SpawnAttr{Files: [3]*os.File{p.stdin, slot.stdout, slot.stderr}})
+	pid, err := proc.Spawn(argv[0], argv, &proc.SpawnAttr{Files: [3]*os.File{p.stdin, slot.stdout, slot.stderr}, Slot: reg})
 	if err != nil {
 		reg.Release()
 		return nil, p.fail(-1, nil, err)
 	}
-	reg.Set(pid)
 	k := &killer{pid: pid}
 	var timer *time.Timer
 	if p.opts.Timeout > 0 {

@@ -7,6 +7,8 @@ import (
 	"math"
 	"net/http"
 	"strings"
+
+	"github.com/rightsize/rightsize/internal/suggest"
 )
 
 // A Scope binds names to values, or to definitions (the expressions of a
@@ -17,6 +19,16 @@ type Scope struct {
 	name   string
 	value  Value
 	define Expr // not nil: a definition
+}
+
+// names returns the names s binds, for the "did you mean" of an
+// undefined one.
+func (s *Scope) names() []string {
+	var names []string
+	for ; s != nil; s = s.parent {
+		names = append(names, s.name)
+	}
+	return names
 }
 
 // Bind returns s with name bound to v, hiding any earlier binding.
@@ -123,6 +135,9 @@ func (e *evaluator) eval(x Expr, s *Scope) (Value, error) {
 		b := s.lookup(x.Name)
 		switch {
 		case b == nil:
+			if near := suggest.Nearest(x.Name, s.names()); near != "" {
+				return nil, errorf(x.At, "undefined symbol %s (did you mean %s?)", x.Name, near)
+			}
 			return nil, errorf(x.At, "undefined symbol %s", x.Name)
 		case b.define == nil:
 			return b.value, nil

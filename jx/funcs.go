@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/rightsize/rightsize/internal/suggest"
 )
 
 // MaxRangeLen is the longest list range may make.
@@ -67,12 +69,22 @@ func builtin(name string) function {
 	return nil
 }
 
+// functionNames are the names of JX's functions: builtin's, select and
+// project.
+func functionNames() []string {
+	return []string{"range", "format", "join", "ceil", "floor", "basename", "dirname", "listdir", "escape",
+		"template", "len", "keys", "values", "items", "fetch", "schema", "like", "select", "project"}
+}
+
 func (e *evaluator) call(c *Call, s *Scope) (Value, error) {
 	if c.Func == "select" || c.Func == "project" {
 		return e.query(c, s)
 	}
 	f := builtin(c.Func)
 	if f == nil {
+		if near := suggest.Nearest(c.Func, functionNames()); near != "" {
+			return nil, errorf(c.At, "unknown function %s (did you mean %s?)", c.Func, near)
+		}
 		return nil, errorf(c.At, "unknown function %s", c.Func)
 	}
 	args, err := e.items(c.Args, s)

@@ -145,6 +145,9 @@ func TestErrors(t *testing.T) {
 		{`error("boom")`, "t.jx:1:1: boom"},
 		{`[1, error({"a": 1})]`, `t.jx:1:5: {"a":1}`},
 		{`nosuch(1)`, "t.jx:1:1: unknown function nosuch"},
+		{`[NAM for NAME in [1]]`, "t.jx:1:2: undefined symbol NAM (did you mean NAME?)"},
+		{`formt("%d", 1)`, "t.jx:1:1: unknown function formt (did you mean format?)"},
+		{`lenght([1])`, "t.jx:1:1: unknown function lenght"}, // too far from len to guess
 		{`range(1.5)`, "t.jx:1:1: range: takes integers, not float"},
 		{`range(1, 10, 0)`, "t.jx:1:1: range: the step must not be zero"},
 		{`range(1, 2, 3, 4)`, "t.jx:1:1: range: takes 1 to 3 arguments, not 4"},
@@ -362,5 +365,15 @@ func TestArgs(t *testing.T) {
 	}
 	if _, err := ArgsFile(ctx, nil, args, nil); err == nil || !strings.HasSuffix(err.Error(), "args.jx:1:1: expected an object, not array") {
 		t.Errorf("ArgsFile of a list: %v", err)
+	}
+}
+
+// TestFunctionNames: the names an unknown function is compared with are
+// the functions there are.
+func TestFunctionNames(t *testing.T) {
+	for _, name := range functionNames() {
+		if builtin(name) == nil && name != "select" && name != "project" {
+			t.Errorf("%s is not a function", name)
+		}
 	}
 }

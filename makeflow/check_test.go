@@ -19,6 +19,9 @@ func TestCheck(t *testing.T) {
 			"c.mf:1:11: input nope.txt does not exist and no rule makes it",
 			"c.mf:3:4: input nope.txt does not exist",
 		}},
+		{"a typo of a made file", "part.0:\n\ttouch part.0\nout: part.O\n\tcat part.O > out\n", []string{
+			"c.mf:3:6: input part.O does not exist and no rule makes it (did you mean part.0, which a rule makes?)",
+		}},
 		{"two rules make one file", "a:\n\ttouch a\nb a:\n\ttouch a b\n", []string{
 			"c.mf:3:3: a is also made by the rule at c.mf:1:1",
 		}},

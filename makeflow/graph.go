@@ -2,7 +2,11 @@ package makeflow
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/rightsize/rightsize/internal/suggest"
 )
 
 // A graph is the DAG of a workflow: which rule makes each file and which
@@ -216,6 +220,7 @@ func (g *graph) check(exists func(string) bool) ErrorList {
 		errs = append(errs, g.cycles(stuck)...)
 	}
 	if exists != nil {
+		var made []string // for the "did you mean" of a missing input
 		missing := map[string]bool{}
 		for _, r := range g.w.Rules {
 			for _, f := range r.Sources {
@@ -228,7 +233,14 @@ func (g *graph) check(exists func(string) bool) ErrorList {
 					missing[f.Name] = gone
 				}
 				if gone && len(errs) <= maxErrors {
-					errs = append(errs, &Error{Pos: f.Pos, Msg: fmt.Sprintf("input %s does not exist and no rule makes it", quoteName(f.Name))})
+					msg := fmt.Sprintf("input %s does not exist and no rule makes it", quoteName(f.Name))
+					if made == nil {
+						made = slices.Sorted(maps.Keys(g.producer))
+					}
+					if near := suggest.Nearest(f.Name, made); near != "" {
+						msg += fmt.Sprintf(" (did you mean %s, which a rule makes?)", quoteName(near))
+					}
+					errs = append(errs, &Error{Pos: f.Pos, Msg: msg})
 				}
 			}
 		}

@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/rightsize/rightsize/internal/jsonpos"
@@ -87,22 +88,28 @@ type jsonFile struct {
 // ParseJSONFile reads a workflow in CCTools' JSON form from the file at
 // path.
 func ParseJSONFile(path string) (*Workflow, error) {
-	src, err := os.ReadFile(path)
+	src, err := readWorkflow(path)
 	if err != nil {
-		return nil, fmt.Errorf("read workflow: %w", err)
+		return nil, err
 	}
 	return ParseJSON(path, src)
 }
 
 // ParseJSON reads a workflow in CCTools' JSON form. Errors carry the
-// file:line:column of the rule (or JSON syntax error) they concern.
+// file:line:column of the value (or JSON syntax error) they concern, and
+// the rule's index in the "rules" list.
 func ParseJSON(name string, src []byte) (*Workflow, error) {
 	at := func(off int64) Pos { return offsetPos(name, src, off) }
 	fail := func(off int64, format string, args ...any) error {
 		return ErrorList{{Pos: at(off), Msg: fmt.Sprintf(format, args...)}}
 	}
 	var top jsonWorkflow
-	if err := jsonpos.Decode(src, &top); err != nil {
+	whole := jsonFileText(name, src, 0, src)
+	if err := decodeValue(src, &top, "a workflow"); err != nil {
+		var ve *jsonpos.ValueError
+		if errors.As(err, &ve) {
+			return nil, ErrorList{{Pos: whole.at(ve.Path), Msg: ve.Msg}}
+		}
 		return nil, jsonError(name, src, 0, err)
 	}
 	if top.Define != nil || top.Variables != nil {
@@ -116,32 +123,26 @@ func ParseJSON(name string, src []byte) (*Workflow, error) {
 	base := int64(bytes.Index(src, top.Rules))
 	dec := json.NewDecoder(bytes.NewReader(top.Rules))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('[') {
-		return nil, fail(base, "\"rules\" must be a list")
+		return nil, ErrorList{{Pos: whole.at([]string{"rules"}), Msg: "\"rules\" must be a list"}}
 	}
-	var rules []jsonRuleAt
+	var rules []jsonText
 	for dec.More() {
 		var raw json.RawMessage
 		off := base + dec.InputOffset()
 		if err := dec.Decode(&raw); err != nil {
 			return nil, jsonError(name, src, base, err)
 		}
-		// InputOffset is before any whitespace; the rule starts at '{'.
-		off += int64(bytes.IndexByte(src[off:], '{'))
-		rules = append(rules, jsonRuleAt{raw: raw, pos: at(off)})
+		// InputOffset is before the separator and any white space.
+		off += int64(len(src[off:]) - len(bytes.TrimLeft(src[off:], ", \t\r\n")))
+		rules = append(rules, jsonFileText(name, src, off, raw))
 	}
 	return workflowFromJSON(name, &top, rules, at(0))
-}
-
-// A jsonRuleAt is a rule of the JSON form and where it is written.
-type jsonRuleAt struct {
-	raw json.RawMessage
-	pos Pos
 }
 
 // workflowFromJSON builds the workflow of the JSON form (or of a JX
 // document evaluated to it) from its top-level keys and its rules; errors
 // that concern no rule are at topPos.
-func workflowFromJSON(name string, top *jsonWorkflow, rules []jsonRuleAt, topPos Pos) (*Workflow, error) {
+func workflowFromJSON(name string, top *jsonWorkflow, rules []jsonText, topPos Pos) (*Workflow, error) {
 	w := &Workflow{Path: name, Sizes: map[string]int64{}}
 	defCat := top.DefaultCategory
 	if defCat == "" {
@@ -156,10 +157,15 @@ func workflowFromJSON(name string, top *jsonWorkflow, rules []jsonRuleAt, topPos
 	}
 	var errs ErrorList
 	envs := map[string][]string{}
-	for _, jr := range rules {
-		r, err := ruleFromJSON(jr.raw, top, defCat, len(w.Rules), jr.pos, envs)
+	for i, jr := range rules {
+		r, err := ruleFromJSON(jr, top, defCat, i, envs)
 		if err != nil {
-			errs = append(errs, &Error{Pos: jr.pos, Msg: err.Error()})
+			pos := jr.pos
+			var ve *jsonpos.ValueError
+			if errors.As(err, &ve) {
+				pos = jr.at(ve.Path)
+			}
+			errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("rule %d: %v", i, err)})
 			continue
 		}
 		w.Rules = append(w.Rules, r)
@@ -170,25 +176,28 @@ func workflowFromJSON(name string, top *jsonWorkflow, rules []jsonRuleAt, topPos
 	return w, nil
 }
 
-func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int, pos Pos, envs map[string][]string) (*Rule, error) {
+// ruleFromJSON builds rule id, the one of the workflow's "rules" that t
+// holds. Its errors about one of the rule's values are *valueErrors.
+func ruleFromJSON(t jsonText, top *jsonWorkflow, defCat string, id int, envs map[string][]string) (*Rule, error) {
 	var jr jsonRule
-	if err := jsonpos.Decode(raw, &jr); err != nil {
-		return nil, fmt.Errorf("rule %d: %v", id, err)
+	if err := decodeValue(t.raw, &jr, "a rule"); err != nil {
+		return nil, err
 	}
+	pos := t.pos
 	r := &Rule{ID: id, Pos: pos, CommandPos: pos, Local: jr.LocalJob, Category: jr.Category}
 	switch {
 	case jr.Command != nil && (jr.Makeflow != nil || jr.Workflow != nil) || jr.Makeflow != nil && jr.Workflow != nil:
 		return nil, errors.New("a rule has one of \"command\", \"workflow\" or \"makeflow\", not two")
 	case jr.Args != nil && jr.Workflow == nil:
-		return nil, errors.New("\"args\" go with a sub-workflow's \"workflow\"")
+		return nil, valueErrorf([]string{"args"}, "\"args\" go with a sub-workflow's \"workflow\"")
 	case jr.Command != nil:
 		if strings.TrimSpace(*jr.Command) == "" {
-			return nil, errors.New("empty command")
+			return nil, valueErrorf([]string{"command"}, "\"command\" is empty")
 		}
 		r.Command = *jr.Command
 	case jr.Makeflow != nil:
 		if jr.Makeflow.Path == "" {
-			return nil, errors.New("\"makeflow\" needs a \"path\"")
+			return nil, valueErrorf([]string{"makeflow"}, "\"makeflow\" needs a \"path\"")
 		}
 		r.Nested = &Nested{File: filepath.Clean(jr.Makeflow.Path), JSON: true}
 		if jr.Makeflow.Cwd != "" {
@@ -198,20 +207,20 @@ func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int,
 		// A sub-workflow in JX, as CCTools runs it: its args are bound
 		// as JX variables.
 		if *jr.Workflow == "" {
-			return nil, errors.New("\"workflow\" needs a file name")
+			return nil, valueErrorf([]string{"workflow"}, "\"workflow\" needs a file name")
 		}
 		r.Nested = &Nested{File: filepath.Clean(*jr.Workflow), JX: true}
 		if args := bytes.TrimSpace(jr.Args); len(args) > 0 && !bytes.Equal(args, []byte("null")) {
 			if args[0] != '{' {
-				return nil, errors.New("\"args\" must be an object of the sub-workflow's variables")
+				return nil, valueErrorf([]string{"args"}, "\"args\" must be an object of the sub-workflow's variables")
 			}
 			var compact bytes.Buffer
 			if err := json.Compact(&compact, args); err != nil {
-				return nil, fmt.Errorf("\"args\": %v", err)
+				return nil, valueErrorf([]string{"args"}, "\"args\": %v", err)
 			}
 			r.Nested.Args = compact.String()
 			if _, err := r.Nested.jxArgs(); err != nil {
-				return nil, fmt.Errorf("\"args\": %v", err)
+				return nil, valueErrorf([]string{"args"}, "\"args\": %v", err)
 			}
 		}
 	default:
@@ -220,14 +229,15 @@ func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int,
 	switch jr.Allocation {
 	case "", "first", "max", "error":
 	default:
-		return nil, fmt.Errorf("unknown allocation %q: expected first, max or error", jr.Allocation)
+		return nil, valueErrorf([]string{"allocation"}, "\"allocation\" must be first, max or error, not %q", jr.Allocation)
 	}
 	for _, list := range []struct {
+		key   string
 		items []json.RawMessage
 		dst   *[]File
-	}{{jr.Inputs, &r.Sources}, {jr.Outputs, &r.Targets}} {
-		for _, item := range list.items {
-			f, err := fileFromJSON(item, pos)
+	}{{"inputs", jr.Inputs, &r.Sources}, {"outputs", jr.Outputs, &r.Targets}} {
+		for i, item := range list.items {
+			f, err := fileFromJSON(t, item, []string{list.key, strconv.Itoa(i)}, pos)
 			if err != nil {
 				return nil, err
 			}
@@ -241,14 +251,14 @@ func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int,
 		r.Category = defCat
 	}
 	cat := top.Categories[r.Category]
-	for _, res := range []*jsonResources{cat.Resources, jr.Resources} {
-		if res == nil {
-			continue
+	if cat.Resources != nil {
+		cat.Resources.apply(&r.Resources) // checked with the categories
+	}
+	if jr.Resources != nil {
+		if err := jr.Resources.check(); err != nil {
+			return nil, valueErrorf([]string{"resources"}, "\"resources\": %v", err)
 		}
-		if err := res.check(); err != nil {
-			return nil, err
-		}
-		res.apply(&r.Resources)
+		jr.Resources.apply(&r.Resources)
 	}
 
 	// The environment: resources, then the workflow's, the category's and
@@ -287,27 +297,37 @@ func ruleFromJSON(raw json.RawMessage, top *jsonWorkflow, defCat string, id int,
 	return r, nil
 }
 
-func fileFromJSON(raw json.RawMessage, pos Pos) (File, error) {
+// fileWords says what a file of a rule's "inputs" or "outputs" is.
+const fileWords = `a file name or {"dag_name": ..., "task_name": ...}`
+
+// fileFromJSON reads the file raw, the value at path within the rule t.
+func fileFromJSON(t jsonText, raw json.RawMessage, path []string, pos Pos) (File, error) {
 	var f File
 	var name string
 	if err := json.Unmarshal(raw, &name); err == nil {
 		f = File{Name: name}
 	} else {
 		var jf jsonFile
-		if err := jsonpos.Decode(raw, &jf); err != nil {
-			return f, fmt.Errorf("a file is a name or {\"dag_name\": ..., \"task_name\": ...}: %v", err)
+		err := jsonpos.Decode(raw, &jf)
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field == "" {
+			// Neither a name nor an object.
+			return f, valueErrorf(path, "%s must be %s, not %s", jsonpos.PathName(path), fileWords, jsonpos.ValueWords(typ.Value))
+		}
+		if err != nil {
+			return f, jsonpos.Explain(err, raw, &jf, path, "")
 		}
 		f = File{Name: jf.DagName, Remote: jf.TaskName}
 	}
 	f.Pos = pos
 	if f.Name == "" || strings.ContainsRune(f.Name, '\n') {
-		return f, fmt.Errorf("bad file name %q", f.Name)
+		return f, valueErrorf(path, "%s: bad file name %q", jsonpos.PathName(path), f.Name)
 	}
 	f.Name = filepath.Clean(f.Name)
 	if f.Remote != "" {
 		remote := filepath.Clean(f.Remote)
 		if filepath.IsAbs(remote) || remote == ".." || strings.HasPrefix(remote, "../") {
-			return f, fmt.Errorf("remote name %q must be a relative path inside the task's sandbox", f.Remote)
+			return f, valueErrorf(append(path, "task_name"), "%s: remote name %q must be a relative path inside the task's sandbox", jsonpos.PathName(path), f.Remote)
 		}
 		f.Remote = remote
 		if remote == f.Name {
@@ -339,6 +359,14 @@ func (r *jsonResources) apply(res *Resources) {
 // jsonError positions a decoding error: base is where the decoded text
 // starts in src.
 func jsonError(name string, src []byte, base int64, err error) error {
+	end := int64(len(bytes.TrimRight(src, " \t\r\n")))
+	switch {
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		// At the end of the text, where the missing ] or } would be.
+		return ErrorList{{Pos: offsetPos(name, src, end), Msg: "the file ends inside the JSON value: a \"]\" or \"}\" (or a string's closing quote) is missing"}}
+	case errors.Is(err, io.EOF):
+		return ErrorList{{Pos: offsetPos(name, src, 0), Msg: "the file is empty: a JSON workflow is an object with \"rules\""}}
+	}
 	off, _ := jsonpos.Offset(err)
 	return ErrorList{{Pos: offsetPos(name, src, base+off), Msg: err.Error()}}
 }

@@ -51,29 +51,55 @@ func TestParseJSON(t *testing.T) {
 	}
 }
 
+// TestParseJSONErrors: each error is at the file:line:column of the value
+// it concerns, names the rule by its index in "rules", and says what is
+// wrong in a user's words, not encoding/json's.
 func TestParseJSONErrors(t *testing.T) {
 	tests := []struct {
-		name, src, want string
+		name, src string
+		want      []string // every error, in order
 	}{
-		{"syntax", "{\n  \"rules\": [\n    {\"command\": \"x\",}\n  ]\n}", "e.json:3:21: invalid character '}'"},
-		{"not an object", "[1]", "e.json:1:1: json: cannot unmarshal array"},
-		{"no rules", "{}", `e.json:1:1: a JSON workflow needs a "rules" list`},
-		{"unknown key", "{\"rules\": [\n  {\"comand\": \"x\"}]}", `e.json:2:3: rule 0: json: unknown field "comand"`},
-		{"no command", "{\"rules\": [{\"command\": \"true\"},\n {\"outputs\": [\"a\"]}]}", `e.json:2:2: a rule needs a "command"`},
-		{"both", `{"rules": [{"command": "x", "makeflow": {"path": "s"}}]}`, "e.json:1:12: a rule has one of"},
-		{"bad allocation", `{"rules": [{"command": "x", "allocation": "most"}]}`, `e.json:1:12: unknown allocation "most"`},
-		{"negative", `{"rules": [{"command": "x", "resources": {"cores": -1}}]}`, "e.json:1:12: resources must not be negative"},
-		{"bad file", `{"rules": [{"command": "x", "outputs": [{"name": "a"}]}]}`, "e.json:1:12: a file is a name or"},
-		{"bad remote", `{"rules": [{"command": "x", "outputs": [{"dag_name": "a", "task_name": "/a"}]}]}`, `e.json:1:12: remote name "/a"`},
-		{"wrong type", `{"rules": [{"command": 3}]}`, "e.json:1:12: rule 0: json: cannot unmarshal number"},
-		{"JX", `{"define": {"N": 3}, "rules": []}`, `e.json:1:1: JX "define" and "variables" are not supported`},
+		{"syntax", "{\n  \"rules\": [\n    {\"command\": \"x\",}\n  ]\n}", []string{"e.json:3:21: invalid character '}'"}},
+		{"not an object", "[1]", []string{"e.json:1:1: a workflow must be an object, not a list"}},
+		{"no rules", "{}", []string{`e.json:1:1: a JSON workflow needs a "rules" list`}},
+		{"rules not a list", `{"rules": {}}`, []string{`e.json:1:2: "rules" must be a list`}},
+		{"unknown top key", "{\"rules\": [],\n \"enviroment\": {}}", []string{`e.json:2:2: unknown key "enviroment" (did you mean "environment"?)`}},
+		{"environment value", "{\"rules\": [],\n \"environment\": {\"A\": \"a\", \"B\": 2}}", []string{`e.json:2:28: "environment.B" must be a string, not a number`}},
+		{"unknown key", "{\"rules\": [\n  {\"comand\": \"x\"}]}", []string{`e.json:2:4: rule 0: unknown key "comand" (did you mean "command"?)`}},
+		{"unknown key far from any", `{"rules": [{"command": "x", "zzz": 1}]}`, []string{`e.json:1:29: rule 0: unknown key "zzz" (known: "command", "makeflow", "workflow", "args", "inputs", "outputs", "local_job", "category", "allocation", "environment", "resources")`}},
+		{"no command", "{\"rules\": [{\"command\": \"true\"},\n {\"outputs\": [\"a\"]}]}", []string{`e.json:2:2: rule 1: a rule needs a "command"`}},
+		{"empty command", `{"rules": [{"command": " "}]}`, []string{`e.json:1:13: rule 0: "command" is empty`}},
+		{"both", `{"rules": [{"command": "x", "makeflow": {"path": "s"}}]}`, []string{"e.json:1:12: rule 0: a rule has one of"}},
+		{"bad allocation", `{"rules": [{"command": "x", "allocation": "most"}]}`, []string{`e.json:1:29: rule 0: "allocation" must be first, max or error, not "most"`}},
+		{"negative", `{"rules": [{"command": "x", "resources": {"cores": -1}}]}`, []string{`e.json:1:29: rule 0: "resources": resources must not be negative`}},
+		{"file not a name", `{"rules": [{"command": "x", "outputs": ["a", 7]}]}`, []string{`e.json:1:46: rule 0: "outputs[1]" must be a file name or {"dag_name": ..., "task_name": ...}, not a number`}},
+		{"bad file", `{"rules": [{"command": "x", "outputs": [{"name": "a"}]}]}`, []string{`e.json:1:42: rule 0: "outputs[0]": unknown key "name" (known: "dag_name", "task_name")`}},
+		{"bad file name", `{"rules": [{"command": "x", "inputs": [{"dag_name": 1}]}]}`, []string{`e.json:1:41: rule 0: "inputs[0].dag_name" must be a string, not a number`}},
+		{"bad remote", `{"rules": [{"command": "x", "outputs": [{"dag_name": "a", "task_name": "/a"}]}]}`, []string{`e.json:1:59: rule 0: "outputs[0]": remote name "/a"`}},
+		{"wrong type", `{"rules": [{"command": 3}]}`, []string{`e.json:1:13: rule 0: "command" must be a string, not a number`}},
+		{"not a whole number", `{"rules": [{"command": "x", "resources": {"cores": 1.5}}]}`, []string{`e.json:1:43: rule 0: "resources.cores" must be a whole number, not 1.5`}},
+		{"list for a boolean", `{"rules": [{"command": "x", "local_job": []}]}`, []string{`e.json:1:29: rule 0: "local_job" must be true or false, not a list`}},
+		{"rule not an object", "{\"rules\": [\n  \"echo\"]}", []string{`e.json:2:3: rule 0: a rule must be an object, not a string`}},
+		// Each rule by its index in the file, whatever came before it.
+		{"several", "{\"rules\": [\n {\"command\": 1},\n {\"command\": \"x\"},\n {\"command\": \"y\", \"outputs\": \"o\"}]}", []string{
+			`e.json:2:3: rule 0: "command" must be a string, not a number`,
+			`e.json:4:19: rule 2: "outputs" must be a list, not a string`,
+		}},
+		{"cut short", "{\"rules\": [\n  {\"command\": \"x\"}\n", []string{`e.json:2:19: the file ends inside the JSON value`}},
+		{"empty", "\n", []string{`e.json:1:1: the file is empty`}},
+		{"JX", `{"define": {"N": 3}, "rules": []}`, []string{`e.json:1:1: JX "define" and "variables" are not supported`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ParseJSON("e.json", []byte(tt.src))
 			var list ErrorList
-			if !errors.As(err, &list) || !strings.HasPrefix(list[0].Error(), tt.want) {
-				t.Errorf("error = %v, want prefix %q", err, tt.want)
+			if !errors.As(err, &list) || len(list) != len(tt.want) {
+				t.Fatalf("error = %v, want %q", err, tt.want)
+			}
+			for i, e := range list {
+				if !strings.HasPrefix(e.Error(), tt.want[i]) {
+					t.Errorf("error %d = %v, want prefix %q", i, e, tt.want[i])
+				}
 			}
 		})
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/rightsize/rightsize/internal/jsonpos"
 	"github.com/rightsize/rightsize/jx"
@@ -36,9 +35,9 @@ type JXOptions struct {
 // ParseJXFile reads and evaluates a workflow in CCTools' JX form from the
 // file at path.
 func ParseJXFile(ctx context.Context, path string, opts JXOptions) (*Workflow, error) {
-	src, err := os.ReadFile(path)
+	src, err := readWorkflow(path)
 	if err != nil {
-		return nil, fmt.Errorf("read workflow: %w", err)
+		return nil, err
 	}
 	return ParseJX(ctx, path, src, opts)
 }
@@ -60,7 +59,7 @@ func ParseJX(ctx context.Context, name string, src []byte, opts JXOptions) (*Wor
 	}
 	var (
 		tw       jsonWorkflow
-		rules    []jsonRuleAt
+		rules    []jsonText
 		errs     ErrorList
 		hasRules bool
 	)
@@ -84,15 +83,23 @@ func ParseJX(ctx context.Context, name string, src []byte, opts JXOptions) (*Wor
 					errs = append(errs, &Error{Pos: pos, Msg: fmt.Sprintf("rule %d: %v", i, err)})
 					continue
 				}
-				rules = append(rules, jsonRuleAt{raw: raw, pos: pos})
+				rules = append(rules, jxText(item, raw, pos))
 			}
 		case "environment", "categories", "default_category":
-			raw, err := jx.MarshalJSON(&jx.Object{Pairs: []jx.Pair{p}})
-			if err == nil {
-				err = jsonpos.Decode(raw, &tw)
-			}
+			one := &jx.Object{Pairs: []jx.Pair{p}}
+			raw, err := jx.MarshalJSON(one)
 			if err != nil {
 				errs = append(errs, &Error{Pos: jxPos(p.Pos), Msg: fmt.Sprintf("%q: %v", p.Key, err)})
+				continue
+			}
+			text := jxText(one, raw, jxPos(p.Pos))
+			if err := decodeValue(raw, &tw, "a workflow"); err != nil {
+				pos := text.pos
+				var ve *jsonpos.ValueError
+				if errors.As(err, &ve) {
+					pos = text.at(ve.Path)
+				}
+				errs = append(errs, &Error{Pos: pos, Msg: err.Error()})
 			}
 		default:
 			errs = append(errs, &Error{Pos: jxPos(p.Pos), Msg: fmt.Sprintf("unknown key %q: a workflow has \"rules\", \"environment\", \"categories\", \"default_category\" and \"define\"", p.Key)})

@@ -2,12 +2,15 @@ package makeflow
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 // maxSubstitutionDepth bounds how deeply a substituted value may itself
@@ -26,6 +29,21 @@ const maxText = 16 << 20
 // for values that expand into many others without growing.
 const maxSubstitutions = 1 << 20
 
+// readWorkflow returns the text of the workflow file at path. Its error
+// names the file, as the user gave it, and what is wrong, without the
+// system call: "workflow wf.mf: no such file or directory".
+func readWorkflow(path string) ([]byte, error) {
+	src, err := os.ReadFile(path)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		if errors.Is(pe.Err, syscall.EISDIR) {
+			return nil, fmt.Errorf("workflow %s: a directory, not a file", path)
+		}
+		return nil, fmt.Errorf("workflow %s: %w", path, pe.Err)
+	}
+	return src, err
+}
+
 // ParseFile reads the workflow in the file at path. environ is the
 // environment $NAME falls back to when NAME is not a workflow variable, as
 // "NAME=value" strings; nil means the process's environment.
@@ -33,9 +51,9 @@ const maxSubstitutions = 1 << 20
 // The error, if any, is an ErrorList with every problem found, each with its
 // file:line:column.
 func ParseFile(path string, environ []string) (*Workflow, error) {
-	src, err := os.ReadFile(path)
+	src, err := readWorkflow(path)
 	if err != nil {
-		return nil, fmt.Errorf("read workflow: %w", err)
+		return nil, err
 	}
 	return Parse(path, src, environ)
 }

@@ -1,8 +1,11 @@
 package makeflow
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io/fs"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -557,5 +560,33 @@ func BenchmarkParseFlat(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestReadWorkflowErrors: a workflow file that cannot be read is named
+// as given, with what is wrong and not the system call, in every form.
+func TestReadWorkflowErrors(t *testing.T) {
+	dir := t.TempDir()
+	parsers := map[string]func(string) error{
+		"Makeflow": func(p string) error { _, err := ParseFile(p, nil); return err },
+		"JSON":     func(p string) error { _, err := ParseJSONFile(p); return err },
+		"JX":       func(p string) error { _, err := ParseJXFile(context.Background(), p, JXOptions{}); return err },
+	}
+	tests := []struct {
+		path, want string
+	}{
+		{filepath.Join(dir, "nope"), "workflow " + filepath.Join(dir, "nope") + ": no such file or directory"},
+		{dir, "workflow " + dir + ": a directory, not a file"},
+	}
+	for form, parse := range parsers {
+		for _, tt := range tests {
+			err := parse(tt.path)
+			if err == nil || err.Error() != tt.want {
+				t.Errorf("%s %s: error %v, want %q", form, tt.path, err, tt.want)
+			}
+		}
+	}
+	if err := parsers["Makeflow"](filepath.Join(dir, "nope")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("a missing workflow's error %v is not fs.ErrNotExist", err)
 	}
 }

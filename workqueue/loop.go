@@ -59,7 +59,7 @@ type (
 	evForsaken struct{ a *attempt }
 	// evPoolDecisions: the workers each pool gives this master, as the
 	// catalog says now.
-	evPoolDecisions struct{ byPool map[string]int }
+	evPoolDecisions struct{ byPool map[string]enforce.Quota }
 )
 
 // tickInterval is how often fast abort and keepalives are checked.
@@ -159,22 +159,18 @@ func (l *loop) handle(ev event) {
 			}
 			if w.poolName() != "" {
 				var released bool
-				if drain, released = l.poolWorkerJoined(w, now); released {
+				if drain, released = l.poolWorkerJoined(w, ev.res.Cores, now); released {
 					return
 				}
 			}
 		}
 		if drain {
-			// Drained before it offers anything (with nothing to
-			// offer, it is given no task), so that it takes none of
-			// the tasks waiting here.
-			l.apply(l.s.WorkerJoined(w.id, w.host, sched.Resources{}, now), now)
-			if _, _, ok := l.s.Holds(w.id); !ok {
-				return // dropped: its host is kept out
-			}
-			l.apply(l.s.Drain(w.id, true, now), now)
+			// Drained as it joins, so that it takes none of the
+			// tasks waiting here.
+			l.apply(l.s.WorkerJoinedDrained(w.id, w.host, ev.res, now), now)
+		} else {
+			l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 		}
-		l.apply(l.s.WorkerJoined(w.id, w.host, ev.res, now), now)
 		l.touch(w, now)
 	case evWorkerLeft:
 		l.workerLeft(ev.w, ev.err, now)
@@ -199,7 +195,7 @@ func (l *loop) handle(ev event) {
 		l.touch(ev.a.worker, now)
 	case evPoolDecisions:
 		l.syncHolds(now)
-		l.enforce(l.enforcer.Decided(ev.byPool, now), now)
+		l.enforce(l.enforcer.DecidedQuotas(ev.byPool, now), now)
 	}
 }
 
@@ -217,10 +213,11 @@ func (l *loop) sendHeld() {
 // before the scheduler hears of it, so that a worker beyond its pool's
 // decision is released before it is given a task. It reports whether the
 // enforcer drains the worker (for the scheduler to do, once it knows it)
-// or has released it.
-func (l *loop) poolWorkerJoined(w *workerConn, now time.Time) (drain, released bool) {
+// or has released it. cores are the cores it offers, by which it counts
+// against its pool's decision.
+func (l *loop) poolWorkerJoined(w *workerConn, cores float64, now time.Time) (drain, released bool) {
 	l.syncHolds(now)
-	acts := l.enforcer.Joined(enforce.Joining{ID: int(w.id), Pool: w.poolName(), Key: w.workerKey()}, now)
+	acts := l.enforcer.Joined(enforce.Joining{ID: int(w.id), Pool: w.poolName(), Key: w.workerKey(), Cores: cores}, now)
 	for _, a := range acts {
 		drain = drain || a.Worker == int(w.id) && a.Verb == enforce.Drain
 	}
@@ -269,7 +266,7 @@ func (l *loop) enforce(acts []enforce.Action, now time.Time) {
 				// not hear of. Told again, it drains the worker and
 				// releases it once it holds none.
 				l.m.log.Warn("worker not released: it holds tasks", "worker", w.addr, "tasks", n)
-				l.enforce(l.enforcer.Joined(enforce.Joining{ID: a.Worker, Pool: a.Pool, Holds: n}, now), now)
+				l.enforce(l.enforcer.Joined(enforce.Joining{ID: a.Worker, Pool: a.Pool, Holds: n, Cores: l.cores(w)}, now), now)
 				continue
 			}
 			l.releaseWorker(w, a.Decision, now)
@@ -486,10 +483,13 @@ func (l *loop) stats() Stats {
 		st.BytesSent += w.bytesSent.Load()
 		st.BytesReceived += w.bytesReceived.Load()
 	}
+	// What runs at once, in the estimate's unit, tasks: a worker of k
+	// cores running k tasks is k one-task workers busy (seed 003's
+	// window of max(10, busy workers) tasks), not one.
 	busy := 0
 	for _, w := range l.workers {
-		if _, _, n, ok := l.s.WorkerLoad(w.id); ok && n > 0 {
-			busy++
+		if _, _, n, ok := l.s.WorkerLoad(w.id); ok {
+			busy += n
 		}
 	}
 	if v, ok := l.window.Capacity(busy); ok {

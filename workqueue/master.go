@@ -4,11 +4,12 @@
 // connect over TCP (or TLS) and speak CCTools' protocol 9, so both
 // rightsize workers and Debian's work_queue_worker serve it; with a
 // password, a worker must prove it knows it before the master does. With a
-// project name it advertises itself to catalogs, including its capacity and
-// its workers by pool, so that workers started with -M, factories and pools
-// find it; a pool's workers beyond what the pool's decision in the catalog
-// gives it get no new task and are released once they hold none (package
-// enforce). Connections that have not finished their handshake are bounded
+// project name it advertises itself to catalogs, including its capacity (in
+// tasks) and its workers and their cores by pool, so that workers started
+// with -M, factories and pools find it; a pool's workers beyond what the
+// pool's decision in the catalog gives it — counted in the pool's unit, a
+// worker of k times its cores as k — get no new task and are released
+// once they hold none (package enforce). Connections that have not finished their handshake are bounded
 // in number and time, so that a flood of them cannot starve the
 // application of file descriptors.
 //
@@ -52,9 +53,10 @@ type Config struct {
 	// port). Use "127.0.0.1:0" or ":0" for any free port; Port reports it.
 	Addr string
 	// Project, if set, is advertised to Catalogs so that workers and factories
-	// can find the master by name. Every AdvertiseInterval while workers of
-	// a pool are connected, the master also reads from Catalogs what each
-	// pool gives it (package enforce): the excess gets no new task and
+	// can find the master by name. While workers of a pool are connected,
+	// the master also reads from Catalogs what each pool gives it (package
+	// enforce), every AdvertiseInterval or 5 s, whichever is shorter: a
+	// new decision takes effect within that. The excess gets no new task and
 	// each is released the moment it holds none, never while it holds a
 	// task; one back within AdvertiseInterval of its release is kept so,
 	// drained, rather than released again.
@@ -74,7 +76,10 @@ type Config struct {
 	// wire.ReadPasswordFile); workers must answer the CCTools challenge with
 	// the same one. The master proves that it holds the password only to a
 	// worker that has proved it first, and refuses a worker that sends back
-	// one of the master's own challenges.
+	// one of the master's own challenges. A peer that proves the password
+	// and hangs up is a worker pool checking that the master holds it
+	// (package pool, every ten minutes): logged at Info the first time
+	// from each host, at Debug after that.
 	Password []byte
 	// TLS, if set, makes workers connect over TLS (work_queue_worker --ssl,
 	// workqueue worker --ssl), and the catalog record says "ssl": true. The
@@ -193,6 +198,10 @@ type Master struct {
 	challenges wire.Challenges // issued to workers, across connections
 	refusals   throttle        // notices of refused connections
 	fullness   throttle        // notices that the connection limits are reached
+	// checkers are the hosts whose password check (passwordChecked) was
+	// logged at Info.
+	checkersMu sync.Mutex
+	checkers   map[string]bool
 
 	events chan event
 	done   chan struct{} // closed by Close
@@ -237,6 +246,7 @@ func Listen(cfg Config) (*Master, error) {
 		admit:  newAdmission(openFileLimit()),
 
 		queueFilled: make(chan struct{}, 1),
+		checkers:    map[string]bool{},
 	}
 	m.link = newLink(cfg.Bandwidth, m.done)
 	m.refusals.burst, m.refusals.interval = 10, time.Minute
@@ -365,7 +375,8 @@ type Stats struct {
 
 // CapacityTasks is the capacity the master advertises (capacity_tasks):
 // the workers it keeps busy (CapacityWorkers; the weighted estimate before
-// that has a value), in whole workers; 0 until a task has finished, which
+// that has a value), in whole workers of one task — tasks at once, so a
+// worker of k cores is k of them; 0 until a task has finished, which
 // pools and factories read as "not reported". It counts workers, not
 // Eq. 4.5's tasks moved while one runs, which is one fewer: a third of a
 // capacity of 3 (bench/RESULTS.md). A master that measured less
@@ -583,6 +594,15 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
 	}
 	msg, err := c.ReadMessage()
 	if err != nil {
+		if m.cfg.Password != nil && errors.Is(err, io.EOF) {
+			// Proved the password and hung up: a worker pool's check
+			// that this master holds it (package pool), repeated as
+			// long as the pool runs.
+			over()
+			conn.Close()
+			m.passwordChecked(host, from)
+			return
+		}
 		fail("reading hello", "err", err)
 		return
 	}
@@ -612,6 +632,29 @@ func (m *Master) handshake(id sched.WorkerID, conn net.Conn, host string) {
 	default:
 		fail("unexpected first message", "message", fmt.Sprintf("%T", msg))
 	}
+}
+
+// maxCheckers bounds the hosts whose password checks a master remembers
+// having logged.
+const maxCheckers = 256
+
+// passwordChecked logs a password check from host (a peer that proved
+// the password and hung up): at Info the first time host checks, at Debug
+// after that, so that a pool's check every few minutes does not fill the
+// log.
+func (m *Master) passwordChecked(host, from string) {
+	m.checkersMu.Lock()
+	first := !m.checkers[host] && len(m.checkers) < maxCheckers
+	if first {
+		m.checkers[host] = true
+	}
+	m.checkersMu.Unlock()
+	level := slog.LevelDebug
+	if first {
+		level = slog.LevelInfo
+	}
+	m.log.Log(context.Background(), level, "password checked: the peer proved it and hung up, as a worker pool's check does",
+		"from", from)
 }
 
 // NoticeLogger returns a logger for Config.Notices that writes warnings to
@@ -644,11 +687,28 @@ func openFileLimit() uint64 {
 	return lim.Cur
 }
 
-// advertise sends the master's record to its catalogs now and then.
+// poolReadInterval is how often a master that a pool's workers serve reads
+// the pools' decisions, when AdvertiseInterval is longer: a pool publishes
+// its decision every 10 s (pool.Config.Interval), and a master that read it
+// only with its own record, every 60 s, would let a pool's workers serve
+// it for a minute after the pool gave them elsewhere.
+const poolReadInterval = 5 * time.Second
+
+// advertise sends the master's record to its catalogs every
+// AdvertiseInterval, and in between, while workers of a pool serve it or a
+// pool gives it workers, reads the pools' decisions every
+// poolReadInterval.
 func (m *Master) advertise() {
 	tick := time.NewTicker(m.cfg.AdvertiseInterval)
 	defer tick.Stop()
+	var reads <-chan time.Time // nil: each record's read is soon enough
+	if m.cfg.AdvertiseInterval > poolReadInterval {
+		t := time.NewTicker(poolReadInterval)
+		defer t.Stop()
+		reads = t.C
+	}
 	enforcing := false // some pool has decided about this master
+	send := true       // the record is due at the catalogs
 	for {
 		reply := make(chan []byte, 1)
 		if !m.send(evStatus{kind: "catalog", reply: reply}) {
@@ -661,18 +721,23 @@ func (m *Master) advertise() {
 		case <-m.done:
 			return
 		}
-		for _, addr := range m.cfg.Catalogs {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			if err := catalog.Send(ctx, addr, m.cfg.CatalogNetwork, rec); err != nil {
-				m.log.Warn("catalog update", "catalog", addr, "err", err)
+		if send {
+			for _, addr := range m.cfg.Catalogs {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				if err := catalog.Send(ctx, addr, m.cfg.CatalogNetwork, rec); err != nil {
+					m.log.Warn("catalog update", "catalog", addr, "err", err)
+				}
+				cancel()
 			}
-			cancel()
 		}
 		if fromPools(rec) || enforcing {
 			enforcing = m.readPoolDecisions(rec)
 		}
+		send = true
 		select {
 		case <-tick.C:
+		case <-reads:
+			send = false
 		case <-m.queueFilled:
 			// A second's grace, so that the report counts the burst
 			// of submissions that follows the first.
@@ -705,13 +770,13 @@ func (m *Master) readPoolDecisions(rec catalog.Record) bool {
 	self := enforce.Self{Name: rec.String("name"), Port: int(rec.Int("port"))}
 	for _, addr := range m.cfg.Catalogs {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		recs, err := catalog.Query(ctx, addr, "")
+		recs, err := catalog.Query(ctx, addr, `type=="`+enforce.PoolType+`"`)
 		cancel()
 		if err != nil {
 			m.log.Warn("reading the pools' decisions", "catalog", addr, "err", err)
 			continue
 		}
-		byPool := enforce.ForMaster(m.pools.Read(recs), self)
+		byPool := enforce.QuotasForMaster(m.pools.Read(recs), self)
 		m.send(evPoolDecisions{byPool})
 		return len(byPool) > 0
 	}

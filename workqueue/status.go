@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -46,7 +47,8 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 		"total_tasks_dispatched":       st.TasksSubmitted - st.TasksWaiting,
 		"workers":                      st.WorkersConnected,
 		"workers_connected":            st.WorkersConnected,
-		"workers_by_pool":              l.workersByPool(),
+		"workers_by_pool":              l.byPool(func(*workerConn) float64 { return 1 }),
+		"cores_by_pool":                l.byPool(l.cores),
 		"workers_joined":               st.WorkersJoined,
 		"workers_removed":              st.WorkersRemoved,
 		"workers_released":             st.WorkersReleased,
@@ -73,27 +75,37 @@ func (l *loop) queueRecord(now time.Time) catalog.Record {
 	}
 }
 
-// workersByPool counts the connected workers by the pool that started
-// them, as seed 000 §4.4.1 advertises them: "pool-a:3,pool-b:1,unmanaged:2"
-// (pools by name, unmanaged last, absent when none).
-func (l *loop) workersByPool() string {
-	n := map[string]int{}
-	unmanaged := 0
+// byPool sums each connected worker's size (1 for workers_by_pool, its
+// cores for cores_by_pool) by the pool that started it, as seed 000
+// §4.4.1 advertises workers: "pool-a:3,pool-b:1,unmanaged:2" (pools by
+// name, unmanaged last, absent when none). workers_by_pool counts
+// connections, as CCTools does; a pool whose workers differ in cores (a
+// request of k workers is one worker of k times the cores) reads its
+// workers from cores_by_pool, in its own unit (enforce.PoolWorkers).
+func (l *loop) byPool(size func(*workerConn) float64) string {
+	n := map[string]float64{}
+	unmanaged := 0.0
 	for _, w := range l.workers {
 		if p := w.pool.Load(); p != nil {
-			n[*p]++
+			n[*p] += size(w)
 		} else {
-			unmanaged++
+			unmanaged += size(w)
 		}
 	}
 	var b strings.Builder
 	for _, p := range slices.Sorted(maps.Keys(n)) {
-		fmt.Fprintf(&b, "%s:%d,", p, n[p])
+		fmt.Fprintf(&b, "%s:%s,", p, strconv.FormatFloat(n[p], 'f', -1, 64))
 	}
 	if unmanaged > 0 {
-		fmt.Fprintf(&b, "unmanaged:%d,", unmanaged)
+		fmt.Fprintf(&b, "unmanaged:%s,", strconv.FormatFloat(unmanaged, 'f', -1, 64))
 	}
 	return strings.TrimSuffix(b.String(), ",")
+}
+
+// cores is the cores worker w offers, as the scheduler knows them.
+func (l *loop) cores(w *workerConn) float64 {
+	_, total, _, _ := l.s.WorkerLoad(w.id)
+	return total.Cores
 }
 
 // status answers a status query with a JSON array (and a newline).

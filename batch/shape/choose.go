@@ -88,8 +88,15 @@ func Request(shapes []Shape, k, unit, room int) []Shape {
 }
 
 // Workers is how many workers of unit cores a request of shape s counts
-// as: its cores over unit, at least one.
-func Workers(s Shape, unit int) int { return max(1, s.Cores/max(unit, 1)) }
+// as: its cores over unit rounded up, at least one. Rounded down, a shape
+// of 6 cores for workers of 4 would count as one worker and a maximum of
+// 4 workers would take 24 cores, not 16; rounded up it counts as two, and
+// since Request cuts a shape to room workers' cores, a request never
+// counts as more than the room left.
+func Workers(s Shape, unit int) int {
+	unit = max(unit, 1)
+	return max(1, (s.Cores+unit-1)/unit)
+}
 
 // Pick chooses with c among the candidates for a request of k workers of
 // unit cores with room workers left (Request), and returns the choice and

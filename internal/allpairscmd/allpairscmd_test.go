@@ -211,7 +211,7 @@ func TestErrors(t *testing.T) {
 		{"unloadable library", []string{garbage, a, a}, 1, []string{"cannot load " + garbage}, 0},
 		{"missing function", []string{"./no-such-compare", a, a}, 1, []string{"function ./no-such-compare: no such file"}, 0},
 		{"unknown flag", []string{"--bogus", "builtin:bytediff", a, a}, 2, []string{"unknown flag: --bogus", "--help"}, 0},
-		{"too few args", []string{"builtin:bytediff", a}, 2, []string{"accepts 3 arg(s)"}, 0},
+		{"too few args", []string{"builtin:bytediff", a}, 2, []string{"expected 3 arguments (allpairs [flags] FUNC A B), got 2: builtin:bytediff "}, 0},
 		{"extra args for builtin", []string{"-e", "-x", "builtin:bytediff", a, a}, 2, []string{"--extra-args applies only to program functions"}, 0},
 		{"bad quoting", []string{"-e", "'x", fails, a, a}, 2, []string{"unterminated quote"}, 0},
 		{"sub-problem outside", []string{"-M", "-X", "3", "-W", "5", "builtin:bytediff", a, a}, 2, []string{"rows 3…7 and columns 1…3 are not inside the 3×3 matrix"}, 0},

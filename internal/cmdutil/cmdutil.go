@@ -6,6 +6,14 @@
 // run by RunMain stops as after Ctrl-C when the reader of its output goes
 // away (exit 141), rather than dying of SIGPIPE with its jobs left behind.
 //
+// Execute words the errors of flags and arguments for the user rather
+// than as pflag and cobra do ("-j/--max-local x: not a whole number",
+// "unknown flag --chekc (did you mean --check?)", "expected 3 arguments
+// (allpairs [flags] FUNC A B), got 2: ..."), drops the system call from a
+// file's error ("nope.conf: no such file or directory"), and answers
+// --completion SHELL wherever it is given before "--". ClassifyArgs tells
+// flags, their values and positional arguments apart before parsing.
+//
 // It does not parse any tool's flags or know any tool's behaviour; each tool
 // builds its own cobra command and hands it to Execute.
 package cmdutil
@@ -15,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -22,6 +31,7 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 	"golang.org/x/term"
 )
@@ -100,23 +110,42 @@ func ExitCode(err error) int {
 	}
 }
 
-// ExactArgs is cobra.ExactArgs with the error marked as a usage error.
+// ExactArgs requires n arguments; otherwise it returns a usage error that
+// says what the command takes and what it was given: "expected 3
+// arguments (allpairs [flags] FUNC A B), got 2: builtin:bytediff A".
 func ExactArgs(n int) cobra.PositionalArgs {
-	return usageArgs(cobra.ExactArgs(n))
+	return RangeArgs(n, n)
 }
 
-// RangeArgs is cobra.RangeArgs with the error marked as a usage error.
+// RangeArgs requires between min and max arguments, as ExactArgs does n.
 func RangeArgs(min, max int) cobra.PositionalArgs {
-	return usageArgs(cobra.RangeArgs(min, max))
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) >= min && len(args) <= max {
+			return nil
+		}
+		var want string
+		switch {
+		case min == max:
+			want = "expected " + countWords(max)
+		case len(args) > max:
+			want = "expected at most " + countWords(max)
+		default:
+			want = "expected at least " + countWords(min)
+		}
+		got := "none"
+		if len(args) > 0 {
+			got = fmt.Sprintf("%d: %s", len(args), strings.Join(args, " "))
+		}
+		return Usagef("%s (%s), got %s", want, cmd.UseLine(), got)
+	}
 }
 
-func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := check(cmd, args); err != nil {
-			return &UsageError{Err: err}
-		}
-		return nil
+// countWords says n arguments in words: "no arguments", "1 argument".
+func countWords(n int) string {
+	if n == 0 {
+		return "no arguments"
 	}
+	return Plural(n, "argument")
 }
 
 // Execute runs cmd with args and streams and returns the exit code. It prints
@@ -125,7 +154,7 @@ func usageArgs(check cobra.PositionalArgs) cobra.PositionalArgs {
 // rather than print them.
 func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) int {
 	Prepare(cmd)
-	if shell, ok := completionArg(args); ok {
+	if shell, ok := completionArg(cmd, args); ok {
 		return writeCompletion(cmd, shell, s)
 	}
 	cmd.SetArgs(args)
@@ -134,9 +163,7 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 	cmd.SetErr(s.Err)
 	cmd.SilenceErrors = true
 	cmd.SilenceUsage = true
-	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return &UsageError{Err: err}
-	})
+	cmd.SetFlagErrorFunc(flagError)
 	err := cmd.ExecuteContext(ctx)
 	if err == nil {
 		return ExitOK
@@ -150,6 +177,16 @@ func Execute(ctx context.Context, cmd *cobra.Command, args []string, s Streams) 
 		if errors.Is(err, context.Canceled) {
 			// The interruption says so in words; Go's name for it is noise.
 			msg = strings.TrimSuffix(msg, ": "+context.Canceled.Error())
+			if msg == context.Canceled.Error() {
+				msg = "interrupted"
+			}
+		}
+		var pathErr *fs.PathError
+		if errors.As(err, &pathErr) {
+			// "nope.conf: no such file or directory": the system
+			// call's name ("open nope.conf: ...") says nothing to
+			// the user.
+			msg = strings.Replace(msg, pathErr.Error(), pathErr.Path+": "+pathErr.Err.Error(), 1)
 		}
 		fmt.Fprintf(s.Err, "%s: %s\n", name, msg)
 	}
@@ -268,18 +305,36 @@ func Prepare(cmd *cobra.Command) {
 	}
 }
 
-// completionArg reports whether args ask for the completion script
-// (--completion SHELL or --completion=SHELL first), and for which shell.
-func completionArg(args []string) (string, bool) {
-	switch {
-	case len(args) == 0:
-		return "", false
-	case strings.HasPrefix(args[0], "--completion="):
-		return strings.TrimPrefix(args[0], "--completion="), true
-	case args[0] == "--completion" && len(args) > 1:
-		return args[1], true
-	case args[0] == "--completion":
-		return "", true
+// completionArg reports whether args ask for the completion script, and
+// for which shell: --completion SHELL or --completion=SHELL anywhere a
+// flag may be, before "--", for cmd or any of its subcommands. An
+// argument that is another flag's value (makeflow -l --completion) or
+// comes after "--" is not it.
+func completionArg(cmd *cobra.Command, args []string) (string, bool) {
+	c, rest := cmd, args
+	if found, r, err := cmd.Find(args); err == nil {
+		c, rest = found, r
+	}
+	flags := pflag.NewFlagSet(c.Name(), pflag.ContinueOnError)
+	flags.AddFlagSet(c.Flags())
+	flags.AddFlagSet(c.InheritedFlags())
+	if f := cmd.Flags().Lookup("completion"); f != nil && flags.Lookup("completion") == nil {
+		flags.AddFlag(f) // the root's own flag, for a subcommand too
+	}
+	kinds := ClassifyArgs(flags, rest)
+	for i, a := range rest {
+		if kinds[i] != ArgFlag {
+			continue
+		}
+		if shell, ok := strings.CutPrefix(a, "--completion="); ok {
+			return shell, true
+		}
+		if a == "--completion" {
+			if i+1 < len(rest) && kinds[i+1] == ArgFlagValue {
+				return rest[i+1], true
+			}
+			return "", true
+		}
 	}
 	return "", false
 }

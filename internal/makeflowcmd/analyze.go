@@ -79,8 +79,7 @@ bundle of the workflow) is not provided.`,
 	f.BoolVarP(&o.shape, "analyze-exec", "i", false, "print the workflow's size and shape")
 	f.BoolVar(&o.json, "json", false, "the workflow is in CCTools' JSON form (the default for *.json files)")
 	f.BoolVar(&o.jx.jx, "jx", false, "the workflow is in CCTools' JX form (the default for *.jx files)")
-	f.StringArrayVar(&o.jx.args, "jx-args", nil, "JX: bind the variables of the object that `FILE` holds (repeatable)")
-	f.StringArrayVar(&o.jx.defines, "jx-define", nil, "JX: bind VAR to the value of the JX expression EXPR, given as `VAR=EXPR` (repeatable)")
+	o.jx.addVarFlags(f)
 	f.BoolVarP(&o.version, "version", "v", false, "print the version and exit")
 	return cmd
 }

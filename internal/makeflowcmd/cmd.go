@@ -50,7 +50,7 @@ func Main(ctx context.Context, args []string, s cmdutil.Streams) int {
 		fmt.Fprintf(s.Err, "makeflow: %v\n", err)
 		return cmdutil.ExitUsage
 	}
-	return cmdutil.Execute(ctx, cmd, args, s)
+	return cmdutil.Execute(ctx, cmd, archiveDirArg(cmd.Flags(), args), s)
 }
 
 // Command returns the makeflow command, for Main and for its manual page.
@@ -314,12 +314,12 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	}
 	if o.summaryLog != "" {
 		if _, err := os.Stat(filepath.Dir(inDir(dir, o.summaryLog))); err != nil {
-			return cmdutil.Usagef("-f %s: %v", o.summaryLog, err)
+			return cmdutil.Usagef("-f %s: %w", o.summaryLog, err)
 		}
 	}
 	if o.reportPath != "" {
 		if _, err := os.Stat(filepath.Dir(inDir(dir, o.reportPath))); err != nil {
-			return cmdutil.Usagef("--report %s: %v", o.reportPath, err)
+			return cmdutil.Usagef("--report %s: %w", o.reportPath, err)
 		}
 	}
 	if o.httpAddr != "" {
@@ -335,6 +335,9 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 		}
 	}
 	path = inDir(dir, path)
+	if err := o.run.checkWorkflowArg(file, path); err != nil {
+		return err
+	}
 	wf, err := o.jx.readWorkflow(ctx, path, dir, o.json)
 	if err != nil {
 		return inputErrors(err, path, s.Err)

@@ -115,7 +115,7 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{[]string{"--bogus", "w.mf"}, "unknown flag: --bogus"},
 		{[]string{"-T", "nope", "w.mf"}, `-T "nope": unknown batch type (known: local, dryrun, wq, slurm, sge, condor)`},
-		{[]string{"w.mf", "extra"}, "accepts between 0 and 1 arg(s)"},
+		{[]string{"w.mf", "extra"}, "expected at most 1 argument (makeflow [flags] [WORKFLOW]), got 2: w.mf extra"},
 		{[]string{}, "no workflow given, and ./Makeflow does not exist"},
 		{[]string{"--clean=bogus", "w.mf"}, "--clean=bogus: expected all, outputs or intermediates"},
 		{[]string{"-j", "-1", "w.mf"}, "must not be negative"},
@@ -323,9 +323,10 @@ func TestKill9Recovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Four rules are let finish; makeflow is killed once the next two
-	// have started and wait to be let go: no rule starts or ends then (a
-	// rule starting as makeflow dies is left behind by design; see
-	// internal/proc's Keeper).
+	// have started and wait to be let go, so that what the log shows done
+	// is known. (A rule starting as makeflow dies is killed too, by the
+	// mark internal/proc's Spawn gives it; internal/proc's
+	// TestKill9WhileSpawning kills at those moments.)
 	started := func() []string {
 		runs, _ := os.ReadFile(filepath.Join(dir, "runs"))
 		return strings.Fields(string(runs))

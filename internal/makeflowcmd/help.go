@@ -42,13 +42,17 @@ THE LANGUAGE
 JSON AND JX
   A *.json file (or --json) is CCTools' JSON form: {"rules": [{"command":
   ..., "inputs": [...], "outputs": [...]}, ...]}, with "environment",
-  "categories" and "default_category". A *.jx file (or --jx) is the same
-  written in JX, JSON with expressions, evaluated first:
+  "categories" and "default_category"; an error names the rule by its
+  index in "rules" and the value at fault, at its file:line:column
+  (w.json:5:6: rule 2: "command" must be a string, not a number). A
+  *.jx file (or --jx) is the same written in JX, JSON with expressions,
+  evaluated first:
       {"define": {"N": 10},
        "rules": [{"command": format("sim %d > out.%d", i, i),
                   "outputs": ["out." + i]} for i in range(N)]}
   JX has symbols (the names "define", --jx-args FILE and --jx-define
-  VAR=EXPR bind; the flags win), + - * / % (+ joins strings and lists),
+  VAR=EXPR bind; the flags win, and among them the later one, as given),
+  + - * / % (+ joins strings and lists),
   == != < <= > >=, and or not, lookups a[i] a["key"] and slices a[1:3],
   comprehensions [EXPR for x in LIST if COND], error(MSG), and range,
   format, join, len, ceil, floor, basename, dirname, listdir, escape,
@@ -78,8 +82,9 @@ THE LOG, RECOVERY AND FAILURES
 
   Each rule runs in a process group of its own: whatever it leaves running
   in the background is killed when it ends. If makeflow dies, even by
-  kill -9, a keeper process kills every rule still running and keeps the
-  log locked until they are gone; a re-run waits for that (up to 30 s)
+  kill -9, a keeper process kills every rule still running (or starting:
+  rules have its mark, RIGHTSIZE_KEEPER, in their environment) and keeps
+  the log locked until they are gone; a re-run waits for that (up to 30 s)
   rather than start a rule while its previous run goes on. A process that
   leaves its group (setsid) is not followed.
 

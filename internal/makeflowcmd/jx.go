@@ -2,7 +2,9 @@ package makeflowcmd
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"strings"
@@ -17,26 +19,55 @@ import (
 // jxOptions are the flags of the JX form.
 type jxOptions struct {
 	jx       bool
-	args     []string // --jx-args
-	context  []string // --jx-context, CCTools' old name of --jx-args
-	defines  []string // --jx-define
-	argvFile string   // --argv, expanded before the flags are parsed
+	vars     []jxVar // --jx-args, --jx-context and --jx-define, in command-line order
+	argvFile string  // --argv, expanded before the flags are parsed
 }
+
+// A jxVar is one --jx-args FILE (or --jx-context FILE, CCTools' old name
+// of it) or --jx-define VAR=EXPR.
+type jxVar struct {
+	arg    string // FILE or VAR=EXPR
+	define bool   // --jx-define
+}
+
+// jxVarFlag is the value of --jx-args, --jx-context or --jx-define: each
+// appends to the one list, so that they apply in the order given.
+type jxVarFlag struct {
+	vars   *[]jxVar
+	define bool
+}
+
+func (f jxVarFlag) Set(s string) error {
+	*f.vars = append(*f.vars, jxVar{arg: s, define: f.define})
+	return nil
+}
+
+func (f jxVarFlag) String() string { return "" }
+func (f jxVarFlag) Type() string   { return "stringArray" }
 
 func (o *jxOptions) addFlags(f *pflag.FlagSet) {
 	f.BoolVar(&o.jx, "jx", false, "the workflow is in CCTools' JX form, JSON with expressions (the default for *.jx files)")
-	f.StringArrayVar(&o.args, "jx-args", nil, "JX: bind the variables of the object that `FILE` holds (a JX expression; repeatable)")
-	f.StringArrayVar(&o.context, "jx-context", nil, "old name of --jx-args")
+	o.addVarFlags(f)
+	f.Var(jxVarFlag{vars: &o.vars}, "jx-context", "old name of --jx-args")
 	f.MarkHidden("jx-context")
-	f.StringArrayVar(&o.defines, "jx-define", nil, "JX: bind VAR to the value of the JX expression EXPR, given as `VAR=EXPR` (repeatable; after the --jx-args files)")
 	f.StringVar(&o.argvFile, "argv", "", "read options from the object in `FILE`, as CCTools does: {\"OPTION\": VALUE, ...} with long option names, null for an option without a value, \"MAKEFLOW\": the workflow, \"argv\": another such file")
+}
+
+// addVarFlags defines --jx-args and --jx-define, for makeflow and
+// makeflow_analyze.
+func (o *jxOptions) addVarFlags(f *pflag.FlagSet) {
+	f.Var(jxVarFlag{vars: &o.vars}, "jx-args", "JX: bind the variables of the object that `FILE` holds (a JX expression; repeatable; with --jx-define, in the order given: a later one wins)")
+	f.Var(jxVarFlag{vars: &o.vars, define: true}, "jx-define", "JX: bind VAR to the value of the JX expression EXPR, given as `VAR=EXPR` (repeatable; with --jx-args, in the order given: a later one wins)")
 }
 
 // readWorkflow reads the workflow at path in its form: JX for --jx,
 // --jx-args, --jx-define or a *.jx file; JSON for --json or a *.json file;
 // the Makeflow language otherwise. dir is where it runs; asJSON is --json.
+// The --jx-args files and --jx-defines bind their variables in the order
+// they were given, each evaluated with the variables bound before it, as
+// CCTools' makeflow does.
 func (o *jxOptions) readWorkflow(ctx context.Context, path, dir string, asJSON bool) (*makeflow.Workflow, error) {
-	isJX := o.jx || len(o.args)+len(o.context)+len(o.defines) > 0
+	isJX := o.jx || len(o.vars) > 0
 	if isJX && asJSON {
 		return nil, cmdutil.Usagef("--json and JX (--jx, --jx-args, --jx-define) exclude each other: JX reads JSON too")
 	}
@@ -44,14 +75,15 @@ func (o *jxOptions) readWorkflow(ctx context.Context, path, dir string, asJSON b
 	case isJX || strings.HasSuffix(path, ".jx") && !asJSON:
 		var vars *jx.Scope
 		var err error
-		for _, file := range append(o.context, o.args...) {
-			if vars, err = jx.ArgsFile(ctx, vars, inDir(dir, file), &jx.Options{Dir: dir}); err != nil {
-				return nil, fmt.Errorf("--jx-args: %w", err)
+		for _, v := range o.vars {
+			if v.define {
+				if vars, err = jx.DefineArg(ctx, vars, v.arg, &jx.Options{Dir: dir}); err != nil {
+					return nil, cmdutil.Usagef("--jx-define %v", err)
+				}
+				continue
 			}
-		}
-		for _, def := range o.defines {
-			if vars, err = jx.DefineArg(ctx, vars, def, &jx.Options{Dir: dir}); err != nil {
-				return nil, cmdutil.Usagef("--jx-define %v", err)
+			if vars, err = jx.ArgsFile(ctx, vars, inDir(dir, v.arg), &jx.Options{Dir: dir}); err != nil {
+				return nil, fmt.Errorf("--jx-args: %w", err)
 			}
 		}
 		return makeflow.ParseJXFile(ctx, path, makeflow.JXOptions{Vars: vars, Dir: dir})
@@ -112,6 +144,10 @@ func expandArgvDepth(flags *pflag.FlagSet, args []string, depth int) ([]string, 
 func argvFile(flags *pflag.FlagSet, file string) ([]string, error) {
 	src, err := os.ReadFile(file)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // the caller names the file
+		}
 		return nil, err
 	}
 	obj, err := jx.EvalObject(context.Background(), file, src, nil, nil)

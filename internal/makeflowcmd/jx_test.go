@@ -67,6 +67,13 @@ func TestJXSameResultsAsCCTools(t *testing.T) {
 			"w.args.jx": `{"N": 3, "word": "x" + "y"}`,
 			"w.jx":      `{"rules": [{"command": "echo " + word + i + " " + M + " > o." + i, "outputs": ["o." + i]} for i in range(N)]}`,
 		}, []string{"--jx-args", "w.args.jx", "--jx-define", "M=N*10", "w.jx"}},
+		// In command-line order, each seeing those before it: the file's N
+		// wins over the --jx-define before it, and its M is computed from
+		// that N.
+		{"jx-define then jx-args", map[string]string{
+			"w.args.jx": `{"N": 2, "M": N + 1}`,
+			"w.jx":      `{"rules": [{"command": "echo " + N + " " + M + " > o", "outputs": ["o"]}]}`,
+		}, []string{"--jx-define", "N=5", "--jx-args", "w.args.jx", "w.jx"}},
 		// CCTools' TR_makeflow_050_sub_workflow_jx_for.
 		{"sub-workflows", map[string]string{
 			"w.jx": `{
@@ -121,6 +128,36 @@ func TestJXSameResultsAsCCTools(t *testing.T) {
 	}
 }
 
+// TestJXVarsInOrder: --jx-args files and --jx-defines bind their
+// variables in the order given, a later one winning and each evaluated
+// with those before it, as in CCTools.
+func TestJXVarsInOrder(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{
+		"one.jx": `{"N": 1}`,
+		"two.jx": `{"N": N + 1, "M": "two"}`,
+		"w.jx":   `{"rules": [{"command": "echo " + N + " " + M + " > o", "outputs": ["o"]}]}`,
+	})
+	tests := []struct {
+		args []string
+		want string // the rule's command
+	}{
+		{[]string{"--jx-args", "one.jx", "--jx-define", "N=7", "--jx-define", `M="d"`}, "echo 7 d > o"},
+		{[]string{"--jx-define", "N=7", "--jx-define", `M="d"`, "--jx-args", "one.jx"}, "echo 1 d > o"},
+		{[]string{"--jx-define", "N=7", "--jx-args", "two.jx"}, "echo 8 two > o"},
+		{[]string{"--jx-args", "one.jx", "--jx-args", "two.jx", "--jx-define", "N=7"}, "echo 7 two > o"},
+		{[]string{"--jx-define", "N=7", "--jx-args", "two.jx", "--jx-define", "M=N*2"}, "echo 8 16 > o"},
+		{[]string{"--jx-args", "one.jx", "--jx-args", "two.jx"}, "echo 2 two > o"},
+		{[]string{"--jx-define", "N=3", "--jx-context", "two.jx"}, "echo 4 two > o"},
+	}
+	for _, tt := range tests {
+		r := mf(t, dir, append(append([]string{"-T", "dryrun"}, tt.args...), "w.jx")...)
+		if r.code != 0 || !strings.Contains(r.out, tt.want+"\n") {
+			t.Errorf("makeflow %q: %v\nwant the command %q", tt.args, r, tt.want)
+		}
+	}
+}
+
 // TestJXErrors: errors in a JX workflow, its --jx-args or --jx-define are
 // reported at their file:line:column, and nothing runs.
 func TestJXErrors(t *testing.T) {
@@ -141,7 +178,7 @@ func TestJXErrors(t *testing.T) {
 		{[]string{"--check", "bad.jx"}, 1, "bad.jx:5:63: undefined symbol missing\n1 error in bad.jx; nothing was run\n"},
 		{[]string{"bad.jx"}, 1, "bad.jx:5:63: undefined symbol missing\n1 error in bad.jx; nothing was run\n"},
 		{[]string{"--check", "syntax.jx"}, 1, "syntax.jx:2:25: expected \",\" or \"}\" in the object, found \"outputs\"\n1 error in syntax.jx; nothing was run\n"},
-		{[]string{"--check", "rules.jx"}, 1, "rules.jx:3:3: rule 1: json: unknown field \"comand\"\n1 error in rules.jx; nothing was run\n"},
+		{[]string{"--check", "rules.jx"}, 1, "rules.jx:3:4: rule 1: unknown key \"comand\" (did you mean \"command\"?)\n1 error in rules.jx; nothing was run\n"},
 		{[]string{"--check", "--jx", "cycle.json"}, 1, "dependency cycle"},
 		{[]string{"--check", "--jx-args", "args.jx", "w.jx"}, 1, "makeflow: --jx-args: args.jx:1:10: unexpected \"}\": expected a value\n"},
 		{[]string{"--check", "--jx-define", "N=1/0", "w.jx"}, 2, "makeflow: --jx-define N=1/0: 1:2: division by zero\n"},
@@ -202,7 +239,7 @@ func TestArgv(t *testing.T) {
 		{"bad2.json", "makeflow: --argv bad2.json: bad2.json:1:2: --makeflow-log needs a value, not null"},
 		{"bad3.json", "more than 32 --argv files within each other"},
 		{"bad4.json", "makeflow: --argv bad4.json: bad4.json:1:1: expected an object, not array"},
-		{"none.json", "makeflow: --argv none.json: open none.json: no such file or directory"},
+		{"none.json", "makeflow: --argv none.json: no such file or directory\n"},
 	} {
 		if r := mf(t, dir, "--argv", tt.file); r.code != 2 || !strings.Contains(r.err, tt.want) {
 			t.Errorf("--argv %s: %v\nwant %q", tt.file, r, tt.want)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,8 +39,8 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	f.IntVarP(&r.priority, "priority", "P", 0, "-T wq: the master's priority `N`, advertised with -N: a worker serving several projects prefers the highest (ignored with another -T, as CCTools does)")
 	r.submitTimeout = makeflow.DefaultSubmitTimeout
 	f.StringVar(&r.monitor, "monitor", "", "write what each rule used (peak memory, CPU and wall time, the size of its outputs) to `DIR`/resource-rule-N.summary as CCTools' resource monitor does, and sum it up at the end")
-	f.StringVar(&r.archive, "archive", "", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout; `DIR` defaults to --archive-dir)")
-	f.Lookup("archive").NoOptDefVal = " "
+	f.StringVar(&r.archive, "archive", "", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout; `DIR`, given as --archive=DIR or as --archive DIR WORKFLOW, defaults to --archive-dir's)")
+	f.Lookup("archive").NoOptDefVal = archiveBare
 	f.StringVar(&r.archiveDir, "archive-dir", "", "the archive's directory (default /tmp/makeflow.archive.UID)")
 	f.BoolVar(&r.archiveRead, "archive-read", false, "reuse outputs from the archive, but keep nothing there")
 	f.BoolVar(&r.archiveWrite, "archive-write", false, "keep outputs in the archive, but reuse nothing from it")
@@ -48,6 +49,23 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	f.StringVar(&r.storagePrint, "storage-print", "", "write the storage the workflow needs to `FILE` (at least: one rule at a time, depth first; at most: every rule as soon as it is ready; what remains) as CCTools' footprint line, and exit without running")
 	f.VarP(cmdutil.Seconds(&r.submitTimeout), "submission-timeout", "S", "keep trying to submit a job the batch system refuses for `SECONDS`, pausing 1 s, 2 s, 4 s... (a job that is itself wrong fails at once); 0: do not retry")
 	f.Lookup("submission-timeout").DefValue = "3600"
+}
+
+// archiveBare is the value of --archive given without a directory.
+const archiveBare = " "
+
+// checkWorkflowArg reports a workflow argument that is the directory a
+// bare --archive was meant to take ("makeflow --archive DIR", with no
+// workflow after DIR, which stays the workflow as in CCTools), saying how
+// to write what was meant.
+func (r *runFlags) checkWorkflowArg(file, path string) error {
+	if r.archive != archiveBare || file == "" {
+		return nil
+	}
+	if info, err := os.Stat(path); err == nil && info.IsDir() {
+		return cmdutil.Usagef("%s is a directory, not a workflow: to keep the archive there, write --archive %s WORKFLOW, or --archive-dir %s", file, file, file)
+	}
+	return nil
 }
 
 // check reports flags that cannot work, before anything is read.
@@ -148,4 +166,37 @@ func (r *runFlags) printStorage(wf *makeflow.Workflow, dir string, out io.Writer
 	}
 	fmt.Fprintf(out, "storage needed: at least %d bytes, at most %d; %d remain at the end (written to %s)\n", minimum, maximum, residual, r.storagePrint)
 	return nil
+}
+
+// archiveDirArg returns args with "--archive DIR" written
+// "--archive=DIR" when DIR is not the only argument left to name the
+// workflow: "makeflow --archive DIR wf.mf". CCTools' --archive takes no
+// value (its directory is --archive-dir's), so that there DIR would be a
+// second workflow; "makeflow --archive wf.mf" keeps the default
+// directory, as there. A clean mode after a bare -c ("-c intermediates
+// wf.mf") does not name the workflow.
+func archiveDirArg(flags *pflag.FlagSet, args []string) []string {
+	kinds := cmdutil.ClassifyArgs(flags, args)
+	dirAt, words := -1, 0
+	for i, k := range kinds {
+		if k != cmdutil.ArgPositional {
+			continue
+		}
+		prev := ""
+		if i > 0 && kinds[i-1] == cmdutil.ArgFlag {
+			prev = args[i-1]
+		}
+		if prev == "--archive" {
+			dirAt = i
+		} else if _, err := cleanMode(args[i]); err == nil && (prev == "-c" || prev == "--clean") {
+			continue
+		}
+		words++
+	}
+	if dirAt < 0 || words < 2 {
+		return args
+	}
+	out := slices.Clone(args[:dirAt-1])
+	out = append(out, "--archive="+args[dirAt])
+	return append(out, args[dirAt+1:]...)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rightsize/rightsize/internal/cmdutil"
 )
 
 // TestBatchLogDryRun: with -T dryrun, -L takes the shell script, as
@@ -153,7 +155,59 @@ func TestMonitorLikeCCTools(t *testing.T) {
 	}
 }
 
-// TestArchiveFlags: --archive=DIR keeps the outputs; after a clean, the
+// TestArchiveDirArg: a word after a bare --archive is its directory
+// when another names the workflow, wherever the flags are; otherwise it
+// is the workflow, as in CCTools, whose --archive takes no value.
+func TestArchiveDirArg(t *testing.T) {
+	tests := []struct {
+		args, want []string
+	}{
+		{[]string{"--archive", "arch", "wf.mf"}, []string{"--archive=arch", "wf.mf"}},
+		{[]string{"-j", "2", "--archive", "arch", "-q", "wf.mf"}, []string{"-j", "2", "--archive=arch", "-q", "wf.mf"}},
+		{[]string{"wf.mf", "--archive", "arch"}, []string{"wf.mf", "--archive=arch"}},
+		{[]string{"--archive", "wf.mf"}, []string{"--archive", "wf.mf"}},
+		{[]string{"--archive"}, []string{"--archive"}},
+		{[]string{"--archive=arch", "wf.mf"}, []string{"--archive=arch", "wf.mf"}},
+		{[]string{"-c", "--archive", "wf.mf"}, []string{"-c", "--archive", "wf.mf"}},
+		{[]string{"-c", "intermediates", "--archive", "wf.mf"}, []string{"-c", "intermediates", "--archive", "wf.mf"}},
+		{[]string{"-c", "intermediates", "--archive", "arch", "wf.mf"}, []string{"-c", "intermediates", "--archive=arch", "wf.mf"}},
+		// A flag's value or a word after "--" is not --archive.
+		{[]string{"-l", "--archive", "arch", "wf.mf"}, []string{"-l", "--archive", "arch", "wf.mf"}},
+		{[]string{"--archive", "--", "arch", "wf.mf"}, []string{"--archive", "--", "arch", "wf.mf"}},
+		{[]string{"--", "--archive", "wf.mf"}, []string{"--", "--archive", "wf.mf"}},
+	}
+	flags := newCommand(cmdutil.Streams{}).Flags()
+	for _, tt := range tests {
+		if got := archiveDirArg(flags, tt.args); !slices.Equal(got, tt.want) {
+			t.Errorf("archiveDirArg(%q) = %q, want %q", tt.args, got, tt.want)
+		}
+	}
+}
+
+// TestArchiveDirAlone: a directory after a bare --archive, with no
+// workflow after it, is refused with how to say what was meant.
+func TestArchiveDirAlone(t *testing.T) {
+	dir := t.TempDir()
+	writeFiles(t, dir, map[string]string{"Makeflow": "out:\n\ttouch out\n", "arch/.keep": ""})
+	tests := []struct {
+		args []string
+		code int
+		err  string
+	}{
+		{[]string{"--archive", "arch"}, 2, "makeflow: arch is a directory, not a workflow: to keep the archive there, write --archive arch WORKFLOW, or --archive-dir arch\n"},
+		{[]string{"arch"}, 1, "makeflow: workflow arch: a directory, not a file\n"},
+	}
+	for _, tt := range tests {
+		if r := mf(t, dir, tt.args...); r.code != tt.code || !strings.HasPrefix(r.err, tt.err) {
+			t.Errorf("makeflow %q: %v\nwant exit %d and %q", tt.args, r, tt.code, tt.err)
+		}
+	}
+	if exists(filepath.Join(dir, "out")) {
+		t.Error("the workflow ran")
+	}
+}
+
+// TestArchiveFlags: --archive=DIR (or --archive DIR WORKFLOW) keeps the outputs; after a clean, the
 // same workflow takes them from there; a changed input runs its rule again.
 // (Debian's CCTools 9.9 is built without the archive: it answers --archive
 // with its usage, so there is nothing to compare with.)
@@ -170,7 +224,7 @@ func TestArchiveFlags(t *testing.T) {
 		{[]string{"--archive-dir", archive, "--archive-read"}, "", true},
 		{[]string{"--archive-dir", archive, "--archive-read"}, "xyz\n", false},
 		{[]string{"--archive=" + archive}, "xyz\n", false}, // read-only before: not kept then
-		{[]string{"--archive=" + archive}, "xyz\n", true},
+		{[]string{"--archive", archive}, "xyz\n", true},    // before the workflow: its directory
 	}
 	for i, st := range steps {
 		if st.in != "" {

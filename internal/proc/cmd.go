@@ -49,7 +49,9 @@ type Cmd struct {
 	StdoutTail, StderrTail int
 
 	// Keeper, if set, kills the command's group should this program die
-	// before the command has ended.
+	// before the command has ended, even while Start starts it; the
+	// command then has RIGHTSIZE_KEEPER in its environment (see
+	// SpawnAttr.Slot).
 	Keeper *Keeper
 	// WallTime, if positive, stops the command (as Terminate does) once it
 	// has run that long; Result.TimedOut then says so.
@@ -187,7 +189,6 @@ func (c *Cmd) Start() (*Process, error) {
 		closeAll()
 		return nil, err
 	}
-	attr := &SpawnAttr{Dir: c.Dir, Env: c.Env, Files: files}
 	var err error
 	if c.Keeper != nil {
 		if pr.slot, err = c.Keeper.Reserve(); err != nil {
@@ -195,8 +196,9 @@ func (c *Cmd) Start() (*Process, error) {
 			return nil, err
 		}
 	}
+	attr := &SpawnAttr{Dir: c.Dir, Env: c.Env, Files: files, Slot: pr.slot}
 	pr.started = time.Now()
-	pr.pid, err = Spawn(c.Path, c.Args, attr)
+	pr.pid, err = Spawn(c.Path, c.Args, attr) // registers it with the keeper
 	for _, f := range childEnds {
 		f.Close()
 	}
@@ -205,7 +207,6 @@ func (c *Cmd) Start() (*Process, error) {
 		pr.closePipes()
 		return nil, err
 	}
-	pr.slot.Set(pr.pid)
 	if len(pr.pipes) > 0 {
 		// The child is not reaped before Wait: the pidfd cannot name
 		// another process.

@@ -29,22 +29,38 @@
 //
 // A caller must start each process it registers as the leader of a process
 // group of its own (Setpgid, POSIX_SPAWN_SETPGROUP), register it (Reserve
-// before starting it, Set after) and, when it ends, kill the group or know
-// it empty and Release it before reaping the leader (WaitExit waits without
-// reaping). Until the leader is reaped its id, and so the group's, cannot
-// be reused: the keeper never kills a group that is not the caller's.
+// before starting it, then Spawn with the Slot, which registers it once
+// started) and, when it ends, kill the group or know it empty and Release
+// it before reaping the leader (WaitExit waits without reaping). Until the
+// leader is reaped its id, and so the group's, cannot be reused: the
+// keeper never kills a group that is not the caller's.
+//
+// A program killed while it starts a process, after the spawn and before
+// the process is registered (a few hundred microseconds, the child's run
+// up to exec included), does not leave that process behind either, on
+// Linux: Reserve marks the record as reserved, under a number, and Spawn
+// gives the process that number in its environment (RIGHTSIZE_KEEPER,
+// which names the table too); the keeper kills the processes holding the
+// number of a record still reserved, and their groups. It looks only once
+// every process being started has exec'd: each holds a copy of the pipe to
+// the keeper until then. This costs a caller one string (the variable)
+// per process, and the keeper a search of /proc/PID/environ at the end,
+// when a record is still reserved.
 //
 // What a Keeper does not do: it does not follow a process that leaves its
-// group (setsid, setpgid); a program killed while it starts a process —
-// from the spawn until the process is registered, which includes the
-// child's run up to exec, a few hundred microseconds — leaves that process
-// behind; and a group whose processes do not end within about ten seconds
-// of SIGKILL (stuck in the kernel) is given up on. It starts no processes of its own
-// beyond the keeper and the commands of Cmd.
+// group (setsid, setpgid), unless it carries the mark of a record still
+// reserved; elsewhere than on Linux, or for a process started otherwise
+// than with Spawn and registered with Set, a program killed between the
+// spawn and the registration leaves the process behind; and a group whose
+// processes do not end within about ten seconds of SIGKILL (stuck in the
+// kernel) is given up on. It starts no processes of its own beyond the
+// keeper and the commands of Cmd.
 package proc
 
 import (
+	"crypto/rand"
 	"encoding/binary"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -59,29 +75,50 @@ import (
 )
 
 // The table of registered groups is maxSlots records of slotSize bytes: a
-// group id in decimal, right-aligned in seven characters, and a newline; a
-// free record is all zero bytes. The keeper reads it with
-// tr -cd '0-9\n', which leaves one line per registered group. Seven digits
-// hold any process id: Linux's limit is 4194304.
+// group id in decimal, right-aligned in seven characters, and a newline; or
+// for a record reserved and not yet set, 'p', the number of its mark (see
+// markVar) in six digits, and a newline; a free record is all zero bytes.
+// The keeper reads it with tr -cd '0-9p\n', which leaves one line per
+// record in use. Seven digits hold any process id: Linux's limit is
+// 4194304.
 const (
 	slotSize = 8
 	maxSlots = 1 << 16
 	maxPgid  = 9999999
+	maxMarks = 1000000 // marks are numbered modulo this
 )
+
+// markVar is the environment variable that marks a process Spawn starts
+// for a reserved record: markVar=TOKEN.NNNNNN, TOKEN naming the table (the
+// keeper gets markVar=TOKEN as its argument) and NNNNNN the record's mark
+// number. A program killed between the spawn and Set leaves the record
+// reserved, and the keeper kills the processes whose environment holds its
+// mark.
+const markVar = "RIGHTSIZE_KEEPER"
 
 // shell runs the keeper script.
 const shell = "/bin/sh"
 
 // keeperScript is the keeper: fd 0 is the pipe from the program, fd 3 the
-// table of groups, fds 4 and up the held files (held by being open).
+// table of groups, fds 4 and up the held files (held by being open), $1
+// the marks' prefix, markVar=TOKEN.
 //
 // Messages, one per line: "+DIR" removes DIR at the end, "-DIR" no longer,
 // "." exits at once without killing anything (the program hands over to a
-// new keeper). At end of file it kills, waits and removes. On Linux it
-// waits until no process of the groups is left but zombies, reading every
+// new keeper). At end of file it kills, waits and removes.
+//
+// End of file comes only once every process being spawned has exec'd (or
+// died): until then it holds a copy of the pipe's write end (close on
+// exec, but its copy of the program's descriptors), so a process spawned
+// for a reserved record has its mark in /proc/PID/environ by then. On
+// Linux the keeper looks for those marks (grep -z, until none is found or
+// five times, so as to catch what a marked process forks meanwhile) and
+// kills each marked process, and its group if it leads one. It waits
+// until no process of the groups is left but zombies, reading every
 // /proc/PID/stat (pid (comm) state ppid pgrp ...); elsewhere until the
 // groups are empty (a zombie counts until its parent reaps it).
-const keeperScript = `nl='
+const keeperScript = `mark=$1
+nl='
 '
 dirs=
 while IFS= read -r m; do
@@ -98,10 +135,35 @@ while IFS= read -r m; do
 	.) exit 0 ;;
 	esac
 done
-groups=$(tr -cd '0-9\n' </dev/fd/3 2>/dev/null || tr -cd '0-9\n' <&3)
+table=$(tr -cd '0-9p\n' </dev/fd/3 2>/dev/null || tr -cd '0-9p\n' <&3)
+groups=
+set --
+for r in $table; do
+	case $r in
+	p*) set -- "$@" -e "$mark.${r#p}" ;;
+	*) groups="$groups $r" ;;
+	esac
+done
 for g in $groups; do
 	[ "$g" -gt 1 ] && kill -s KILL -- "-$g"
 done 2>/dev/null
+n=0
+while [ $# -gt 0 ] && [ "$n" -lt 5 ] && [ -r /proc/self/environ ]; do
+	found=$(grep -l -a -z -x -F "$@" /proc/[0-9]*/environ 2>/dev/null)
+	[ -n "$found" ] || break
+	for f in $found; do
+		p=${f#/proc/}
+		p=${p%/environ}
+		s=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+		pg=$(echo "${s##*) }" | cut -d' ' -f3)
+		if [ "$pg" = "$p" ]; then
+			kill -s KILL -- "-$p" && groups="$groups $p"
+		else
+			kill -s KILL "$p"
+		fi
+	done 2>/dev/null
+	n=$((n + 1))
+done
 i=0
 while [ -n "$groups" ] && [ "$i" -lt 120 ]; do
 	if [ -r /proc/self/stat ]; then
@@ -136,12 +198,22 @@ type Keeper struct {
 	table *os.File // the shared table; nil until first needed
 	mem   []byte   // table, mapped
 	gen   uint64   // counts tables, so that a Slot of a closed one is ignored
+	token string   // markVar=TOKEN, naming the table in marks
+	marks int32    // the next mark number
 	free  []int32  // free records below next, reused last-in first-out
 	next  int32    // records at and above next have never been used
 	inUse int
 	held  []*os.File
 	dirs  map[string]*os.File // registered directories -> their lock file (or nil)
 	kp    *keeperProc         // the running keeper, nil if none
+
+	// pending counts the records reserved and not yet set or released:
+	// spawns that may be under way. Hold waits for none, with handing
+	// set so that Reserve waits meanwhile; idle (on mu) says when
+	// either changes.
+	pending int
+	handing bool
+	idle    sync.Cond
 }
 
 // keeperProc is one keeper process.
@@ -154,17 +226,41 @@ type keeperProc struct {
 // A Slot is one registered process group, or a record reserved for one.
 // The zero Slot is valid and does nothing.
 type Slot struct {
-	k   *Keeper
-	gen uint64
-	i   int32
+	k     *Keeper
+	gen   uint64
+	i     int32
+	mark  int32  // its mark's number
+	token string // markVar=TOKEN, the table's
+}
+
+// markEntry returns the environment entry that marks the slot's process,
+// markVar=TOKEN.NNNNNN, or "" for the zero Slot.
+func (s Slot) markEntry() string {
+	if s.token == "" {
+		return ""
+	}
+	digits := [7]byte{'.', '0', '0', '0', '0', '0', '0'}
+	for i, n := len(digits)-1, s.mark; n > 0; i-- {
+		digits[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return s.token + string(digits[:])
 }
 
 // Reserve starts the keeper process if none runs and reserves a record for
-// a process about to start. Call Set once it has started, and Release when
-// it has ended or did not start.
+// a process about to start. Start the process with Spawn, giving it the
+// Slot (SpawnAttr.Slot), which marks the process so that the keeper finds
+// it should the program die before Spawn has registered it, and registers
+// it. Call Release when it has ended or did not start. (A process started
+// otherwise is registered with Set once started, and is left behind by a
+// program killed in between.) Hold waits for the Slots reserved and not
+// yet set or released, so set or release each soon.
 func (k *Keeper) Reserve() (Slot, error) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	for k.handing {
+		k.waitLocked()
+	}
 	if err := k.startLocked(); err != nil {
 		return Slot{}, err
 	}
@@ -180,7 +276,18 @@ func (k *Keeper) Reserve() (Slot, error) {
 		return Slot{}, fmt.Errorf("process keeper: more than %d processes at once", maxSlots)
 	}
 	k.inUse++
-	return Slot{k: k, gen: k.gen, i: i}, nil
+	// The record says "reserved" with the mark's number before the
+	// process can exist.
+	mark := k.marks
+	k.marks = (k.marks + 1) % maxMarks
+	rec := [slotSize]byte{'p', '0', '0', '0', '0', '0', '0', '\n'}
+	for j, n := slotSize-2, mark; n > 0; j-- {
+		rec[j] = byte('0' + n%10)
+		n /= 10
+	}
+	k.storeLocked(i, binary.NativeEndian.Uint64(rec[:]))
+	k.pending++
+	return Slot{k: k, gen: k.gen, i: i, mark: mark, token: k.token}, nil
 }
 
 // Set registers pgid, the process group of the process just started (its
@@ -227,9 +334,24 @@ func (s Slot) store(v uint64) {
 	}
 }
 
+// waitLocked waits, holding k.mu, until pending or handing changes.
+func (k *Keeper) waitLocked() {
+	if k.idle.L == nil {
+		k.idle.L = &k.mu
+	}
+	k.idle.Wait()
+}
+
 // storeLocked writes record i in one store, so that a program killed at
 // any instant leaves either the old record or the new one, never a mix.
+// Overwriting a reserved record ends a pending spawn.
 func (k *Keeper) storeLocked(i int32, v uint64) {
+	if k.mem[int(i)*slotSize] == 'p' {
+		k.pending--
+		if k.pending == 0 && k.handing {
+			k.idle.Broadcast()
+		}
+	}
 	atomic.StoreUint64((*uint64)(unsafe.Pointer(&k.mem[int(i)*slotSize])), v)
 }
 
@@ -239,12 +361,33 @@ func (k *Keeper) storeLocked(i int32, v uint64) {
 // it is replaced by one that holds the new set; Hold() with no files
 // releases the old set. The caller keeps its own copies open or closes
 // them as it likes.
+//
+// While a keeper process runs, Hold first waits for the spawns under way
+// (Slots reserved and not yet set or released) to end, and has Reserve wait
+// until it is done: a process being spawned has a copy of the pipe to the
+// old keeper and not of the one to the new keeper, which could otherwise
+// read the table, should the program die, before that process has its
+// mark in place.
 func (k *Keeper) Hold(files ...*os.File) error {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.held = append([]*os.File(nil), files...)
+	if k.kp == nil {
+		return nil
+	}
+	for k.handing {
+		k.waitLocked()
+	}
+	k.handing = true
+	for k.pending > 0 {
+		k.waitLocked()
+	}
+	defer func() {
+		k.handing = false
+		k.idle.Broadcast()
+	}()
 	old := k.kp
-	if old == nil {
+	if old == nil { // Closed while this waited
 		return nil
 	}
 	k.kp = nil
@@ -285,8 +428,9 @@ func (k *Keeper) Close() error {
 		err = unix.Munmap(k.mem)
 		k.table.Close()
 		k.mem, k.table = nil, nil
-		k.free, k.next, k.inUse = nil, 0, 0
+		k.free, k.next, k.inUse, k.pending = nil, 0, 0, 0
 		k.gen++
+		k.idle.Broadcast()
 	}
 	return err
 }
@@ -316,7 +460,7 @@ func (k *Keeper) startLocked() error {
 	defer r.Close()
 	cmd := &exec.Cmd{
 		Path: shell,
-		Args: []string{"rightsize-keeper", "-c", keeperScript},
+		Args: []string{"rightsize-keeper", "-c", keeperScript, "rightsize-keeper", k.token},
 		Dir:  "/",
 		Env:  keeperEnv(),
 		// Files the keeper reads and holds.
@@ -363,7 +507,14 @@ func (k *Keeper) newTable() error {
 		f.Close()
 		return err
 	}
+	var token [8]byte
+	if _, err := rand.Read(token[:]); err != nil {
+		unix.Munmap(mem)
+		f.Close()
+		return err
+	}
 	k.table, k.mem = f, mem
+	k.token = markVar + "=" + hex.EncodeToString(token[:])
 	return nil
 }
 

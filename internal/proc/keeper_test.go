@@ -15,10 +15,19 @@ import (
 )
 
 // The test binary doubles as a program that registers processes with a
-// Keeper and is then killed (see owner).
+// Keeper and is then killed (see owner), and as the spawner and monitor of
+// TestKill9WhileSpawning.
 func TestMain(m *testing.M) {
 	if os.Getenv("PROC_TEST_OWNER") != "" {
 		owner()
+		return
+	}
+	if way := os.Getenv(spawnerEnv); way != "" {
+		spawner(way)
+		return
+	}
+	if args := os.Getenv(monitorEnv); args != "" {
+		monitor(args)
 		return
 	}
 	os.Exit(m.Run())
@@ -330,6 +339,61 @@ func TestHoldReplacesKeeper(t *testing.T) {
 	}
 	if err := syscall.Flock(int(g.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		t.Errorf("Hold() kept the lock: %v", err)
+	}
+}
+
+// TestHoldWaitsForSpawns: Hold does not hand over to a new keeper while a
+// Slot is reserved and not yet set or released (a spawn may be under way,
+// its process holding the pipe to the old keeper only), and Reserve waits
+// meanwhile; each way of ending the reservation lets Hold go on.
+func TestHoldWaitsForSpawns(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(s Slot)
+	}{
+		{"set", func(s Slot) { s.Set(4194304) }}, // Close releases it
+		{"released", func(s Slot) { s.Release() }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var k Keeper
+			defer k.Close()
+			s, err := k.Reserve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			oldKeeper := k.kp
+			held := make(chan error, 1)
+			go func() { held <- k.Hold() }()
+			waitFor(t, "Hold to wait for the spawn", func() bool {
+				k.mu.Lock()
+				defer k.mu.Unlock()
+				return k.handing
+			})
+			reserved := make(chan error, 1)
+			go func() {
+				s, err := k.Reserve()
+				s.Release()
+				reserved <- err
+			}()
+			select {
+			case err := <-held:
+				t.Fatalf("Hold returned (%v) while a Slot was reserved", err)
+			default:
+			}
+			tc.end(s)
+			if err := <-held; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-reserved; err != nil {
+				t.Fatal(err)
+			}
+			k.mu.Lock()
+			replaced := k.kp != oldKeeper
+			k.mu.Unlock()
+			if !replaced {
+				t.Error("Hold did not replace the keeper")
+			}
+		})
 	}
 }
 

@@ -17,6 +17,13 @@ type SpawnAttr struct {
 	// order; none may be nil. Nothing else is inherited: Go opens every
 	// descriptor close-on-exec.
 	Files [3]*os.File
+	// Slot, unless it is the zero Slot, is the Keeper record reserved for
+	// the process (Keeper.Reserve). Spawn registers the process with it
+	// (Slot.Set) once started, and marks the process beforehand so that
+	// the keeper still finds and kills it should this program die in
+	// between: the mark is a variable in its environment,
+	// RIGHTSIZE_KEEPER, which replaces any of that name in Env.
+	Slot Slot
 }
 
 // Spawn starts the executable at path with arguments argv (argv[0]
@@ -40,13 +47,25 @@ type SpawnAttr struct {
 // Errors are *os.PathError for path, or for Dir if it is not a directory
 // that can be entered.
 func Spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
+	return spawnWith(spawn, path, argv, attr)
+}
+
+// spawnWith is Spawn starting the process with start: spawn, or forkExec
+// for the tests of a build without cgo.
+func spawnWith(start func(path string, argv []string, attr *SpawnAttr, env []string) (int, error),
+	path string, argv []string, attr *SpawnAttr) (int, error) {
 	for _, f := range attr.Files {
 		if f == nil {
 			return 0, &os.PathError{Op: "fork/exec", Path: path, Err: errors.New("missing standard file")}
 		}
 	}
-	pid, err := spawn(path, argv, attr)
+	env := attr.Env
+	if mark := attr.Slot.markEntry(); mark != "" {
+		env = withMark(env, mark)
+	}
+	pid, err := start(path, argv, attr, env)
 	if err == nil {
+		attr.Slot.Set(pid)
 		return pid, nil
 	}
 	if attr.Dir != "" && (err == syscall.ENOENT || err == syscall.ENOTDIR || err == syscall.EACCES) {
@@ -60,9 +79,30 @@ func Spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
 	return 0, &os.PathError{Op: "fork/exec", Path: path, Err: err}
 }
 
-// forkExec is Spawn through syscall.ForkExec, which holds Go's fork lock.
-func forkExec(path string, argv []string, attr *SpawnAttr) (int, error) {
-	env := attr.Env
+// withMark returns env (nil: this process's environment) with mark, a
+// markVar=VALUE entry, in place of any markVar entry: a copy, as the
+// caller's slice may be shared.
+func withMark(env []string, mark string) []string {
+	if env == nil {
+		env = os.Environ()
+	}
+	marked := make([]string, 0, len(env)+1)
+	for _, kv := range env {
+		if !isMark(kv) {
+			marked = append(marked, kv)
+		}
+	}
+	return append(marked, mark)
+}
+
+// isMark reports whether environment entry kv is a markVar entry.
+func isMark(kv string) bool {
+	return len(kv) > len(markVar) && kv[len(markVar)] == '=' && kv[:len(markVar)] == markVar
+}
+
+// forkExec is Spawn through syscall.ForkExec, which holds Go's fork lock,
+// with environment env (nil: this process's).
+func forkExec(path string, argv []string, attr *SpawnAttr, env []string) (int, error) {
 	if env == nil {
 		env = os.Environ()
 	}

@@ -23,7 +23,7 @@ func BenchmarkSpawn(b *testing.B) {
 		start func() (int, error)
 	}{
 		{"posix_spawn", func() (int, error) { return Spawn("/bin/true", argv, attr) }},
-		{"fork_exec", func() (int, error) { return forkExec("/bin/true", argv, attr) }},
+		{"fork_exec", func() (int, error) { return forkExec("/bin/true", argv, attr, nil) }},
 	} {
 		startAndReap := func(b *testing.B) {
 			pid, err := bc.start()
@@ -82,5 +82,81 @@ func reportCPU(b *testing.B) func() {
 		syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 		cpu := after.Utime.Nano() + after.Stime.Nano() - before.Utime.Nano() - before.Stime.Nano()
 		b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+	}
+}
+
+// BenchmarkSpawnKept starts and reaps /bin/true registered with a Keeper,
+// marked (Spawn with the Slot, which registers it) and unmarked (Spawn,
+// then Set: a program killed in between leaves it behind), with this
+// process's environment (nil, as funcs' program runner gives) and with a
+// given one of the same size (as Makeflow gives), and reports this
+// process's own CPU time per process. The difference is the mark's cost.
+func BenchmarkSpawnKept(b *testing.B) {
+	devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer devnull.Close()
+	var k Keeper
+	defer k.Close()
+	for _, env := range []struct {
+		name string
+		env  []string
+	}{{"environ", nil}, {"env", os.Environ()}} {
+		for _, marked := range []bool{false, true} {
+			name := env.name + "_unmarked"
+			if marked {
+				name = env.name + "_marked"
+			}
+			b.Run(name, func(b *testing.B) {
+				defer reportCPU(b)()
+				for b.Loop() {
+					s, err := k.Reserve()
+					if err != nil {
+						b.Fatal(err)
+					}
+					attr := &SpawnAttr{Env: env.env, Files: [3]*os.File{devnull, devnull, devnull}}
+					if marked {
+						attr.Slot = s
+					}
+					pid, err := Spawn("/bin/true", []string{"true"}, attr)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if !marked {
+						s.Set(pid)
+					}
+					var ws syscall.WaitStatus
+					if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+						b.Error(err)
+					}
+					s.Release()
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkMark is what marking a process adds to a spawn in this
+// process: the copy of its environment with the mark (withMark), for this
+// process's environment (nil) and a given one of the same size.
+func BenchmarkMark(b *testing.B) {
+	var k Keeper
+	defer k.Close()
+	s, err := k.Reserve()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Release()
+	b.Logf("%d variables", len(os.Environ()))
+	for _, env := range []struct {
+		name string
+		env  []string
+	}{{"environ", nil}, {"env", os.Environ()}} {
+		b.Run(env.name, func(b *testing.B) {
+			for b.Loop() {
+				withMark(env.env, s.markEntry())
+			}
+		})
 	}
 }

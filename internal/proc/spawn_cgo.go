@@ -105,11 +105,12 @@ var handledSignals = sync.OnceValue(func() *C.sigset_t {
 	return set
 })
 
-// spawn starts the process with posix_spawn, or with forkExec for a
-// directory this C library cannot set.
-func spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
+// spawn starts the process with environment env (nil: this process's)
+// with posix_spawn, or with forkExec for a directory this C library cannot
+// set.
+func spawn(path string, argv []string, attr *SpawnAttr, env []string) (int, error) {
 	if attr.Dir != "" && C.RS_HAVE_ADDCHDIR == 0 {
-		return forkExec(path, argv, attr)
+		return forkExec(path, argv, attr, env)
 	}
 	var fds [3]int
 	for i, f := range attr.Files {
@@ -133,7 +134,7 @@ func spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
 	if dir == "." {
 		dir = "" // a chdir that changes nothing is a system call saved
 	}
-	block := newCStrings(path, dir, argv, attr.Env)
+	block := newCStrings(path, dir, argv, env)
 	defer C.free(block.mem)
 	var pid C.pid_t
 	r := C.rs_spawn(&pid, block.path, block.argv, block.envp, block.dir,

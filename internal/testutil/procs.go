@@ -95,9 +95,11 @@ func WaitUnmarked(t testing.TB, mark string, timeout time.Duration) {
 // with a keeper (internal/proc): that of its nearest ancestor that has one,
 // the program that started it. It fails the test if that does not happen
 // within a minute. A program registers a group just after starting its
-// leader, so a test that killed the program the moment the process shows
-// signs of life could kill it in between, which leaves the process behind
-// by design; tests of what a keeper kills wait for this first.
+// leader; a test that kills the program the moment the process shows
+// signs of life could kill it in between, and what the keeper then kills
+// is found by its mark (internal/proc's Spawn) rather than in the table:
+// tests of what a keeper kills of the groups in its table wait for this
+// first.
 func WaitKept(t testing.TB, pid int) {
 	t.Helper()
 	_, group, ok := parentAndGroup(pid)

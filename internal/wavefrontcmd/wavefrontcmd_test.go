@@ -190,7 +190,7 @@ func TestBadInput(t *testing.T) {
 		{"unknown built-in", []string{"builtin:nope", good}, 1, "unknown built-in function (Wavefront built-ins: rdgame, sum, swcell)"},
 		{"not executable", []string{notExec, good}, 1, "is not executable"},
 		{"missing program", []string{"./no-such-prog", good}, 1, "no such file"},
-		{"one argument", []string{"builtin:sum"}, 2, "accepts 2 arg(s), received 1"},
+		{"one argument", []string{"builtin:sum"}, 2, "expected 2 arguments (wavefront [flags] FUNC Rdir), got 1: builtin:sum"},
 		{"zero block", []string{"-b", "0", "builtin:sum", good}, 2, "-b 0"},
 		{"origin in the boundary", []string{"-X", "0", "builtin:sum", good}, 2, "cells start at (1,1)"},
 		{"bad flag", []string{"--nope", "builtin:sum", good}, 2, "unknown flag: --nope"},

@@ -1,25 +1,18 @@
 package workqueuecmd
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/batch"
-	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/cmdutil"
-	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/factory"
 	"github.com/rightsize/rightsize/workqueue/wire"
 )
@@ -30,23 +23,16 @@ import (
 const sgeWorkerMemory = 1024
 
 type factoryOptions struct {
-	batchType    string
+	batchWorkers
 	project      string
-	catalogs     string
 	passwordFile string
 	ssl          bool
 	sslCA        string
 	limits       factory.Limits
-	maxFailures  int // failures in a row that end the factory: Limits.Retries + 1
 	worker       factory.Worker
-	workerBinary string
-	extraOptions string
-	batchOptions string
-	scratch      string
 	interval     time.Duration
 	decision     string
 	strategy     string
-	shapes       string
 	log          logFlags
 }
 
@@ -85,7 +71,8 @@ first (seed 002's SA, starting from when the batch system would start it):
 on slurm, by SLURM's own prediction (sbatch --test-only); on local, by a
 conservative-backfilling model of the cores free; elsewhere the first shape.
 A job of k workers takes k times the shape's cores, cut to the workers --max
-leaves room for. A worker of C cores counts as C/--cores workers, and the batch
+leaves room for. A worker of C cores counts as C/--cores workers rounded up (so
+the jobs never hold more than --max workers' cores), and the batch
 system ends it at its wall time (it is then replaced).
 
 HOST must be the master's address as the execution hosts reach it: on a
@@ -101,33 +88,20 @@ cluster, the submit host's name, not 127.0.0.1.`,
 			if o.batchType == "sge" && o.workerBinary == "" && o.worker.MemoryMB > 0 && o.worker.MemoryMB < sgeWorkerMemory {
 				cfg.Logger.Warn(fmt.Sprintf("Grid Engine enforces --memory as h_vmem, a limit on address space; the worker needs about %d MB of it to start", sgeWorkerMemory))
 			}
-			d, err := batch.New(o.batchType, batch.Options{
-				Spool: o.scratch, SubmitArgs: strings.Fields(o.batchOptions), Logger: cfg.Logger,
+			return o.run(cmd.Context(), cfg.Logger, func(d batch.Driver) error {
+				cfg.Driver = d
+				if len(cfg.Shapes) > 0 {
+					cfg.Chooser = o.chooser(d)
+				}
+				return factory.Run(cmd.Context(), cfg)
 			})
-			if err != nil {
-				return err
-			}
-			cfg.Driver = d
-			if len(cfg.Shapes) > 0 {
-				cfg.Chooser = shape.For(o.batchType, d, strings.Fields(o.batchOptions))
-			}
-			err = factory.Run(cmd.Context(), cfg)
-			// Run has removed its workers; Close releases the spool.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), time.Minute)
-			defer cancel()
-			if cerr := d.Close(ctx); cerr != nil {
-				cfg.Logger.Warn("closing the batch driver", "err", cerr)
-			}
-			if errors.Is(err, context.Canceled) {
-				return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted, Err: errors.New("interrupted; its workers are removed")}
-			}
-			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.batchType, "batch-type", "T", "", "batch system: local, slurm, sge or condor (required)")
+	o.batchWorkers.add(f, &o.worker, &o.limits.MaxPending, &o.limits.TasksPerWorker,
+		"run this worker program (e.g. CCTools' work_queue_worker) instead of this program's worker command",
+		"candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first")
 	f.StringVarP(&o.project, "manager-name", "M", "", "serve the masters of this project (regular expression), found through the catalog")
-	f.StringVarP(&o.catalogs, "catalog", "C", "", "catalog servers HOST:PORT[,HOST:PORT] (default $CATALOG_HOST:$CATALOG_PORT or localhost:9097)")
 	f.StringVarP(&o.passwordFile, "password", "P", "", "password file shared with the masters")
 	f.BoolVar(&o.ssl, "ssl", false, "the masters want TLS: the factory and its workers connect with --ssl")
 	f.StringVar(&o.sslCA, "ssl-ca", "", "likewise, trusting only a master certificate in `FILE` or signed by one there (workers get --ssl-ca too)")
@@ -135,26 +109,13 @@ cluster, the submit host's name, not 127.0.0.1.`,
 	f.IntVarP(&o.limits.Max, "max", "W", o.limits.Max, "most workers to keep submitted")
 	f.IntVar(&o.limits.Min, "min-workers", 0, "same as --min (CCTools' name)")
 	f.IntVar(&o.limits.Max, "max-workers", o.limits.Max, "same as --max (CCTools' name)")
-	f.IntVar(&o.limits.MaxPending, "max-pending", o.limits.MaxPending, "most workers submitted and not yet running (0: no bound)")
 	f.IntVar(&o.limits.MaxPending, "workers-per-cycle", o.limits.MaxPending, "same as --max-pending (CCTools' name)")
-	f.IntVar(&o.limits.TasksPerWorker, "tasks-per-worker", 0, "tasks one worker serves at once (default: its --cores, else 1)")
-	f.IntVar(&o.maxFailures, "max-failures", 5, "give up after this many rejected jobs or failed workers in a row")
 	f.Var(cmdutil.Seconds(&o.limits.NoMaster), "factory-timeout", "exit when no master has been seen for this long (0: never)")
-	f.VarP(cmdutil.Seconds(&o.worker.IdleTimeout), "timeout", "t", "a worker exits after this long without work or master (default 5m)")
-	f.IntVar(&o.worker.Cores, "cores", 0, "cores per worker, asked of the batch system and offered to the master")
-	f.Int64Var(&o.worker.MemoryMB, "memory", 0, "memory per worker in MB, likewise")
-	f.Int64Var(&o.worker.DiskMB, "disk", 0, "disk per worker in MB, likewise")
-	f.StringArrayVar(&o.worker.Env, "env", nil, "NAME=value to set in the workers' environment (repeatable)")
-	f.StringVarP(&o.extraOptions, "extra-options", "E", "", "further options for the workers")
-	f.StringVar(&o.workerBinary, "worker-binary", "", "run this worker program (e.g. CCTools' work_queue_worker) instead of this program's worker command")
-	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "further options for the batch system (sbatch, qsub), or submit-file lines (condor)")
-	f.StringVarP(&o.scratch, "scratch-dir", "S", "", "where the jobs' scripts and output are kept; must be shared with the execution hosts (default: the working directory)")
 	f.Var(cmdutil.Seconds(&o.interval), "interval", "how often to ask the masters what they need (default 10s)")
 	f.StringVar(&o.decision, "decision", "D3", "how many workers: D1 (one per task), D2 (D1 rising by --max-change), D3 (each master's tasks, at most its capacity), D4 (D3 with --default-capacity until a master reports one), D5 (D3 rising by --max-change), D6 (D4 rising by --max-change)")
 	f.Float64Var(&o.limits.MaxChange, "max-change", 60, "D2, D5, D6: most workers added a minute")
 	f.IntVar(&o.limits.DefaultCapacity, "default-capacity", 20, "D4, D6: the capacity, in tasks, of a master that has not reported one")
 	f.StringVar(&o.strategy, "strategy", "one-at-a-time", "how missing workers become batch jobs: one-at-a-time, additive, exponential, all-at-once or optimal")
-	f.StringVar(&o.shapes, "shapes", "", "candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first")
 	for _, name := range []string{"min-workers", "max-workers", "workers-per-cycle"} {
 		f.MarkHidden(name)
 	}
@@ -163,11 +124,7 @@ cluster, the submit host's name, not 127.0.0.1.`,
 }
 
 func (o *factoryOptions) config(args []string) (factory.Config, error) {
-	// --max-failures counts the failure that ends it; Retries, those met.
-	o.limits.Retries = lifecycle.Retries(o.maxFailures - 1)
-	if o.maxFailures == 1 {
-		o.limits.Retries = lifecycle.NoRetry
-	}
+	o.limits.Retries = o.retries()
 	cfg := factory.Config{Project: o.project, PasswordFile: o.passwordFile, Worker: o.worker, Limits: o.limits, Interval: o.interval}
 	switch {
 	case o.batchType == "":
@@ -197,10 +154,8 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 		return cfg, cmdutil.Usagef("--decision D7 needs a billing cycle: use workqueue pool, whose policy file has one")
 	}
 	cfg.Limits.Policy = policy
-	if o.shapes != "" {
-		if cfg.Shapes, err = shape.Parse(o.shapes); err != nil {
-			return cfg, cmdutil.Usagef("--shapes: %v", err)
-		}
+	if cfg.Shapes, err = o.parseShapes(); err != nil {
+		return cfg, err
 	}
 	if cfg.Limits.Strategy, err = factory.ParseStrategy(o.strategy); err != nil {
 		return cfg, cmdutil.Usagef("--strategy: %v", err)
@@ -214,31 +169,10 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 		}
 		cfg.Master = net.JoinHostPort(args[0], args[1])
 	}
-	if o.catalogs != "" {
-		cfg.Catalogs = splitAddrs(o.catalogs)
+	cfg.Catalogs = o.catalogAddrs()
+	if err := o.setWorker(&cfg.Worker); err != nil {
+		return cfg, err
 	}
-	for _, kv := range o.worker.Env {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			return cfg, cmdutil.Usagef("--env %q is not NAME=value", kv)
-		}
-	}
-	if o.workerBinary != "" {
-		path, err := exec.LookPath(o.workerBinary)
-		if err != nil {
-			return cfg, fmt.Errorf("worker binary: %w", err)
-		}
-		if path, err = filepath.Abs(path); err != nil {
-			return cfg, err
-		}
-		cfg.Worker.Command = []string{path}
-	} else {
-		self, err := os.Executable()
-		if err != nil {
-			return cfg, fmt.Errorf("finding this program for the workers: %w", err)
-		}
-		cfg.Worker.Command = []string{self, "worker"}
-	}
-	cfg.Worker.Args = strings.Fields(o.extraOptions)
 	if o.ssl || o.sslCA != "" {
 		tc, err := wire.ClientTLS(o.sslCA)
 		if err != nil {

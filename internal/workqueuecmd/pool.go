@@ -1,36 +1,19 @@
 package workqueuecmd
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/batch"
-	"github.com/rightsize/rightsize/batch/shape"
 	"github.com/rightsize/rightsize/internal/cmdutil"
-	"github.com/rightsize/rightsize/lifecycle"
 	"github.com/rightsize/rightsize/workqueue/pool"
 )
 
 type poolOptions struct {
-	batchType    string
-	cfg          pool.Config
-	catalogs     string
-	maxFailures  int
-	workerBinary string
-	extraOptions string
-	batchOptions string
-	scratch      string
-	shapes       string
-	log          logFlags
+	batchWorkers
+	cfg pool.Config
+	log logFlags
 }
 
 func newPoolCmd(s cmdutil.Streams) *cobra.Command {
@@ -74,7 +57,8 @@ The pool reads the file again when it changes; a bad edit is reported, with
 its file and line, and the last good policy stays in force.
 
 Each worker is submitted for one master, and tells it the pool's name (the
-master counts them in workers_by_pool). The decision is enforced as seed 000
+master counts them in workers_by_pool, their cores in cores_by_pool; a worker
+of k times --cores counts as k workers). The decision is enforced as seed 000
 §4.5 says: the pool's record lists the workers it gives each master; a master
 that has more of the pool's workers gives the excess no new task and releases
 each the moment its last task is done; a released worker, or one whose master
@@ -95,7 +79,7 @@ first (seed 002's SA): on slurm, by SLURM's own prediction (sbatch
 --test-only); on local, by a conservative-backfilling model of the cores free;
 elsewhere the first shape. A job of k workers takes k times the shape's cores,
 cut to the workers max_workers leaves room for; a worker of C cores counts as
-C/--cores workers, and the batch system ends it at its wall time.
+C/--cores workers rounded up, and the batch system ends it at its wall time.
 
 The masters' addresses are those the catalog heard them from: the execution
 hosts must reach them there.`,
@@ -106,57 +90,29 @@ hosts must reach them there.`,
 				return err
 			}
 			cfg.Logger = o.log.logger(s.Err)
-			d, err := batch.New(o.batchType, batch.Options{
-				Spool: o.scratch, SubmitArgs: strings.Fields(o.batchOptions), Logger: cfg.Logger,
+			return o.run(cmd.Context(), cfg.Logger, func(d batch.Driver) error {
+				cfg.Driver = d
+				cfg.Chooser = o.chooser(d)
+				return pool.Run(cmd.Context(), cfg)
 			})
-			if err != nil {
-				return err
-			}
-			cfg.Driver = d
-			cfg.Chooser = shape.For(o.batchType, d, strings.Fields(o.batchOptions))
-			err = pool.Run(cmd.Context(), cfg)
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), time.Minute)
-			defer cancel()
-			if cerr := d.Close(ctx); cerr != nil {
-				cfg.Logger.Warn("closing the batch driver", "err", cerr)
-			}
-			if errors.Is(err, context.Canceled) {
-				return &cmdutil.ExitError{Code: cmdutil.ExitInterrupted, Err: errors.New("interrupted; its workers are removed")}
-			}
-			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVarP(&o.batchType, "batch-type", "T", "", "batch system: local, slurm, sge or condor (required)")
+	o.batchWorkers.add(f, &o.cfg.Worker, &o.cfg.Limits.MaxPending, &o.cfg.Limits.TasksPerWorker,
+		"run this worker program instead of this program's worker command (it must take --from-factory, --follow-pool unless --stay, and --billing-cycle with a billing cycle)",
+		"candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first (the policy's shapes: key wins)")
 	f.StringVar(&o.cfg.PolicyFile, "policy", "", "the policy `FILE` (required)")
 	f.StringVar(&o.cfg.Name, "name", "", "the pool's name, told to the masters and in the catalog (default HOSTNAME-PID)")
-	f.StringVarP(&o.catalogs, "catalog", "C", "", "catalog servers HOST:PORT[,HOST:PORT] (default $CATALOG_HOST:$CATALOG_PORT or localhost:9097)")
 	f.StringVarP(&o.cfg.PasswordFile, "password", "P", "", "password file shared with the masters; it also signs the published decision, which masters with it follow only signed")
-	f.IntVar(&o.cfg.Limits.MaxPending, "max-pending", o.cfg.Limits.MaxPending, "most workers submitted and not yet running (0: no bound)")
-	f.IntVar(&o.cfg.Limits.TasksPerWorker, "tasks-per-worker", 0, "tasks one worker serves at once (default: its --cores, else 1)")
-	f.IntVar(&o.maxFailures, "max-failures", 5, "give up after this many rejected jobs or failed workers in a row")
-	f.VarP(cmdutil.Seconds(&o.cfg.Worker.IdleTimeout), "timeout", "t", "a worker exits after this long without work or master (default 5m)")
-	f.IntVar(&o.cfg.Worker.Cores, "cores", 0, "cores per worker, asked of the batch system and offered to the master")
-	f.Int64Var(&o.cfg.Worker.MemoryMB, "memory", 0, "memory per worker in MB, likewise")
-	f.Int64Var(&o.cfg.Worker.DiskMB, "disk", 0, "disk per worker in MB, likewise")
-	f.StringArrayVar(&o.cfg.Worker.Env, "env", nil, "NAME=value to set in the workers' environment (repeatable)")
-	f.StringVarP(&o.extraOptions, "extra-options", "E", "", "further options for the workers")
-	f.StringVar(&o.workerBinary, "worker-binary", "", "run this worker program instead of this program's worker command (it must take --from-factory, --follow-pool unless --stay, and --billing-cycle with a billing cycle)")
 	f.BoolVar(&o.cfg.Stay, "stay", false, "keep each worker with the master it was submitted for, instead of moving to the masters the decision gives room")
-	f.StringVarP(&o.batchOptions, "batch-options", "B", "", "further options for the batch system (sbatch, qsub), or submit-file lines (condor)")
-	f.StringVarP(&o.scratch, "scratch-dir", "S", "", "where the jobs' scripts and output are kept; must be shared with the execution hosts (default: the working directory)")
 	f.Var(cmdutil.Seconds(&o.cfg.Interval), "interval", "how often to read the catalog and publish the decision (default 10s)")
-	f.StringVar(&o.shapes, "shapes", "", "candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first (the policy's shapes: key wins)")
 	o.log.add(cmd)
 	return cmd
 }
 
 func (o *poolOptions) config() (pool.Config, error) {
 	cfg := o.cfg
-	cfg.Limits.Retries = lifecycle.Retries(o.maxFailures - 1)
-	if o.maxFailures == 1 {
-		cfg.Limits.Retries = lifecycle.NoRetry
-	}
+	cfg.Limits.Retries = o.retries()
 	switch {
 	case o.batchType == "":
 		return cfg, cmdutil.Usagef("-T is required (local, slurm, sge or condor)")
@@ -169,36 +125,13 @@ func (o *poolOptions) config() (pool.Config, error) {
 	case cfg.Worker.Cores < 0 || cfg.Worker.MemoryMB < 0 || cfg.Worker.DiskMB < 0:
 		return cfg, cmdutil.Usagef("worker resources must not be negative")
 	}
-	if o.shapes != "" {
-		var err error
-		if cfg.Shapes, err = shape.Parse(o.shapes); err != nil {
-			return cfg, cmdutil.Usagef("--shapes: %v", err)
-		}
+	var err error
+	if cfg.Shapes, err = o.parseShapes(); err != nil {
+		return cfg, err
 	}
-	if o.catalogs != "" {
-		cfg.Catalogs = splitAddrs(o.catalogs)
+	cfg.Catalogs = o.catalogAddrs()
+	if err := o.setWorker(&cfg.Worker); err != nil {
+		return cfg, err
 	}
-	for _, kv := range cfg.Worker.Env {
-		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" {
-			return cfg, cmdutil.Usagef("--env %q is not NAME=value", kv)
-		}
-	}
-	if o.workerBinary != "" {
-		path, err := exec.LookPath(o.workerBinary)
-		if err != nil {
-			return cfg, fmt.Errorf("worker binary: %w", err)
-		}
-		if path, err = filepath.Abs(path); err != nil {
-			return cfg, err
-		}
-		cfg.Worker.Command = []string{path}
-	} else {
-		self, err := os.Executable()
-		if err != nil {
-			return cfg, fmt.Errorf("finding this program for the workers: %w", err)
-		}
-		cfg.Worker.Command = []string{self, "worker"}
-	}
-	cfg.Worker.Args = strings.Fields(o.extraOptions)
 	return cfg, nil
 }

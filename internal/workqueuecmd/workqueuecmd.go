@@ -1,13 +1,16 @@
 // Package workqueuecmd is the workqueue command: a Work Queue worker, a
 // catalog server, status queries against catalogs and masters, a
-// factory that keeps workers running on a batch system, and a simulator
-// of runs at scales this machine cannot run (model/sim). The
+// factory that keeps workers running on a batch system, a pool that
+// shares them between masters by a policy (the two share their batch and
+// worker options, batchWorkers), and a simulator of runs at scales this
+// machine cannot run (model/sim). The
 // behaviour lives in the workqueue packages; this package only parses flags
 // and prints.
 package workqueuecmd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -15,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/internal/suggest"
 )
 
 // Main runs the workqueue command with args and returns its exit code.
@@ -31,7 +35,17 @@ func Command(s cmdutil.Streams) *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return cmdutil.Usagef("unknown command %q (try worker, factory, catalog, status or sim)", args[0])
+				var names []string
+				for _, c := range cmd.Commands() {
+					if c.IsAvailableCommand() && c.Name() != "help" {
+						names = append(names, c.Name())
+					}
+				}
+				msg := fmt.Sprintf("unknown command %q (the commands are %s)", args[0], strings.Join(names, ", "))
+				if near := suggest.Nearest(args[0], names); near != "" {
+					msg = fmt.Sprintf("unknown command %q (did you mean %s?)", args[0], near)
+				}
+				return cmdutil.Usagef("%s", msg)
 			}
 			return cmd.Help()
 		},

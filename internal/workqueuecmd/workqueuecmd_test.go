@@ -55,6 +55,21 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
+// TestUnknownCommand: a command that is not one names them all, or the
+// one it is a typo of.
+func TestUnknownCommand(t *testing.T) {
+	tests := []struct{ arg, want string }{
+		{"nonsense", `workqueue: unknown command "nonsense" (the commands are catalog, factory, pool, sim, status, worker)`},
+		{"wroker", `workqueue: unknown command "wroker" (did you mean worker?)`},
+		{"pol", `workqueue: unknown command "pol" (did you mean pool?)`},
+	}
+	for _, tt := range tests {
+		if code, _, stderr := run(context.Background(), tt.arg); code != cmdutil.ExitUsage || !strings.Contains(stderr, tt.want+"\n") {
+			t.Errorf("workqueue %s: exit %d, stderr %q; want %q", tt.arg, code, stderr, tt.want)
+		}
+	}
+}
+
 // TestPoolBadPolicy: a bad policy file is an error naming its file and
 // line, before anything is submitted.
 func TestPoolBadPolicy(t *testing.T) {

@@ -248,6 +248,14 @@ func Load(path string) (*Scenario, error) {
 func Parse(b []byte) (*Scenario, error) {
 	var sc Scenario
 	if err := jsonpos.Decode(b, &sc); err != nil {
+		// In the scenario's words, at the value at fault.
+		err = jsonpos.Explain(err, b, &sc, nil, "a scenario")
+		var ve *jsonpos.ValueError
+		if errors.As(err, &ve) {
+			off, _ := jsonpos.Locate(b, ve.Path)
+			line, _ := jsonpos.LineCol(b, off)
+			return nil, fmt.Errorf(":%d: %w", line, err)
+		}
 		if off, ok := jsonpos.Offset(err); ok {
 			line, _ := jsonpos.LineCol(b, off)
 			return nil, fmt.Errorf(":%d: %w", line, err)

@@ -250,9 +250,11 @@ func TestFactory(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	cases := []struct{ js, want string }{
-		{"{\n\"tasks\": [\n{\"count\": \"ten\"}]}", ":3: "},
+		{"{\n\"tasks\": [\n{\"count\": \"ten\"}]}", `:3: "tasks[0].count" must be a whole number, not a string`},
+		{"{\"tasks\": 3}", `:1: "tasks" must be a list, not a number`},
+		{"{\"tasks\": [{\"count\": 1,\n\"runtime\": {\"mean\": \"x\"}}]}", `:2: "tasks[0].runtime.mean" must be a number, not a string`},
 		{"{\n\"tasks\": [}", ":2: "},
-		{`{"tasks": [{"count": 1}], "workers": [{"count": 1, "cores": 1}], "wrokers": []}`, `unknown field "wrokers"`},
+		{`{"tasks": [{"count": 1}], "workers": [{"count": 1, "cores": 1}], "wrokers": []}`, `unknown key "wrokers" (did you mean "workers"?)`},
 		{`{"tasks": [{"count": 1}]}`, "no workers"},
 		{`{"workers": [{"count": 1}]}`, "no tasks"},
 		{`{"tasks": [{"count": 1, "runtime": {"dist": "weibull"}}], "workers": [{"count": 1}]}`, `tasks[0].runtime: unknown distribution "weibull"`},

@@ -11,7 +11,9 @@
 // after its release (one that does not follow the pool). A worker of the
 // pool that needs a master picks one at random, weighted by the slots each
 // has left, its decision less the workers it has from the pool (Slots,
-// Choose).
+// Choose). A pool that states its unit (Assignment.WorkerCores) has its
+// workers counted in it everywhere: a worker of k times the cores as k
+// (Weigh; a master's cores_by_pool, PoolWorkers).
 //
 // The catalog authenticates no one: any peer may publish a record of a
 // pool. A pool given the masters' password signs its decision with it
@@ -72,6 +74,30 @@ type Assignment struct {
 	// pool's workers reach it.
 	Address string `json:"address"`
 	Workers int    `json:"workers"`
+	// WorkerCores is the cores of one of the pool's workers: the unit
+	// Workers counts in, so that a worker of k times as many cores (a
+	// request of k workers in one job) counts as k (Weigh). 0 if the
+	// pool does not say: each worker counts as one.
+	WorkerCores int `json:"worker_cores,omitempty"`
+}
+
+// Weigh is how many of a pool's workers of unit cores a worker of cores
+// cores counts as: cores over unit, rounded up as a pool counts its
+// requests (shape.Workers), at least one; one when either is unknown (0).
+// A pool's decisions, a master's enforcement of them and a worker's
+// choice of master all count a pool's workers so.
+func Weigh(cores float64, unit int) int {
+	if unit <= 0 || cores <= 0 {
+		return 1
+	}
+	return max(1, int(math.Ceil(cores/float64(unit)-1e-9)))
+}
+
+// Quota is what a pool gives a master: Workers workers of WorkerCores
+// cores each (see Assignment).
+type Quota struct {
+	Workers     int
+	WorkerCores int
 }
 
 // Addr is where the pool's workers reach the master, "host:port".
@@ -176,6 +202,9 @@ func assignments(v any) ([]Assignment, error) {
 			if a.Workers, err = whole(m, "workers", MaxAssignedWorkers); err != nil {
 				return nil, err
 			}
+			if a.WorkerCores, err = whole(m, "worker_cores", MaxWorkerCores); err != nil {
+				return nil, err
+			}
 		}
 		return as, nil
 	default:
@@ -234,13 +263,23 @@ type Self struct {
 // the pool's decision would), the one giving it most counts.
 func ForMaster(ds []Decision, self Self) map[string]int {
 	out := map[string]int{}
+	for pool, q := range QuotasForMaster(ds, self) {
+		out[pool] = q.Workers
+	}
+	return out
+}
+
+// QuotasForMaster is ForMaster with the unit each pool counts its workers
+// in: what a master enforces when its pools' workers differ in cores.
+func QuotasForMaster(ds []Decision, self Self) map[string]Quota {
+	out := map[string]Quota{}
 	for _, d := range ds {
 		for _, a := range d.Assignments {
 			if a.Name != self.Name || a.Port != self.Port {
 				continue
 			}
-			if n, ok := out[d.Pool]; !ok || a.Workers > n {
-				out[d.Pool] = a.Workers
+			if q, ok := out[d.Pool]; !ok || a.Workers > q.Workers {
+				out[d.Pool] = Quota{Workers: a.Workers, WorkerCores: a.WorkerCores}
 			}
 		}
 	}
@@ -254,6 +293,9 @@ type Worker struct {
 	Holds    int    // tasks it runs or sends the outputs of
 	Draining bool   // already given no new tasks
 	Joined   time.Time
+	// Cores is the cores it offers (0 if unknown): it counts as Weigh of
+	// them against a decision in workers of more than one core.
+	Cores float64
 }
 
 // Surplus returns the IDs of the workers a master gives no new tasks, and
@@ -264,16 +306,34 @@ type Worker struct {
 // that runs tasks finishes them first. Workers of pools without a
 // decision, and of none, are never surplus.
 func Surplus(decisions map[string]int, ws []Worker) []int {
+	quotas := make(map[string]Quota, len(decisions))
+	for pool, n := range decisions {
+		quotas[pool] = Quota{Workers: n}
+	}
+	return SurplusOf(quotas, ws)
+}
+
+// SurplusOf is Surplus for decisions in workers of a pool's unit
+// (Quota.WorkerCores): a worker counts as the pool's workers its cores
+// make (Weigh), and workers are picked, in Surplus's order, until those
+// left count as no more than the decision — first those that count as no
+// more than what is still in excess, then any. A wide worker may so take
+// the master below its decision where no narrower one can go: never above
+// it.
+func SurplusOf(quotas map[string]Quota, ws []Worker) []int {
 	byPool := map[string][]Worker{}
 	for _, w := range ws {
-		if _, ok := decisions[w.Pool]; ok && w.Pool != "" {
+		if _, ok := quotas[w.Pool]; ok && w.Pool != "" {
 			byPool[w.Pool] = append(byPool[w.Pool], w)
 		}
 	}
 	var out []int
 	for _, pool := range slices.Sorted(maps.Keys(byPool)) {
-		held := byPool[pool]
-		excess := len(held) - max(decisions[pool], 0)
+		held, q := byPool[pool], quotas[pool]
+		excess := -max(q.Workers, 0)
+		for _, w := range held {
+			excess += Weigh(w.Cores, q.WorkerCores)
+		}
 		if excess <= 0 {
 			continue
 		}
@@ -291,8 +351,20 @@ func Surplus(decisions map[string]int, ws []Worker) []int {
 			}
 			return b.ID - a.ID
 		})
-		for _, w := range held[:excess] {
-			out = append(out, w.ID)
+		// First those that fit in the excess, so that a wide worker
+		// does not go where a narrow one is enough; then, in the same
+		// order, as many as it still takes.
+		picked := map[int]bool{}
+		for _, fits := range []bool{true, false} {
+			for _, w := range held {
+				n := Weigh(w.Cores, q.WorkerCores)
+				if excess <= 0 || picked[w.ID] || fits && n > excess {
+					continue
+				}
+				picked[w.ID] = true
+				out = append(out, w.ID)
+				excess -= n
+			}
 		}
 	}
 	slices.Sort(out)
@@ -346,7 +418,7 @@ func Slots(pool string, recs []catalog.Record, password []byte) ([]Slot, bool) {
 			continue
 		}
 		ssl, _ := m.Record["ssl"].(bool)
-		if n := a.Workers - FromPool(m.Record, pool); n > 0 {
+		if n := a.Workers - max(PoolWorkers(m.Record, pool, a.WorkerCores), 0); n > 0 {
 			out = append(out, Slot{Addr: a.Addr(), SSL: ssl, Remaining: n})
 		}
 	}
@@ -376,6 +448,39 @@ func fromPool(r catalog.Record, pool string) (int, bool) {
 		}
 	}
 	return 0, true
+}
+
+// PoolWorkers reads pool's workers from a master record in workers of
+// unit cores, as the pool's decision counts them (Assignment.WorkerCores):
+// the cores its cores_by_pool lists for pool over unit, rounded up, and
+// at least one a worker (its workers_by_pool), as the master weighs each
+// (Weigh). Without a unit, or from a master whose record has no
+// cores_by_pool, it is Received.
+func PoolWorkers(r catalog.Record, pool string, unit int) int {
+	n := Received(r, pool)
+	if c := PoolCores(r, pool); unit > 0 && c > 0 {
+		n = max(n, Weigh(c, unit))
+	}
+	return n
+}
+
+// PoolCores reads the cores of pool's workers from a master record's
+// cores_by_pool ("pool-a:8,unmanaged:2"), 0 when it lists none, or -1 when
+// the record has none (as CCTools' masters).
+func PoolCores(r catalog.Record, pool string) float64 {
+	v, ok := r["cores_by_pool"].(string)
+	if !ok {
+		return -1
+	}
+	for _, e := range strings.Split(v, ",") {
+		name, n, _ := strings.Cut(strings.TrimSpace(e), ":")
+		if name == pool {
+			if c, err := strconv.ParseFloat(n, 64); err == nil && c > 0 && c <= MaxAssignedWorkers*float64(MaxWorkerCores) {
+				return c
+			}
+		}
+	}
+	return 0
 }
 
 // Received reads pool's workers from a master record's workers_by_pool, or

@@ -30,7 +30,7 @@ import (
 // An Enforcer is not safe for concurrent use.
 type Enforcer struct {
 	remember  time.Duration
-	decisions map[string]int       // workers each pool gives the master
+	decisions map[string]Quota     // workers each pool gives the master
 	workers   map[int]*tracked     // the pools' workers connected
 	released  map[string]time.Time // a released worker's key → when
 }
@@ -47,7 +47,7 @@ type tracked struct {
 // NewEnforcer returns an Enforcer without decisions that remembers the
 // workers it releases for the window remember.
 func NewEnforcer(remember time.Duration) *Enforcer {
-	return &Enforcer{remember: remember, decisions: map[string]int{}, workers: map[int]*tracked{},
+	return &Enforcer{remember: remember, decisions: map[string]Quota{}, workers: map[int]*tracked{},
 		released: map[string]time.Time{}}
 }
 
@@ -91,21 +91,35 @@ type Action struct {
 
 // A Joining worker: its ID, its pool ("" for none: the Enforcer ignores
 // it), Key, what identifies it across connections (its worker-id; ""
-// if it says none: it is not remembered), and the tasks it holds.
+// if it says none: it is not remembered), the tasks it holds, and the
+// cores it offers (0 if unknown), by which it counts against a decision
+// in workers of more than one core (Weigh).
 type Joining struct {
 	ID    int
 	Pool  string
 	Key   string
 	Holds int
+	Cores float64
 }
 
 // Decided records, at now, the workers each pool gives the master: its
 // decisions as the catalog has them now (a pool absent has none, and its
 // workers are never beyond it).
 func (e *Enforcer) Decided(byPool map[string]int, now time.Time) []Action {
+	quotas := make(map[string]Quota, len(byPool))
+	for pool, n := range byPool {
+		quotas[pool] = Quota{Workers: n}
+	}
+	return e.DecidedQuotas(quotas, now)
+}
+
+// DecidedQuotas is Decided with the unit each pool counts its workers in
+// (QuotasForMaster): a worker then counts as the pool's workers its cores
+// make.
+func (e *Enforcer) DecidedQuotas(byPool map[string]Quota, now time.Time) []Action {
 	e.decisions = maps.Clone(byPool)
 	if e.decisions == nil {
-		e.decisions = map[string]int{}
+		e.decisions = map[string]Quota{}
 	}
 	return e.step(now)
 }
@@ -118,7 +132,7 @@ func (e *Enforcer) Joined(w Joining, now time.Time) []Action {
 	if _, ok := e.workers[w.ID]; ok {
 		return e.Holds(w.ID, w.Holds, now)
 	}
-	t := &tracked{Worker: Worker{ID: w.ID, Pool: w.Pool, Holds: w.Holds, Joined: now}, key: w.Key}
+	t := &tracked{Worker: Worker{ID: w.ID, Pool: w.Pool, Holds: w.Holds, Joined: now, Cores: w.Cores}, key: w.Key}
 	if at, ok := e.released[w.Key]; ok && w.Key != "" && now.Sub(at) < e.remember {
 		t.back = true
 	}
@@ -155,17 +169,17 @@ func (e *Enforcer) Holds(id, n int, now time.Time) []Action {
 
 // beyond reports whether pool has more workers here than its decision.
 func (e *Enforcer) beyond(pool string) bool {
-	d, ok := e.decisions[pool]
+	q, ok := e.decisions[pool]
 	if !ok {
 		return false
 	}
 	n := 0
 	for _, w := range e.workers {
 		if w.Pool == pool {
-			n++
+			n += Weigh(w.Cores, q.WorkerCores)
 		}
 	}
-	return n > d
+	return n > q.Workers
 }
 
 // Active reports whether the Enforcer has anything to enforce: a pool's
@@ -199,13 +213,13 @@ func (e *Enforcer) step(now time.Time) []Action {
 		ws = append(ws, w.Worker)
 	}
 	surplus := map[int]bool{}
-	for _, id := range Surplus(e.decisions, ws) {
+	for _, id := range SurplusOf(e.decisions, ws) {
 		surplus[id] = true
 	}
 	var acts []Action
 	for _, id := range slices.Sorted(maps.Keys(e.workers)) {
 		w := e.workers[id]
-		a := Action{Worker: id, Pool: w.Pool, Decision: e.decisions[w.Pool], Holds: w.Holds, Back: w.back}
+		a := Action{Worker: id, Pool: w.Pool, Decision: e.decisions[w.Pool].Workers, Holds: w.Holds, Back: w.back}
 		switch {
 		case surplus[id] && w.Holds == 0 && !w.back:
 			a.Verb = Release

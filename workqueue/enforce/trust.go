@@ -36,6 +36,7 @@ const MaxDecisionLag = 5 * time.Minute
 const (
 	MaxAssignedWorkers = 1 << 20
 	MaxAssignments     = 10000
+	MaxWorkerCores     = 1 << 16
 )
 
 // signKey derives the key that signs pools' decisions from the masters'

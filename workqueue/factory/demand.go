@@ -71,8 +71,8 @@ func askCatalogs(ctx context.Context, catalogs []string, project *regexp.Regexp)
 
 // demandOf sums what master records say, as CCTools' factory reads them:
 // tasks waiting, plus tasks_left (the tasks a master says it has yet to
-// submit), plus tasks on workers; and each master's capacity_tasks, where
-// it has one.
+// submit), plus tasks on workers; their workers and the workers' cores;
+// and each master's capacity_tasks, where it has one.
 func demandOf(recs []catalog.Record) Demand {
 	var d Demand
 	for _, r := range recs {
@@ -80,6 +80,9 @@ func demandOf(recs []catalog.Record) Demand {
 		d.Masters++
 		d.Tasks += tasks
 		d.Workers += workers
+		if c := r.Float("cores_total"); c > 0 { // not NaN
+			d.Cores += min(c, 1e9)
+		}
 		if capacity > 0 {
 			d.Capacities = append(d.Capacities, MasterCapacity{Tasks: tasks, Capacity: capacity})
 		}

@@ -77,7 +77,9 @@ type Config struct {
 	// (seed 002's moldable requests): each request of k workers is
 	// submitted as the candidate (k times its cores, its wall time, cut to
 	// the workers Limits.Max leaves room for) that Chooser predicts to
-	// finish first, and counts as its cores over Worker.Cores workers.
+	// finish first, and counts as its cores over Worker.Cores workers,
+	// rounded up (shape.Workers), so that the jobs never hold more than
+	// Limits.Max workers' cores.
 	// Worker.Cores is then the unit (default 1).
 	Shapes []shape.Shape
 	// Chooser picks among the candidates (default shape.For: a

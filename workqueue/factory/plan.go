@@ -3,6 +3,7 @@ package factory
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -138,6 +139,11 @@ type Demand struct {
 	Masters int // masters found
 	Tasks   int // tasks waiting, plus tasks running on workers
 	Workers int // workers connected, the factory's own included
+	// Cores is the cores of the workers connected (their cores_total), 0
+	// if the masters do not say. Where known, the workers connected count
+	// as the tasks their cores serve over TasksPerWorker, so that a worker
+	// started with --cores 4 is not taken for one of TasksPerWorker 1.
+	Cores float64
 	// Capacities holds, for each master that has reported its capacity,
 	// its tasks (as counted in Tasks) and that capacity; the other
 	// masters' capacities are not known yet.
@@ -470,10 +476,21 @@ func (p *Plan) target(d int) int {
 	if p.known {
 		// Workers connected beyond those of ours that run are someone
 		// else's, and serve the same tasks.
-		others := max(0, p.demand.Workers-p.running)
+		others := max(0, p.connected()-p.running)
 		want = d - others
 	}
 	return min(max(want, p.lim.Min), p.lim.Max)
+}
+
+// connected is the workers the masters have, the factory's own included,
+// in workers of TasksPerWorker tasks: by their cores where the masters say
+// them (a core serves a task), rounded up as a request of several
+// workers counts (shape.Workers); else one a connection.
+func (p *Plan) connected() int {
+	if p.demand.Cores > 0 {
+		return int(math.Ceil(p.demand.Cores/float64(p.lim.TasksPerWorker) - 1e-9))
+	}
+	return p.demand.Workers
 }
 
 // Next says what to do at now.

@@ -164,3 +164,44 @@ func TestShapedWorkersWithinMax(t *testing.T) {
 		t.Errorf("workers %+v, want one of 3 cores", ws)
 	}
 }
+
+// TestShapedRequestsWithinMax: requests shaped by a candidate whose cores
+// are not a multiple of a worker's (6 cores, workers of 4) never take the
+// factory past --max in cores: a job counts as the workers its cores fill,
+// rounded up, so that the jobs' cores stay within --max workers' worth.
+func TestShapedRequestsWithinMax(t *testing.T) {
+	for _, tt := range []struct {
+		name         string
+		unit, max, k int
+		shapes       []shape.Shape
+	}{
+		{"6 cores for workers of 4, one at a time", 4, 4, 1, []shape.Shape{{Cores: 6, Wall: time.Hour}}},
+		{"6 cores for workers of 4, by 3", 4, 5, 3, []shape.Shape{{Cores: 6, Wall: time.Hour}}},
+		{"3 cores for workers of 2", 2, 7, 1, []shape.Shape{{Cores: 3, Wall: time.Hour}}},
+		{"2 cores for workers of 4", 4, 3, 1, []shape.Shape{{Cores: 2, Wall: time.Hour}}},
+		{"4 cores for workers of 1", 1, 6, 1, []shape.Shape{{Cores: 4, Wall: time.Hour}}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			plan, err := NewPlan(Limits{Max: tt.max}, time.Unix(0, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := Config{Master: "127.0.0.1:9123", Worker: Worker{Command: []string{"worker"}, Cores: tt.unit},
+				Shapes: tt.shapes, Chooser: shape.First{}}
+			f := &factory{cfg: cfg, log: slog.New(slog.DiscardHandler)}
+			cores, jobs := 0, 0
+			for plan.Room() > 0 {
+				job, n := f.shaped(context.Background(), min(tt.k, plan.Room()), plan.Room())
+				if n > plan.Room() {
+					t.Fatalf("job %d: %d cores counted as %d workers with room for %d", jobs, job.Resources.Cores, n, plan.Room())
+				}
+				plan.Submitted(strconv.Itoa(jobs), n)
+				cores += job.Resources.Cores
+				jobs++
+			}
+			if limit := tt.max * tt.unit; cores > limit {
+				t.Errorf("%d jobs of %d cores in all; --max %d workers of %d cores is %d", jobs, cores, tt.max, tt.unit, limit)
+			}
+		})
+	}
+}

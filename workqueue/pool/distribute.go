@@ -29,6 +29,13 @@ type Master struct {
 	// Capacity is the tasks it can keep running at once (capacity_tasks),
 	// or 0 if it has not reported one.
 	Capacity int
+	// Cores is the cores of its connected workers (cores_total), and
+	// PoolCores those of its workers from this pool (cores_by_pool); 0
+	// if it has none or does not say. Where they are known, the plan
+	// counts Connected and Received by them (Plan.inUnits), so that a
+	// worker of many cores is not taken for one.
+	Cores     float64
+	PoolCores float64
 }
 
 // need is the workers master m needs from this pool, W_max_needed of

@@ -22,6 +22,22 @@
 // no master has room for leave at their idle timeout or, with a billing
 // cycle, near the end of their cycle.
 //
+// A pool counts workers in one unit, a worker of Worker.Cores cores
+// (Limits.WorkerCores): max_workers, the decision and the requests are in
+// it. A request of k workers is one worker of k times the cores and
+// counts as k; any other worker at a master, the pool's or one started by
+// hand with more cores, counts as its cores over the unit, rounded up
+// (enforce.Weigh). The masters advertise their workers both ways:
+// workers_by_pool counts connections, as CCTools does, and cores_by_pool
+// their cores, from which the pool, the masters enforcing its decision
+// and the workers choosing a master all count the pool's workers in its
+// unit, which the published decision states (each assignment's
+// worker_cores, signed with it). A master's capacity (capacity_tasks) is
+// in tasks, and its connected workers (cores_total) serve a task a core:
+// the pool turns both into workers by Limits.TasksPerWorker. With workers
+// that take a whole machine (Worker.Cores 0) the unit is not known, and
+// the pool's workers count one each.
+//
 // With the masters' password (Config.PasswordFile) the published decision
 // is signed with it (enforce.Sign), and the masters and workers that hold
 // it honour no other record of the pool: the catalog authenticates no one.

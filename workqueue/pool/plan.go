@@ -10,6 +10,7 @@ import (
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/workqueue/enforce"
 	"github.com/rightsize/rightsize/workqueue/factory"
 )
 
@@ -20,6 +21,12 @@ type Limits struct {
 	// TasksPerWorker is how many tasks one worker serves at once, usually
 	// its cores (default 1).
 	TasksPerWorker int
+	// WorkerCores is the cores of one of the pool's workers: the unit of
+	// max_workers and of the decision (0: not known, as when the workers
+	// take a whole machine; each worker then counts as one). A worker of
+	// k times as many — a request of k workers is one worker of k times
+	// the cores — counts as k (enforce.Weigh), as the masters count it.
+	WorkerCores int
 	// MaxPending bounds the workers submitted and not yet running; 0 means
 	// no bound but the policy's max_workers.
 	MaxPending int
@@ -74,13 +81,14 @@ type Request struct {
 type Plan struct {
 	policy *Policy
 	tpw    int
+	unit   int // Limits.WorkerCores
 	jobs   *factory.Plan
 
 	master  map[string]string // job → the master it was submitted for
 	size    map[string]int    // job → its workers
 	running map[string]bool   // jobs started
-	ours    map[string]int    // master → its jobs not ended
-	total   int               // jobs not ended
+	ours    map[string]int    // master → its workers in jobs not ended
+	total   int               // workers in jobs not ended
 
 	masters   []Master
 	received  map[string]int // master → its workers from this pool, as it says (-1: it does not)
@@ -103,7 +111,7 @@ func NewPlan(pol *Policy, l Limits, now time.Time) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Plan{policy: pol, tpw: tpw, jobs: jobs, master: map[string]string{}, size: map[string]int{},
+	return &Plan{policy: pol, tpw: tpw, unit: l.WorkerCores, jobs: jobs, master: map[string]string{}, size: map[string]int{},
 		running: map[string]bool{}, ours: map[string]int{}, free: -1, decidedAt: now}, nil
 }
 
@@ -151,6 +159,7 @@ func (p *Plan) decide(now time.Time) {
 		if e < 0 {
 			continue // not this pool's
 		}
+		m = p.inUnits(m)
 		p.received[m.Addr] = m.Received
 		if m.Received < 0 {
 			// A guess: those of ours running, as far as it says
@@ -188,6 +197,23 @@ func (p *Plan) decide(now time.Time) {
 	}
 }
 
+// inUnits returns m with its workers counted as the plan counts them, in
+// workers of its unit, where its record says their cores (Master.Cores,
+// PoolCores): a master's worker of k times a worker's cores, one of this
+// pool's requests of k workers or a worker started by hand with more
+// cores, counts as k; its connected workers as the tasks their cores
+// serve, over TasksPerWorker.
+func (p *Plan) inUnits(m Master) Master {
+	if m.Cores > 0 {
+		m.Connected = enforce.Weigh(m.Cores, p.tpw)
+	}
+	if p.unit > 0 && m.PoolCores > 0 {
+		// At least one a worker, as the master weighs each.
+		m.Received = max(m.Received, enforce.Weigh(m.PoolCores, p.unit))
+	}
+	return m
+}
+
 // runningFor counts the workers submitted for master addr that run.
 func (p *Plan) runningFor(addr string) int {
 	n := 0
@@ -210,7 +236,7 @@ func (p *Plan) has(addr string) int {
 	}
 	for id, m := range p.master {
 		if m == addr && !p.running[id] {
-			r++
+			r += p.size[id]
 		}
 	}
 	return r

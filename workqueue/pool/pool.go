@@ -57,7 +57,7 @@ type Config struct {
 	// each request of k workers is submitted as the candidate (k times its
 	// cores, its wall time, cut to the workers max_workers leaves room
 	// for) that Chooser predicts to finish first, and counts as its cores
-	// over Worker.Cores workers (shape.Pick).
+	// over Worker.Cores workers, rounded up (shape.Pick).
 	Shapes []shape.Shape
 	// Chooser picks among the candidates (default shape.For: a
 	// conservative-backfilling model of the cores the batch system says
@@ -126,6 +126,9 @@ func (c *Config) validate() error {
 	}
 	if c.Limits.TasksPerWorker == 0 {
 		c.Limits.TasksPerWorker = max(w.Cores, 1)
+	}
+	if c.Limits.WorkerCores == 0 {
+		c.Limits.WorkerCores = w.Cores
 	}
 	if c.Chooser == nil {
 		c.Chooser = shape.For("", c.Driver, nil)
@@ -416,7 +419,7 @@ func (p *pool) publish(ctx context.Context) {
 		"workers_queued": c.Queued, "workers_running": c.Running,
 		"lifetime": max(180, 3*int(p.cfg.Interval.Seconds())),
 	}
-	enforce.Sign(rec, assignments(dec), p.password, time.Now())
+	enforce.Sign(rec, assignments(dec, p.cfg.Limits.WorkerCores), p.password, time.Now())
 	for _, addr := range p.cfg.Catalogs {
 		sctx, cancel := context.WithTimeout(ctx, min(askTimeout, p.cfg.Interval))
 		if err := catalog.Send(sctx, addr, p.cfg.CatalogNetwork, rec); err != nil {
@@ -433,12 +436,14 @@ func (p *pool) publish(ctx context.Context) {
 	}
 }
 
-// assignments is the decision as the masters and the workers read it.
-func assignments(dec []Assignment) []enforce.Assignment {
+// assignments is the decision as the masters and the workers read it, in
+// workers of unit cores (0: not known).
+func assignments(dec []Assignment, unit int) []enforce.Assignment {
 	out := make([]enforce.Assignment, len(dec))
 	for i, a := range dec {
 		host, _, _ := net.SplitHostPort(a.Addr)
-		out[i] = enforce.Assignment{Project: a.Project, Name: a.Name, Port: a.Port, Address: host, Workers: a.Workers}
+		out[i] = enforce.Assignment{Project: a.Project, Name: a.Name, Port: a.Port, Address: host, Workers: a.Workers,
+			WorkerCores: unit}
 	}
 	return out
 }
@@ -479,8 +484,12 @@ func (p *pool) ask(ctx context.Context, answers chan<- answer) {
 // this pool's name in its workers_by_pool.
 func masterOf(m catalog.Master, pool string) Master {
 	tasks, workers, capacity := factory.RecordDemand(m.Record)
-	return Master{Project: m.Project, Addr: m.Addr(), Name: m.Name, Port: m.Port, Tasks: tasks, Connected: workers,
-		Received: enforce.Received(m.Record, pool), Capacity: capacity}
+	out := Master{Project: m.Project, Addr: m.Addr(), Name: m.Name, Port: m.Port, Tasks: tasks, Connected: workers,
+		Received: enforce.Received(m.Record, pool), Capacity: capacity, PoolCores: max(enforce.PoolCores(m.Record, pool), 0)}
+	if c := m.Record.Float("cores_total"); c > 0 { // not NaN
+		out.Cores = min(c, 1e9)
+	}
+	return out
 }
 
 // removeAll removes every worker job that has not ended and waits, for a

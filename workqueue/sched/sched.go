@@ -397,8 +397,22 @@ func (s *Scheduler) touch(w *worker) {
 // worker is connected, with a Warning, since refusing it would stall the
 // run.
 func (s *Scheduler) WorkerJoined(id WorkerID, host string, total Resources, now time.Time) []Action {
+	return s.join(id, host, total, false, now)
+}
+
+// WorkerJoinedDrained is WorkerJoined for a worker that is to get no new
+// task (see Drain): one its master keeps only until it can release it.
+// It joins draining, with its resources, in one event, so that no task is
+// ever matched to it, and no state of the scheduler shows it without its
+// resources. A known worker is drained and its resources updated.
+func (s *Scheduler) WorkerJoinedDrained(id WorkerID, host string, total Resources, now time.Time) []Action {
+	return s.join(id, host, total, true, now)
+}
+
+func (s *Scheduler) join(id WorkerID, host string, total Resources, drained bool, now time.Time) []Action {
 	if w, ok := s.workers[id]; ok {
 		w.total = total
+		w.draining = w.draining || drained
 		s.touch(w)
 		return s.dispatch(nil, now)
 	}
@@ -411,7 +425,7 @@ func (s *Scheduler) WorkerJoined(id WorkerID, host string, total Resources, now 
 			until.Format(time.RFC3339) + ", but no other worker is connected: let in"})
 	}
 	delete(s.blocked, host)
-	s.workers[id] = &worker{id: id, host: host, total: total, heard: now,
+	s.workers[id] = &worker{id: id, host: host, total: total, heard: now, draining: drained,
 		cached: map[string]bool{}, tasks: map[TaskID]bool{}, fetches: map[TaskID]bool{}}
 	i := sort.Search(len(s.order), func(i int) bool { return s.order[i] >= id })
 	s.order = append(s.order, 0)

@@ -378,3 +378,49 @@ func TestDrain(t *testing.T) {
 		t.Errorf("Holds found an unknown worker")
 	}
 }
+
+// TestWorkerJoinedDrained: a worker that joins drained (one its master is
+// to release, back after its release) is known with its resources from
+// its first event, takes none of the waiting tasks, and takes them once
+// undrained; a known worker joining again drained is drained, and what it
+// holds runs on.
+func TestWorkerJoinedDrained(t *testing.T) {
+	res := Resources{Cores: 4, MemoryMB: 4000, DiskMB: 8000}
+	tests := []struct {
+		name  string
+		known bool // the worker joined (undrained) before, and took task 0
+		holds int
+	}{
+		{"new worker", false, 0},
+		{"known worker", true, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := New(Config{SlowStart: -1})
+			if tt.known {
+				s.WorkerJoined(1, "h1", Resources{Cores: 1}, t0)
+				if got := dispatches(s.Submit(Task{ID: 0}, t0)); got[0] != 1 {
+					t.Fatalf("task 0 should run on worker 1: %v", got)
+				}
+			}
+			for id := TaskID(1); id <= 3; id++ {
+				s.Submit(Task{ID: id}, t0)
+			}
+			if acts := s.WorkerJoinedDrained(1, "h1", res, at(1)); len(dispatches(acts)) != 0 {
+				t.Fatalf("a worker joining drained got tasks: %v", show(acts))
+			}
+			if _, total, n, ok := s.WorkerLoad(1); !ok || total != res || n != tt.holds {
+				t.Fatalf("WorkerLoad = total %+v, %d tasks, %v; want %+v, %d, true", total, n, ok, res, tt.holds)
+			}
+			if n, draining, ok := s.Holds(1); n != tt.holds || !draining || !ok {
+				t.Fatalf("Holds = %d %v %v, want %d true true", n, draining, ok, tt.holds)
+			}
+			if c := s.Counts(); c.Waiting != 3 {
+				t.Fatalf("%d tasks wait, want 3", c.Waiting)
+			}
+			if got := dispatches(s.Drain(1, false, at(2))); len(got) != 3 {
+				t.Errorf("undrained, the 4-core worker should take the 3 tasks: %v", got)
+			}
+		})
+	}
+}
