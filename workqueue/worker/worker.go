@@ -327,6 +327,11 @@ type worker struct {
 	// (FollowPool), not avoid, the master that released the worker last.
 	byPool bool
 	avoid  string
+
+	// testHookWatch, if set, is called as each session's watch starts,
+	// before it looks at Config.Drain: tests use it to close Drain at the
+	// moment they choose.
+	testHookWatch func()
 }
 
 // CycleEnding says whether a worker started at started and billed by
