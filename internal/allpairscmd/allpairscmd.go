@@ -239,7 +239,11 @@ func (o *options) check(cmd *cobra.Command) error {
 	case fs.Changed("width") && o.w < 1, fs.Changed("height") && o.h < 1:
 		return cmdutil.Usagef("-W %d -H %d: a sub-problem needs at least one cell", o.w, o.h)
 	}
-	return nil
+	// Before anything runs: -o's directory also holds the checkpoint.
+	if err := cmdutil.CheckOutputPath("-o", o.output); err != nil {
+		return err
+	}
+	return cmdutil.CheckOutputPath("--matrix", o.matrix)
 }
 
 // region returns the sub-problem the flags select, or nil; an error if
