@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -395,29 +396,24 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 		const show = 10
 		for i, ce := range fe.Failed {
 			if i == show {
-				fmt.Fprintf(w, "wavefront: … and %d more failed cells\n", len(fe.Failed)-show)
+				fmt.Fprintf(w, "wavefront: … and %d more\n", len(fe.Failed)-show)
 				break
 			}
 			fmt.Fprintf(w, "wavefront: %v\n", ce)
 		}
 	}
-	rate := float64(res.Computed) / max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(w, "wavefront: %v: computed %d cells", region, res.Computed)
-	if res.Skipped > 0 {
-		fmt.Fprintf(w, " (%d were already done)", res.Skipped)
-	}
-	fmt.Fprintf(w, " in %v, %.0f cells/s; results in %s\n", elapsed.Round(time.Millisecond), rate, where)
+	fmt.Fprintf(w, "wavefront: %v: %s\n", region, computed(res.Computed, res.Skipped, elapsed, where))
 	if pictureErr != nil {
 		fmt.Fprintf(w, "wavefront: progress picture: %v\n", pictureErr)
 	}
-	kept := fmt.Sprintf("the %d finished cells are kept in %s", res.Computed+res.Skipped, where)
+	kept := keptIn(res.Computed+res.Skipped, where)
 	var be *blocksFailed
 	switch {
 	case errors.As(runErr, &be):
 		return distcmd.ReportFailures(w, "wavefront", be.FailedError,
-			fmt.Sprintf("%s; %s", notRun(be.notRun), kept))
+			join("; ", notRun(be.notRun, len(be.Blocks)), kept))
 	case fe != nil:
-		return fmt.Errorf("%s failed and %s; %s", cmdutil.Plural(len(fe.Failed), "cell"), notRun(fe.NotRun), kept)
+		return errors.New(cellsFailed(len(fe.Failed), fe.NotRun, kept))
 	case runErr != nil:
 		return distcmd.Stopped(runErr, kept)
 	}
@@ -432,12 +428,62 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 	return nil
 }
 
-// notRun says that n cells were not run for depending on failed ones.
-func notRun(n int) string {
-	if n == 1 {
-		return "1 cell that depends on them was not run"
+// computed says what a run computed, how fast, and where the results
+// are: "computed 24 cells (1 was already done) in 1.2s, 20 cells/s;
+// results in R.matrix".
+func computed(n, skipped int, elapsed time.Duration, where string) string {
+	s := "computed " + cmdutil.Plural(n, "cell")
+	switch {
+	case skipped == 1:
+		s += " (1 was already done)"
+	case skipped > 1:
+		s += fmt.Sprintf(" (%d were already done)", skipped)
 	}
-	return fmt.Sprintf("%d cells that depend on them were not run", n)
+	rate := float64(n) / max(elapsed.Seconds(), 1e-9)
+	return fmt.Sprintf("%s in %v, %.0f cells/s; results in %s", s, elapsed.Round(time.Millisecond), rate, where)
+}
+
+// cellsFailed says that failed cells failed, and that notRun cells were
+// not run for depending on them, then kept: "1 cell failed and 3 cells
+// that depend on it were not run; the 5 finished cells are kept in R.matrix".
+func cellsFailed(failed, notRunCells int, kept string) string {
+	s := cmdutil.Plural(failed, "cell") + " failed"
+	if d := notRun(notRunCells, failed); d != "" {
+		s += " and " + d
+	}
+	return join("; ", s, kept)
+}
+
+// notRun says that n cells were not run for depending on the failed
+// ones (cells or blocks), or "" when n is 0.
+func notRun(n, failed int) string {
+	them := "them"
+	if failed == 1 {
+		them = "it"
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 cell that depends on " + them + " was not run"
+	}
+	return fmt.Sprintf("%d cells that depend on %s were not run", n, them)
+}
+
+// keptIn says that n finished cells are kept in where.
+func keptIn(n int, where string) string {
+	switch n {
+	case 0:
+		return "no cell finished"
+	case 1:
+		return "the 1 finished cell is kept in " + where
+	}
+	return fmt.Sprintf("the %d finished cells are kept in %s", n, where)
+}
+
+// join joins the parts that are not empty with sep.
+func join(sep string, parts ...string) string {
+	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), sep)
 }
 
 // preview shortens a value to its first line for the summary.

@@ -222,7 +222,7 @@ func TestFailingFunction(t *testing.T) {
 if grep -q poison "$2"; then echo "cannot digest $(cat "$2")" >&2; exit 3; fi
 cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	code, _, stderr := runWF(t, failing, dir)
-	for _, want := range []string{"cell (4,1):", "exited with status 3", "cannot digest poison", "1 cell failed and 17 cells that depend on them were not run; the 18 finished cells are kept in"} {
+	for _, want := range []string{"cell (4,1):", "exited with status 3", "cannot digest poison", "1 cell failed and 17 cells that depend on it were not run; the 18 finished cells are kept in"} {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, stderr, want)
 		}
