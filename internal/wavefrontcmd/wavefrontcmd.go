@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"image"
 	"io"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -207,7 +208,20 @@ func (o *options) validate() error {
 	case o.bitmap != "" && o.interval <= 0:
 		return cmdutil.Usagef("--bitmap-interval %v: must be positive", o.interval)
 	}
-	return nil
+	// The arguments the wrong way round (allpairs_multicore's A B FUNC
+	// order carried over) would otherwise read as a missing directory.
+	if strings.HasPrefix(o.rdir, "builtin:") {
+		return cmdutil.Usagef("%s is a function: wavefront takes FUNC Rdir, in that order", o.rdir)
+	}
+	if st, err := os.Stat(o.fn); err == nil && st.IsDir() {
+		return cmdutil.Usagef("%s is a directory, not a function: wavefront takes FUNC Rdir, in that order", o.fn)
+	}
+	if o.output != "-" {
+		if err := cmdutil.CheckOutputPath("-o", o.output); err != nil {
+			return err
+		}
+	}
+	return cmdutil.CheckOutputPath("--bitmap", o.bitmap)
 }
 
 // region works out the rectangle to compute from the flags and the boundary.

@@ -194,6 +194,10 @@ func TestBadInput(t *testing.T) {
 		{"zero block", []string{"-b", "0", "builtin:sum", good}, 2, "-b 0"},
 		{"origin in the boundary", []string{"-X", "0", "builtin:sum", good}, 2, "cells start at (1,1)"},
 		{"bad flag", []string{"--nope", "builtin:sum", good}, 2, "unknown flag: --nope"},
+		{"arguments swapped", []string{good, "builtin:sum"}, 2, "builtin:sum is a function: wavefront takes FUNC Rdir, in that order"},
+		{"directory as function", []string{good, good}, 2, good + " is a directory, not a function: wavefront takes FUNC Rdir"},
+		{"-o in a missing directory", []string{"-o", "/no/such/dir/R.matrix", "builtin:sum", good}, 2, "-o /no/such/dir/R.matrix: directory /no/such/dir does not exist"},
+		{"--bitmap a directory", []string{"--bitmap", good, "builtin:sum", good}, 2, "--bitmap " + good + ": is a directory; name a file"},
 		{"bad export format", []string{"export", "-f", "xml", good}, 2, `--format "xml"`},
 	}
 	for _, tt := range tests {
