@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -179,6 +180,9 @@ take jobs too. With -T wq, start workers with
 			if err := o.check(cmd); err != nil {
 				return err
 			}
+			if err := checkOrder(args); err != nil {
+				return err
+			}
 			return runCommand(cmd.Context(), &o, reg, args, s)
 		},
 	}
@@ -244,6 +248,18 @@ func (o *options) check(cmd *cobra.Command) error {
 		return err
 	}
 	return cmdutil.CheckOutputPath("--matrix", o.matrix)
+}
+
+// checkOrder reports arguments given in allpairs_multicore's order, A B
+// FUNC, which would otherwise read as a set that does not exist.
+func checkOrder(args []string) error {
+	if strings.HasPrefix(args[2], "builtin:") {
+		return cmdutil.Usagef("%s is a function: allpairs takes FUNC A B, in that order", args[2])
+	}
+	if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+		return cmdutil.Usagef("%s is a directory, not a function: allpairs takes FUNC A B, in that order", args[0])
+	}
+	return nil
 }
 
 // region returns the sub-problem the flags select, or nil; an error if
