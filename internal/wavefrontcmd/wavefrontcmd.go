@@ -9,11 +9,13 @@
 package wavefrontcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"image"
 	"io"
+	"io/fs"
 	"os"
 	"slices"
 	"strconv"
@@ -265,6 +267,22 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer cell.Close()
+	if len(args) > 0 && cell.Info().Kind != funcs.Program {
+		return cmdutil.Usagef("--extra-args applies only to program functions; %s is a %v", o.fn, cell.Info().Kind)
+	}
+	// A checkpoint file this run creates is removed if the run stops on
+	// its inputs (no boundary, a sub-problem outside it, a changed
+	// function) before computing anything: it would hold no cell, and
+	// 'wavefront export' would take it for an empty result.
+	ckFile := cmp.Or(o.output, dir.MatrixPath())
+	_, statErr := os.Lstat(ckFile)
+	fresh := o.output != "-" && errors.Is(statErr, fs.ErrNotExist)
+	inputsChecked := false
+	defer func() {
+		if fresh && !inputsChecked {
+			os.Remove(ckFile)
+		}
+	}()
 	// The checkpoint: loaded (a torn last record cut off), then appended to.
 	var ck *wavefront.Checkpoint
 	if o.output == "-" {
@@ -297,6 +315,7 @@ func run(ctx context.Context, o *options) error {
 			return err
 		}
 	}
+	inputsChecked = true
 	ckPath := ck.Path()
 	done := ck.Count(region)
 	states := wavefront.NewStateGrid(region)

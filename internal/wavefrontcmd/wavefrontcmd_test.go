@@ -198,6 +198,8 @@ func TestBadInput(t *testing.T) {
 		{"directory as function", []string{good, good}, 2, good + " is a directory, not a function: wavefront takes FUNC Rdir"},
 		{"-o in a missing directory", []string{"-o", "/no/such/dir/R.matrix", "builtin:sum", good}, 2, "-o /no/such/dir/R.matrix: directory /no/such/dir does not exist"},
 		{"--bitmap a directory", []string{"--bitmap", good, "builtin:sum", good}, 2, "--bitmap " + good + ": is a directory; name a file"},
+		{"extra arguments for a built-in", []string{"-e", "-x", "builtin:sum", good}, 2, "--extra-args applies only to program functions; builtin:sum is a Go function"},
+		{"export -o in a missing directory", []string{"export", "-o", "/no/such/dir/R.tsv", good}, 2, "-o /no/such/dir/R.tsv: directory /no/such/dir does not exist"},
 		{"bad export format", []string{"export", "-f", "xml", good}, 2, `--format "xml"`},
 	}
 	for _, tt := range tests {
@@ -205,6 +207,13 @@ func TestBadInput(t *testing.T) {
 			code, _, stderr := runWF(t, tt.args...)
 			if code != tt.code || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and %q", code, stderr, tt.code, tt.want)
+			}
+			// A run stopped on its inputs leaves no checkpoint it created:
+			// export would take it for an empty result.
+			if rdir := tt.args[len(tt.args)-1]; rdir != corrupt {
+				if _, err := os.Stat(filepath.Join(rdir, "R.matrix")); err == nil {
+					t.Errorf("%s/R.matrix was left behind", rdir)
+				}
 			}
 		})
 	}
