@@ -276,11 +276,31 @@ func (o *options) region(nA, nB int) (*multicore.Region, error) {
 	if r.H < 0 {
 		r.H = nB - r.Y
 	}
-	if r.W < 1 || r.H < 1 || r.X+r.W > nA || r.Y+r.H > nB {
-		return nil, cmdutil.Usagef("-X %d -Y %d -W %d -H %d: rows %s and columns %s are not inside the %d×%d matrix",
-			o.x, o.y, r.W, r.H, span(o.x, r.W), span(o.y, r.H), nA, nB)
+	switch {
+	case r.W < 1: // -X past the last row; -W, given, is at least 1
+		return nil, cmdutil.Usagef("-X %d: the %d×%d matrix has rows 1…%d", o.x, nA, nB, nA)
+	case r.H < 1:
+		return nil, cmdutil.Usagef("-Y %d: the %d×%d matrix has columns 1…%d", o.y, nA, nB, nB)
+	case r.X+r.W > nA || r.Y+r.H > nB:
+		return nil, cmdutil.Usagef("%s: rows %s and columns %s are not inside the %d×%d matrix",
+			o.subFlags(), span(o.x, r.W), span(o.y, r.H), nA, nB)
 	}
 	return &r, nil
+}
+
+// subFlags is the sub-problem flags as given: "-X 3 -W 5".
+func (o *options) subFlags() string {
+	var given []string
+	for _, f := range []struct {
+		name string
+		v    int
+		set  bool
+	}{{"-X", o.x, o.x != 1}, {"-Y", o.y, o.y != 1}, {"-W", o.w, o.w >= 0}, {"-H", o.h, o.h >= 0}} {
+		if f.set {
+			given = append(given, f.name+" "+strconv.Itoa(f.v))
+		}
+	}
+	return strings.Join(given, " ")
 }
 
 // span says which of the rows (or columns) counted from 1 n of them from
