@@ -26,6 +26,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"regexp"
 	"sort"
@@ -187,6 +188,11 @@ func Query(ctx context.Context, addr, filter string) ([]Record, error) {
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
+		// Without the request's 'Get "http://addr/query.json"': the
+		// address is said already, and the path is no user's concern.
+		if ue, ok := err.(*url.Error); ok {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("catalog %s: %w", addr, err)
 	}
 	defer resp.Body.Close()
