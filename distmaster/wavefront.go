@@ -434,6 +434,9 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	d := dispatchLatency(cfg)
 	nodes := hostBound(cfg)
 	n := max(rg.W, rg.H)
+	if w.HereCores > 0 {
+		return r.chooseHybridBlock(n, tau, d, nodes-cfg.LocalCores)
+	}
 	choice := model.ChooseWavefront(n, runtime.NumCPU(), nodes, cfg.JobCores, tau.V, d.V)
 	fmt.Fprintf(cfg.Explain, "models (%d×%d cells, dispatch %s for %s: %s; up to %d jobs at once, %d cores each): %v\n",
 		rg.W, rg.H, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), nodes, cfg.JobCores, choice)
@@ -447,6 +450,33 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells (about %v per job, none longer than %v)\n",
 		r.b, r.b, time.Duration(float64(r.b*r.b)*tau.V*float64(time.Second)).Round(time.Millisecond), cfg.jobTimeLimit())
 	return time.Duration(choice.Cluster * float64(time.Second))
+}
+
+// chooseHybridBlock picks the block side of a hybrid run by cells with
+// the model that simulates it (place.HybridWavefront), for n cells on a
+// side of tau each, a dispatch d and jobs at once on the cluster,
+// explaining the choice. It returns the model's prediction.
+func (r *wfRun) chooseHybridBlock(n int, tau, d place.Value, jobs int) time.Duration {
+	cfg := r.cfg
+	c := cfg.Cluster
+	if c == nil {
+		k := max(cfg.JobCores, 1)
+		c = &place.Cluster{Kind: cfg.Kind, Hosts: place.Value{V: float64(max(jobs, 1))},
+			CoresPerHost: place.Value{V: float64(k)}, Dispatch: d}
+	}
+	secs, b, detail := place.HybridWavefront(n, r.w.HereCores, tau.V, c)
+	fmt.Fprintf(cfg.Explain, "hybrid model (%d×%d cells, dispatch %s for %s: %s): predicted %s, %s\n",
+		r.w.Region.W, r.w.Region.H, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), place.Seconds(secs), detail)
+	r.b = b
+	if limit := int(math.Sqrt(cfg.jobTimeLimit().Seconds() / tau.V)); r.b > limit {
+		r.b = max(limit, 1)
+	}
+	fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells for the cluster (about %v per job, none longer than %v)\n",
+		r.b, r.b, time.Duration(float64(r.b*r.b)*tau.V*float64(time.Second)).Round(time.Millisecond), cfg.jobTimeLimit())
+	if math.IsInf(secs, 0) {
+		return 0
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 // SampleWavefront times cell on the cell (x, y), whose three neighbours
