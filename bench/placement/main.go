@@ -80,6 +80,7 @@ func main() {
 	spec := flag.String("cluster", "local hosts=16 delay=1", "the RIGHTSIZE_CLUSTER the cluster modes use")
 	png := flag.String("png", "bench/placement.png", "where to draw predicted against measured")
 	only := flag.String("only", "", "run only the problems whose name (\"makeflow n=6 200 ms\") contains this")
+	napMS := flag.Int("ms", 0, "run only the problems whose function naps this many milliseconds (0: all); Work Queue workers nap as their own NAP_MS says")
 	repeat := flag.Int("repeat", 2, "run each problem's four modes this many times, each time afresh; the fastest run of each mode is kept")
 	flag.Parse()
 	if *nap == "" {
@@ -121,7 +122,7 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var all [][]run
 	for _, p := range grid {
-		if !strings.Contains(p.String(), *only) {
+		if !strings.Contains(p.String(), *only) || *napMS != 0 && p.napMS != *napMS {
 			continue
 		}
 		var runs []run
@@ -215,7 +216,9 @@ func runProblem(bin, nap, dir, spec, kind string, warm []byte, p problem) ([]run
 		case "makeflow":
 			args = append(args, "fan.mf")
 		}
-		if kind == "wq" && mode != "multicore" {
+		if kind == "wq" && mode != "multicore" && !strings.Contains(spec, "port=") {
+			// Workers find a master on a port the cluster names;
+			// without one, any free port.
 			args = append([]string{"-p", "0"}, args...)
 		}
 		cmd := exec.Command(filepath.Join(bin, p.tool), append([]string{"--explain"}, args...)...)
