@@ -63,7 +63,8 @@ type Wavefront struct {
 	// as their inputs are done, while the batch system takes the whole
 	// blocks that become ready while the cores are busy (see runHybrid).
 	// Cell is then required, and the driver should not itself run jobs on
-	// this machine (no batch.Hybrid).
+	// this machine (no batch.Hybrid, no Work Queue worker of the master's
+	// own).
 	HereCores int
 
 	// States, if set, follows every cell: running while its block's job is
@@ -83,9 +84,12 @@ type WavefrontResult struct {
 	Blocks   int // blocks of the region
 	TrackerCounts
 	MeanJob   time.Duration
-	HereJobs  int           // jobs done in the master's process
-	HereCells int           // cells computed by this machine's cores (HereCores)
-	TakenBack int           // blocks taken back from the batch system's queue (HereCores)
+	HereJobs  int // jobs done in the master's process
+	HereCells int // cells computed by this machine's cores (HereCores)
+	TakenBack int // blocks taken back from the batch system's queue (HereCores)
+	// Dispatch is the least time from a block job's submission to its
+	// start, as the driver reported them (0 if it did not).
+	Dispatch  time.Duration
 	Predicted time.Duration // what the model predicted, if it chose the block size
 	Elapsed   time.Duration
 }
@@ -187,7 +191,7 @@ func (r *wfRun) runBlocks(ctx context.Context, res *WavefrontResult) error {
 	}
 	defer os.RemoveAll(r.cfg.WorkDir)
 	st, err := runLoop(ctx, r.cfg, r, ready, res.Blocks)
-	res.TrackerCounts, res.MeanJob, res.HereJobs = st.TrackerCounts, st.MeanJob, st.HereJobs
+	res.TrackerCounts, res.MeanJob, res.HereJobs, res.Dispatch = st.TrackerCounts, st.MeanJob, st.HereJobs, st.Dispatch
 	return err
 }
 

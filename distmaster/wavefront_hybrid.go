@@ -18,8 +18,9 @@ import (
 	"github.com/rightsize/rightsize/workqueue"
 )
 
-// A hybrid Wavefront on a batch system (Wavefront.HereCores) does not make
-// this machine one more slot taking blocks: its cores take cells, as the
+// A hybrid Wavefront (Wavefront.HereCores) does not make this machine one
+// more slot of a batch system, or one more worker of a Work Queue master,
+// taking blocks: its cores take cells, as the
 // multicore engine does, while the cluster takes whole blocks
 // (blocks.Hybrid's policy, which model.WavefrontHybrid simulates). With
 // blocks as the unit, this machine's cores waited for a whole block's
@@ -248,6 +249,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			if !ev.Started.IsZero() {
 				ran += ended.Sub(ev.Started)
 				ranJobs++
+				leastDispatch(&res.Dispatch, ev)
 			}
 			res.Done++
 			return nil

@@ -90,6 +90,9 @@ func TestWavefrontHybridByCells(t *testing.T) {
 			if _, ok := d.(*wq.Driver); ok && tc.allHere && res.Jobs > 0 {
 				t.Errorf("%d blocks sent to a master without workers", res.Jobs)
 			}
+			if _, ok := d.(*wq.Driver); ok && tc.someAway && (res.Dispatch <= 0 || res.Dispatch > 5*time.Second) {
+				t.Errorf("least dispatch %v, want Work Queue's measured", res.Dispatch)
+			}
 			if tc.allHere && (res.HereCells != cells || res.TakenBack != res.Jobs) {
 				t.Errorf("%d cells here of %d; %d blocks taken back of %d sent", res.HereCells, cells, res.TakenBack, res.Jobs)
 			}

@@ -113,7 +113,7 @@ func main() {
 		}
 	}
 	kind := strings.Fields(*spec)[0]
-	warm, err := warmUp(*bin, *nap, filepath.Join(*dir, "warm"), *spec, kind)
+	warm, err := warmUp(*bin, *nap, filepath.Join(*dir, "warm"), *spec, kind, *napMS)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -145,8 +145,11 @@ func main() {
 
 // warmUp runs one small problem on the cluster, so that its dispatch
 // latency is measured (by a probe job) and cached, as it is for a user
-// after the first run of the hour; it returns the cache file.
-func warmUp(bin, nap, dir, spec, kind string) ([]byte, error) {
+// after the first run of the hour; it returns the cache file. napMS, if
+// not 0, is what the function naps here, as it does on Work Queue workers
+// started with that NAP_MS: the job cost the run measures is then what
+// its jobs cost beyond their cells.
+func warmUp(bin, nap, dir, spec, kind string, napMS int) ([]byte, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
@@ -156,6 +159,9 @@ func warmUp(bin, nap, dir, spec, kind string) ([]byte, error) {
 	}
 	cmd := exec.Command(filepath.Join(bin, "allpairs"), "-T", kind, "-q", "-o", filepath.Join(dir, "out.txt"), nap, filepath.Join(dir, "A"), filepath.Join(dir, "A"))
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "RIGHTSIZE_CLUSTER="+spec)
+	if napMS != 0 {
+		cmd.Env = append(cmd.Env, "NAP_MS="+strconv.Itoa(napMS))
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("warm-up: %v\n%s", err, out)
 	}
