@@ -210,7 +210,8 @@ func measureLatency(ctx context.Context, o Options, sp *Spec, c *place.Cluster) 
 		return nil
 	}
 	// A Work Queue master's dispatch is a message to a connected worker,
-	// milliseconds: a run measures it; no probe can before the master
+	// milliseconds: a run measures it (its jobs' least time from
+	// submission to start, SaveDispatch); no probe can before the master
 	// exists.
 	if o.Probe && sp.Kind != "wq" {
 		d, submit, err := probe(ctx, o, sp)
