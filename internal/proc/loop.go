@@ -98,36 +98,35 @@ func (l *Loop) poke() {
 // add watches pr, just started, with its pidfd open: its exit (one-shot)
 // and each of its pipes (one-shot, re-armed after each read).
 func (l *Loop) add(pr *Process) error {
+	// Held until every descriptor is in: the loop finds pr under it, so
+	// that none of its events is handled before this is done with pr.
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.closing {
-		l.mu.Unlock()
 		return fmt.Errorf("proc: command started in a closed Loop")
 	}
 	l.next++
 	pr.token = l.next
-	l.procs[pr.token] = pr
-	l.mu.Unlock()
 	epfd := int(l.ep.Fd())
 	var err error
+	added := 0
 	for _, p := range pr.pipes {
 		if err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, p.rfd, pipeEvent(pr, p)); err != nil {
 			break
 		}
+		added++
 	}
 	if err == nil {
 		err = unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, pr.pidfd, &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLONESHOT, Fd: evPidfd, Pad: int32(pr.token)})
 	}
 	if err != nil {
-		// Not watched: the caller waits for it another way. Closing the
-		// descriptors takes them out of the epoll instance.
-		l.mu.Lock()
-		delete(l.procs, pr.token)
-		l.mu.Unlock()
-		for _, p := range pr.pipes {
+		// Not watched: the caller waits for it another way.
+		for _, p := range pr.pipes[:added] {
 			unix.EpollCtl(epfd, unix.EPOLL_CTL_DEL, p.rfd, nil)
 		}
 		return os.NewSyscallError("epoll_ctl", err)
 	}
+	l.procs[pr.token] = pr
 	return nil
 }
 
