@@ -63,6 +63,12 @@ const stderrTail = 2048
 // included, so that a killed makeflow leaves no job behind to race its
 // re-run; Run has the keeper hold the log's lock until those jobs are gone.
 // A process that leaves its group (setsid) is not followed.
+//
+// All the running commands are waited for together by one proc.Loop, as
+// make waits for its children: one goroutine, parked in Go's poller, and no
+// thread per command. Under Run, the exit of a command is handled on that
+// goroutine when the driver is idle, and the rules it lets start are
+// started there.
 type Local struct {
 	opts    LocalOptions
 	results chan *Result
@@ -78,9 +84,9 @@ type Local struct {
 	procs map[*Job]*localProc
 
 	keeper proc.Keeper
-	// loop waits for every running command on one goroutine, reaps it and
-	// sends its Result: no goroutine or thread per command, and the exit
-	// reaches the driver with one wake-up.
+	// loop waits for every running command on one goroutine and reaps it:
+	// no goroutine or thread per command. Its Result goes to take, or on
+	// results.
 	loop *proc.Loop
 	// take, if set, is offered each result on the loop's goroutine before
 	// it is sent on results; it reports whether it took it (Run's driver,
