@@ -157,7 +157,7 @@ func (l *Loop) run() {
 		})
 		if err != nil || werr != nil {
 			// The epoll instance is broken; nothing more can be watched.
-			l.abandon(fmt.Errorf("epoll_wait: %w", errorsJoin(err, werr)))
+			l.abandon(fmt.Errorf("epoll_wait: %w", firstError(err, werr)))
 			return
 		}
 		for _, ev := range events[:n] {
@@ -183,7 +183,8 @@ func (l *Loop) run() {
 	}
 }
 
-func errorsJoin(a, b error) error {
+// firstError returns a if it is an error, else b.
+func firstError(a, b error) error {
 	if a != nil {
 		return a
 	}
