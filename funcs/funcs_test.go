@@ -560,6 +560,7 @@ func TestOpenErrors(t *testing.T) {
 		{notExec, "is not executable"},
 		{dir, "is a directory"},
 		{"builtin:nope", "unknown built-in function (All-Pairs built-ins: bitwise, bytediff, swalign)"},
+		{"builtin:bytedif", "builtin:bytedif: unknown built-in function (did you mean builtin:bytediff?)"},
 		{filepath.Join(dir, "missing.so"), "no such file"},
 		{garbage, "cannot load"},
 	}
@@ -574,6 +575,9 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if _, err := reg.OpenCell("builtin:bytediff", funcs.Options{}); err == nil || !strings.Contains(err.Error(), "Wavefront built-ins: rdgame, sum, swcell") {
 		t.Errorf("OpenCell(builtin:bytediff) error = %v, want the list of cell built-ins", err)
+	}
+	if _, err := reg.OpenCell("builtin:swcel", funcs.Options{}); err == nil || !strings.Contains(err.Error(), "(did you mean builtin:swcell?)") {
+		t.Errorf("OpenCell(builtin:swcel) error = %v, want the built-in it is a typo of", err)
 	}
 }
 

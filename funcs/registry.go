@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/rightsize/rightsize/internal/suggest"
 )
 
 // BuiltinPrefix starts the name of a built-in function on a command line.
@@ -97,7 +99,7 @@ func (r *Registry) OpenPair(spec string, opts Options) (Pair, error) {
 	if name, ok := r.builtinName(spec); ok {
 		f, ok := r.pairs[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: %w (All-Pairs built-ins: %s)", spec, errUnknownBuiltin, strings.Join(r.PairNames(), ", "))
+			return nil, unknownBuiltin(spec, name, "All-Pairs", r.PairNames())
 		}
 		if block, ok := r.blocks[name]; ok {
 			return NewGoBlockPair(spec, f, block, opts), nil
@@ -129,7 +131,7 @@ func (r *Registry) OpenCell(spec string, opts Options) (Cell, error) {
 	if name, ok := r.builtinName(spec); ok {
 		f, ok := r.cells[name]
 		if !ok {
-			return nil, fmt.Errorf("%s: %w (Wavefront built-ins: %s)", spec, errUnknownBuiltin, strings.Join(r.CellNames(), ", "))
+			return nil, unknownBuiltin(spec, name, "Wavefront", r.CellNames())
 		}
 		return NewGoCell(spec, f, opts), nil
 	}
@@ -163,6 +165,16 @@ func (r *Registry) builtinName(spec string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// unknownBuiltin is the error for spec, naming a built-in that is not
+// among the kind's known ones: it names the one it is a typo of, else
+// lists them.
+func unknownBuiltin(spec, name, kind string, known []string) error {
+	if near := suggest.Nearest(name, known); near != "" {
+		return fmt.Errorf("%s: %w (did you mean %s%s?)", spec, errUnknownBuiltin, BuiltinPrefix, near)
+	}
+	return fmt.Errorf("%s: %w (%s built-ins: %s)", spec, errUnknownBuiltin, kind, strings.Join(known, ", "))
 }
 
 func isSharedLib(spec string) bool {

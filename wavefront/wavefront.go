@@ -58,11 +58,15 @@ func (e *FailedError) Error() string {
 	if len(e.Failed) != 1 {
 		s = fmt.Sprintf("%d cells failed", len(e.Failed))
 	}
+	them := "them"
+	if len(e.Failed) == 1 {
+		them = "it"
+	}
 	switch {
 	case e.NotRun == 1:
-		s += " and 1 cell that depends on them was not run"
+		s += " and 1 cell that depends on " + them + " was not run"
 	case e.NotRun > 1:
-		s += fmt.Sprintf(" and %d cells that depend on them were not run", e.NotRun)
+		s += fmt.Sprintf(" and %d cells that depend on %s were not run", e.NotRun, them)
 	}
 	if len(e.Failed) > 0 {
 		s += "; first " + e.Failed[0].Error()

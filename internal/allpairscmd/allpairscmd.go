@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -179,6 +180,9 @@ take jobs too. With -T wq, start workers with
 			if err := o.check(cmd); err != nil {
 				return err
 			}
+			if err := checkOrder(args); err != nil {
+				return err
+			}
 			return runCommand(cmd.Context(), &o, reg, args, s)
 		},
 	}
@@ -239,6 +243,22 @@ func (o *options) check(cmd *cobra.Command) error {
 	case fs.Changed("width") && o.w < 1, fs.Changed("height") && o.h < 1:
 		return cmdutil.Usagef("-W %d -H %d: a sub-problem needs at least one cell", o.w, o.h)
 	}
+	// Before anything runs: -o's directory also holds the checkpoint.
+	if err := cmdutil.CheckOutputPath("-o", o.output); err != nil {
+		return err
+	}
+	return cmdutil.CheckOutputPath("--matrix", o.matrix)
+}
+
+// checkOrder reports arguments given in allpairs_multicore's order, A B
+// FUNC, which would otherwise read as a set that does not exist.
+func checkOrder(args []string) error {
+	if strings.HasPrefix(args[2], "builtin:") {
+		return cmdutil.Usagef("%s is a function: allpairs takes FUNC A B, in that order", args[2])
+	}
+	if st, err := os.Stat(args[0]); err == nil && st.IsDir() {
+		return cmdutil.Usagef("%s is a directory, not a function: allpairs takes FUNC A B, in that order", args[0])
+	}
 	return nil
 }
 
@@ -256,11 +276,31 @@ func (o *options) region(nA, nB int) (*multicore.Region, error) {
 	if r.H < 0 {
 		r.H = nB - r.Y
 	}
-	if r.W < 1 || r.H < 1 || r.X+r.W > nA || r.Y+r.H > nB {
-		return nil, cmdutil.Usagef("-X %d -Y %d -W %d -H %d: rows %s and columns %s are not inside the %d×%d matrix",
-			o.x, o.y, r.W, r.H, span(o.x, r.W), span(o.y, r.H), nA, nB)
+	switch {
+	case r.W < 1: // -X past the last row; -W, given, is at least 1
+		return nil, cmdutil.Usagef("-X %d: the %d×%d matrix has rows 1…%d", o.x, nA, nB, nA)
+	case r.H < 1:
+		return nil, cmdutil.Usagef("-Y %d: the %d×%d matrix has columns 1…%d", o.y, nA, nB, nB)
+	case r.X+r.W > nA || r.Y+r.H > nB:
+		return nil, cmdutil.Usagef("%s: rows %s and columns %s are not inside the %d×%d matrix",
+			o.subFlags(), span(o.x, r.W), span(o.y, r.H), nA, nB)
 	}
 	return &r, nil
+}
+
+// subFlags is the sub-problem flags as given: "-X 3 -W 5".
+func (o *options) subFlags() string {
+	var given []string
+	for _, f := range []struct {
+		name string
+		v    int
+		set  bool
+	}{{"-X", o.x, o.x != 1}, {"-Y", o.y, o.y != 1}, {"-W", o.w, o.w >= 0}, {"-H", o.h, o.h >= 0}} {
+		if f.set {
+			given = append(given, f.name+" "+strconv.Itoa(f.v))
+		}
+	}
+	return strings.Join(given, " ")
 }
 
 // span says which of the rows (or columns) counted from 1 n of them from

@@ -214,8 +214,16 @@ func TestErrors(t *testing.T) {
 		{"too few args", []string{"builtin:bytediff", a}, 2, []string{"expected 3 arguments (allpairs [flags] FUNC A B), got 2: builtin:bytediff "}, 0},
 		{"extra args for builtin", []string{"-e", "-x", "builtin:bytediff", a, a}, 2, []string{"--extra-args applies only to program functions"}, 0},
 		{"bad quoting", []string{"-e", "'x", fails, a, a}, 2, []string{"unterminated quote"}, 0},
-		{"sub-problem outside", []string{"-M", "-X", "3", "-W", "5", "builtin:bytediff", a, a}, 2, []string{"rows 3…7 and columns 1…3 are not inside the 3×3 matrix"}, 0},
+		{"sub-problem outside", []string{"-M", "-X", "3", "-W", "5", "builtin:bytediff", a, a}, 2, []string{"allpairs: -X 3 -W 5: rows 3…7 and columns 1…3 are not inside the 3×3 matrix"}, 0},
+		{"sub-problem past the last row", []string{"-M", "-X", "5", "builtin:bytediff", a, a}, 2, []string{"allpairs: -X 5: the 3×3 matrix has rows 1…3\n"}, 0},
+		{"sub-problem past the last column", []string{"-M", "-Y", "4", "-W", "1", "builtin:bytediff", a, a}, 2, []string{"allpairs: -Y 4: the 3×3 matrix has columns 1…3\n"}, 0},
 		{"sub-problem from 0", []string{"-M", "-X", "0", "builtin:bytediff", a, a}, 2, []string{"-X 0 -Y 1: rows and columns are counted from 1"}, 0},
+		{"-o in a missing directory", []string{"-o", filepath.Join(empty, "nodir", "out"), "builtin:bytediff", a, a}, 2, []string{"-o " + filepath.Join(empty, "nodir", "out") + ": directory " + filepath.Join(empty, "nodir") + " does not exist"}, 0},
+		{"-o under a file", []string{"-o", filepath.Join(garbage, "out"), "builtin:bytediff", a, a}, 2, []string{"-o " + filepath.Join(garbage, "out") + ": " + garbage + " is not a directory"}, 0},
+		{"-o a directory", []string{"-o", empty, "builtin:bytediff", a, a}, 2, []string{"-o " + empty + ": is a directory"}, 0},
+		{"--matrix in a missing directory", []string{"--matrix", filepath.Join(empty, "nodir", "m"), "builtin:bytediff", a, a}, 2, []string{"--matrix " + filepath.Join(empty, "nodir", "m") + ": directory " + filepath.Join(empty, "nodir") + " does not exist"}, 0},
+		{"arguments in CCTools' order", []string{a, a, "builtin:bytediff"}, 2, []string{"builtin:bytediff is a function: allpairs takes FUNC A B, in that order"}, 0},
+		{"directory as function", []string{a, a, a}, 2, []string{a + " is a directory, not a function: allpairs takes FUNC A B, in that order"}, 0},
 		{"symmetric different sets", []string{"--symmetric", "builtin:bytediff", a, dataDir(t, rng, 2)}, 2, []string{"same set"}, 0},
 	}
 	for _, tt := range tests {

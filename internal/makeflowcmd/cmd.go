@@ -312,14 +312,18 @@ func run(ctx context.Context, o *options, file string, changed func(string) bool
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
 		return cmdutil.Usagef("-X %s: not a directory", dir)
 	}
-	if o.summaryLog != "" {
-		if _, err := os.Stat(filepath.Dir(inDir(dir, o.summaryLog))); err != nil {
-			return cmdutil.Usagef("-f %s: %w", o.summaryLog, err)
+	// The files the run writes, checked before anything runs: a mistyped
+	// directory would otherwise fail the run at its start (-l), or lose
+	// its summary at its end (-f, --report). -L is checked whatever -T,
+	// though only some types write it: the path is wrong either way.
+	for _, out := range []struct{ flag, path string }{
+		{"-l", o.logPath}, {"-L", o.run.batchLog}, {"-f", o.summaryLog}, {"--report", o.reportPath},
+	} {
+		if out.path == "" {
+			continue
 		}
-	}
-	if o.reportPath != "" {
-		if _, err := os.Stat(filepath.Dir(inDir(dir, o.reportPath))); err != nil {
-			return cmdutil.Usagef("--report %s: %w", o.reportPath, err)
+		if err := cmdutil.CheckOutputPath(out.flag, inDir(dir, out.path)); err != nil {
+			return err
 		}
 	}
 	if o.httpAddr != "" {

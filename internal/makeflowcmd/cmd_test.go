@@ -120,6 +120,12 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"--clean=bogus", "w.mf"}, "--clean=bogus: expected all, outputs or intermediates"},
 		{[]string{"-j", "-1", "w.mf"}, "must not be negative"},
 		{[]string{"-X", "nowhere", "w.mf"}, "-X nowhere: not a directory"},
+		{[]string{"-l", "nodir/w.log", "w.mf"}, "-l nodir/w.log: directory nodir does not exist"},
+		{[]string{"-l", "w.mf/w.log", "w.mf"}, "-l w.mf/w.log: w.mf is not a directory"},
+		{[]string{"-l", ".", "w.mf"}, "-l .: is a directory; name a file"},
+		{[]string{"-f", "nodir/summary", "w.mf"}, "-f nodir/summary: directory nodir does not exist"},
+		{[]string{"-L", "nodir/batch.log", "w.mf"}, "-L nodir/batch.log: directory nodir does not exist"},
+		{[]string{"-T", "dryrun", "-L", "nodir/script.sh", "w.mf"}, "-L nodir/script.sh: directory nodir does not exist"},
 	}
 	for _, tt := range tests {
 		r := mf(t, dir, tt.args...)

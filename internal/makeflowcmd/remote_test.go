@@ -347,7 +347,7 @@ func TestRemoteUsageErrors(t *testing.T) {
 		{[]string{"-T", "local", "-a", "w.mf"}, "--advertise is for the Work Queue master of -T wq, not -T local"},
 		{[]string{"--hybrid", "w.mf"}, "--hybrid makes this machine's cores take rules beside those of -T TYPE: give -T"},
 		{[]string{"-T", "local", "--hybrid", "w.mf"}, "--hybrid: -T local runs every rule here already"},
-		{[]string{"--report", "no/such/dir/r.html", "w.mf"}, "makeflow: --report no/such/dir/r.html: no/such/dir: no such file or directory\n"},
+		{[]string{"--report", "no/such/dir/r.html", "w.mf"}, "makeflow: --report no/such/dir/r.html: directory no/such/dir does not exist\n"},
 		{[]string{"--http", "localhost", "w.mf"}, `--http "localhost": not an address: give :PORT, or HOST:PORT`},
 	}
 	for _, tt := range tests {

@@ -166,7 +166,7 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 		t.Fatalf("%v, want exit status 1; output:\n%s", err, out)
 	}
 	for _, want := range []string{"block x1-y5 failed after 1 attempt:", "seven on the left", "1 of 4 blocks failed",
-		"16 cells that depend on them were not run", "the 40 finished cells are kept"} {
+		"16 cells that depend on it were not run", "the 40 finished cells are kept"} {
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}

@@ -60,6 +60,9 @@ func runExport(o *exportOptions, path string) error {
 	if o.format != "tsv" && o.format != "csv" && o.format != "grid" {
 		return cmdutil.Usagef("--format %q: want tsv, csv or grid", o.format)
 	}
+	if err := cmdutil.CheckOutputPath("-o", o.output); err != nil {
+		return err
+	}
 	cells, err := loadResult(path)
 	if err != nil {
 		return err

@@ -9,11 +9,15 @@
 package wavefrontcmd
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"image"
 	"io"
+	"io/fs"
+	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -116,7 +120,7 @@ SLURM's sinfo, Grid Engine's qstat, HTCondor's condor_status, a Work Queue
 project's workers in the catalog), and predicts the run on this machine's
 cores, in blocks on the cluster, and hybrid (this machine's cores take cells
 from the start, the cluster the blocks that become ready while they are
-busy; on Work Queue the cores are one more worker taking blocks). It runs
+busy). It runs
 where it predicts fastest, staying here unless the cluster is predicted
 more than 5% and half a second faster. --explain prints what it measured
 and where each input came from, each prediction, the choice and its
@@ -135,10 +139,12 @@ benchmark of the function and the Wavefront model (-v explains it;
 crash resumes with the same blocks. Failing blocks are submitted again
 (--retries), then reported with the end of their standard error; stragglers
 are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
---hybrid makes this machine's cores take part: on a batch system they take
-cells, as without -T, while the cluster takes the blocks that become ready
-while they are busy, and a block still in the queue when they run out of
-cells is taken back; with -T wq they are one more worker taking blocks.`,
+--hybrid makes this machine's cores take part: they take cells, as without
+-T, while the cluster takes the blocks that become ready while they are
+busy, and a block still in the queue when they run out of cells is taken
+back. With -T wq the cluster is the workers connected at each moment: no
+more blocks go out at a time than they have cores, and with none connected
+the cores take every cell.`,
 		Example: `  wavefront builtin:sum R                      # R holds R.0.0 … R.9.0 and R.0.1 … R.0.9
   wavefront --explain ./align R                 # where it runs, and why
   wavefront --bitmap progress.png ./align R     # a program, with a progress picture
@@ -206,7 +212,20 @@ func (o *options) validate() error {
 	case o.bitmap != "" && o.interval <= 0:
 		return cmdutil.Usagef("--bitmap-interval %v: must be positive", o.interval)
 	}
-	return nil
+	// The arguments the wrong way round (allpairs_multicore's A B FUNC
+	// order carried over) would otherwise read as a missing directory.
+	if strings.HasPrefix(o.rdir, "builtin:") {
+		return cmdutil.Usagef("%s is a function: wavefront takes FUNC Rdir, in that order", o.rdir)
+	}
+	if st, err := os.Stat(o.fn); err == nil && st.IsDir() {
+		return cmdutil.Usagef("%s is a directory, not a function: wavefront takes FUNC Rdir, in that order", o.fn)
+	}
+	if o.output != "-" {
+		if err := cmdutil.CheckOutputPath("-o", o.output); err != nil {
+			return err
+		}
+	}
+	return cmdutil.CheckOutputPath("--bitmap", o.bitmap)
 }
 
 // region works out the rectangle to compute from the flags and the boundary.
@@ -250,6 +269,22 @@ func run(ctx context.Context, o *options) error {
 		return err
 	}
 	defer cell.Close()
+	if len(args) > 0 && cell.Info().Kind != funcs.Program {
+		return cmdutil.Usagef("--extra-args applies only to program functions; %s is a %v", o.fn, cell.Info().Kind)
+	}
+	// A checkpoint file this run creates is removed if the run stops on
+	// its inputs (no boundary, a sub-problem outside it, a changed
+	// function) before computing anything: it would hold no cell, and
+	// 'wavefront export' would take it for an empty result.
+	ckFile := cmp.Or(o.output, dir.MatrixPath())
+	_, statErr := os.Lstat(ckFile)
+	fresh := o.output != "-" && errors.Is(statErr, fs.ErrNotExist)
+	inputsChecked := false
+	defer func() {
+		if fresh && !inputsChecked {
+			os.Remove(ckFile)
+		}
+	}()
 	// The checkpoint: loaded (a torn last record cut off), then appended to.
 	var ck *wavefront.Checkpoint
 	if o.output == "-" {
@@ -282,6 +317,7 @@ func run(ctx context.Context, o *options) error {
 			return err
 		}
 	}
+	inputsChecked = true
 	ckPath := ck.Path()
 	done := ck.Count(region)
 	states := wavefront.NewStateGrid(region)
@@ -395,29 +431,24 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 		const show = 10
 		for i, ce := range fe.Failed {
 			if i == show {
-				fmt.Fprintf(w, "wavefront: … and %d more failed cells\n", len(fe.Failed)-show)
+				fmt.Fprintf(w, "wavefront: … and %d more\n", len(fe.Failed)-show)
 				break
 			}
 			fmt.Fprintf(w, "wavefront: %v\n", ce)
 		}
 	}
-	rate := float64(res.Computed) / max(elapsed.Seconds(), 1e-9)
-	fmt.Fprintf(w, "wavefront: %v: computed %d cells", region, res.Computed)
-	if res.Skipped > 0 {
-		fmt.Fprintf(w, " (%d were already done)", res.Skipped)
-	}
-	fmt.Fprintf(w, " in %v, %.0f cells/s; results in %s\n", elapsed.Round(time.Millisecond), rate, where)
+	fmt.Fprintf(w, "wavefront: %v: %s\n", region, computed(res.Computed, res.Skipped, elapsed, where))
 	if pictureErr != nil {
 		fmt.Fprintf(w, "wavefront: progress picture: %v\n", pictureErr)
 	}
-	kept := fmt.Sprintf("the %d finished cells are kept in %s", res.Computed+res.Skipped, where)
+	kept := keptIn(res.Computed+res.Skipped, where)
 	var be *blocksFailed
 	switch {
 	case errors.As(runErr, &be):
 		return distcmd.ReportFailures(w, "wavefront", be.FailedError,
-			fmt.Sprintf("%s; %s", notRun(be.notRun), kept))
+			join("; ", notRun(be.notRun, len(be.Blocks)), kept))
 	case fe != nil:
-		return fmt.Errorf("%s failed and %s; %s", cmdutil.Plural(len(fe.Failed), "cell"), notRun(fe.NotRun), kept)
+		return errors.New(cellsFailed(len(fe.Failed), fe.NotRun, kept))
 	case runErr != nil:
 		return distcmd.Stopped(runErr, kept)
 	}
@@ -432,12 +463,62 @@ func report(o *options, runErr, pictureErr error, res multicore.WavefrontResult,
 	return nil
 }
 
-// notRun says that n cells were not run for depending on failed ones.
-func notRun(n int) string {
-	if n == 1 {
-		return "1 cell that depends on them was not run"
+// computed says what a run computed, how fast, and where the results
+// are: "computed 24 cells (1 was already done) in 1.2s, 20 cells/s;
+// results in R.matrix".
+func computed(n, skipped int, elapsed time.Duration, where string) string {
+	s := "computed " + cmdutil.Plural(n, "cell")
+	switch {
+	case skipped == 1:
+		s += " (1 was already done)"
+	case skipped > 1:
+		s += fmt.Sprintf(" (%d were already done)", skipped)
 	}
-	return fmt.Sprintf("%d cells that depend on them were not run", n)
+	rate := float64(n) / max(elapsed.Seconds(), 1e-9)
+	return fmt.Sprintf("%s in %v, %.0f cells/s; results in %s", s, elapsed.Round(time.Millisecond), rate, where)
+}
+
+// cellsFailed says that failed cells failed, and that notRun cells were
+// not run for depending on them, then kept: "1 cell failed and 3 cells
+// that depend on it were not run; the 5 finished cells are kept in R.matrix".
+func cellsFailed(failed, notRunCells int, kept string) string {
+	s := cmdutil.Plural(failed, "cell") + " failed"
+	if d := notRun(notRunCells, failed); d != "" {
+		s += " and " + d
+	}
+	return join("; ", s, kept)
+}
+
+// notRun says that n cells were not run for depending on the failed
+// ones (cells or blocks), or "" when n is 0.
+func notRun(n, failed int) string {
+	them := "them"
+	if failed == 1 {
+		them = "it"
+	}
+	switch n {
+	case 0:
+		return ""
+	case 1:
+		return "1 cell that depends on " + them + " was not run"
+	}
+	return fmt.Sprintf("%d cells that depend on %s were not run", n, them)
+}
+
+// keptIn says that n finished cells are kept in where.
+func keptIn(n int, where string) string {
+	switch n {
+	case 0:
+		return "no cell finished"
+	case 1:
+		return "the 1 finished cell is kept in " + where
+	}
+	return fmt.Sprintf("the %d finished cells are kept in %s", n, where)
+}
+
+// join joins the parts that are not empty with sep.
+func join(sep string, parts ...string) string {
+	return strings.Join(slices.DeleteFunc(parts, func(s string) bool { return s == "" }), sep)
 }
 
 // preview shortens a value to its first line for the summary.

@@ -194,6 +194,12 @@ func TestBadInput(t *testing.T) {
 		{"zero block", []string{"-b", "0", "builtin:sum", good}, 2, "-b 0"},
 		{"origin in the boundary", []string{"-X", "0", "builtin:sum", good}, 2, "cells start at (1,1)"},
 		{"bad flag", []string{"--nope", "builtin:sum", good}, 2, "unknown flag: --nope"},
+		{"arguments swapped", []string{good, "builtin:sum"}, 2, "builtin:sum is a function: wavefront takes FUNC Rdir, in that order"},
+		{"directory as function", []string{good, good}, 2, good + " is a directory, not a function: wavefront takes FUNC Rdir"},
+		{"-o in a missing directory", []string{"-o", "/no/such/dir/R.matrix", "builtin:sum", good}, 2, "-o /no/such/dir/R.matrix: directory /no/such/dir does not exist"},
+		{"--bitmap a directory", []string{"--bitmap", good, "builtin:sum", good}, 2, "--bitmap " + good + ": is a directory; name a file"},
+		{"extra arguments for a built-in", []string{"-e", "-x", "builtin:sum", good}, 2, "--extra-args applies only to program functions; builtin:sum is a Go function"},
+		{"export -o in a missing directory", []string{"export", "-o", "/no/such/dir/R.tsv", good}, 2, "-o /no/such/dir/R.tsv: directory /no/such/dir does not exist"},
 		{"bad export format", []string{"export", "-f", "xml", good}, 2, `--format "xml"`},
 	}
 	for _, tt := range tests {
@@ -201,6 +207,13 @@ func TestBadInput(t *testing.T) {
 			code, _, stderr := runWF(t, tt.args...)
 			if code != tt.code || !strings.Contains(stderr, tt.want) {
 				t.Errorf("exit %d, stderr:\n%s\nwant exit %d and %q", code, stderr, tt.code, tt.want)
+			}
+			// A run stopped on its inputs leaves no checkpoint it created:
+			// export would take it for an empty result.
+			if rdir := tt.args[len(tt.args)-1]; rdir != corrupt {
+				if _, err := os.Stat(filepath.Join(rdir, "R.matrix")); err == nil {
+					t.Errorf("%s/R.matrix was left behind", rdir)
+				}
 			}
 		})
 	}
@@ -222,7 +235,7 @@ func TestFailingFunction(t *testing.T) {
 if grep -q poison "$2"; then echo "cannot digest $(cat "$2")" >&2; exit 3; fi
 cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 	code, _, stderr := runWF(t, failing, dir)
-	for _, want := range []string{"cell (4,1):", "exited with status 3", "cannot digest poison", "1 cell failed and 17 cells that depend on them were not run; the 18 finished cells are kept in"} {
+	for _, want := range []string{"cell (4,1):", "exited with status 3", "cannot digest poison", "1 cell failed and 17 cells that depend on it were not run; the 18 finished cells are kept in"} {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("exit %d, stderr:\n%s\nwant exit 1 and %q", code, stderr, want)
 		}

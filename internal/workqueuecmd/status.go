@@ -9,6 +9,7 @@ import (
 	"net"
 	"regexp"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -30,7 +31,7 @@ type statusOptions struct {
 func newStatusCmd(s cmdutil.Streams) *cobra.Command {
 	o := statusOptions{timeout: 30 * time.Second}
 	cmd := &cobra.Command{
-		Use:   "status [flags] [HOST PORT]",
+		Use:   "status [flags] [HOST PORT | HOST:PORT]",
 		Short: "list masters known to the catalog, or one master's workers and tasks",
 		Long: `Without HOST PORT, lists the masters the catalog knows (as CCTools'
 work_queue_status does). With HOST PORT, asks that master directly: its queue
@@ -45,13 +46,14 @@ work_queue_status does). With HOST PORT, asks that master directly: its queue
 					return cmdutil.Usagef("-W and -T need a master's HOST PORT")
 				}
 				return o.listMasters(ctx, s.Out)
-			case 2:
-				if _, err := strconv.ParseUint(args[1], 10, 16); err != nil {
-					return cmdutil.Usagef("bad port %q", args[1])
+			case 1:
+				host, port, err := net.SplitHostPort(args[0])
+				if err != nil {
+					return cmdutil.Usagef("%s: give a master as HOST PORT or HOST:PORT", args[0])
 				}
-				return o.queryMaster(ctx, s.Out, net.JoinHostPort(args[0], args[1]))
+				return o.queryMasterAt(ctx, s.Out, host, port)
 			default:
-				return cmdutil.Usagef("give both HOST and PORT of a master, or neither")
+				return o.queryMasterAt(ctx, s.Out, args[0], args[1])
 			}
 		},
 	}
@@ -69,8 +71,8 @@ func (o *statusOptions) listMasters(ctx context.Context, out io.Writer) error {
 	var re *regexp.Regexp
 	if o.project != "" {
 		var err error
-		if re, err = regexp.Compile("^(" + o.project + ")$"); err != nil {
-			return cmdutil.Usagef("bad project pattern: %v", err)
+		if re, err = projectPattern("-M", o.project); err != nil {
+			return err
 		}
 	}
 	addrs := catalog.DefaultAddrs()
@@ -79,7 +81,8 @@ func (o *statusOptions) listMasters(ctx context.Context, out io.Writer) error {
 	}
 	masters, err := catalog.FindMasters(ctx, addrs, re)
 	if err != nil {
-		return err
+		return fmt.Errorf("no catalog answered (start one with 'workqueue catalog', name one with -C HOST:PORT, or ask a master directly: workqueue status HOST PORT)\n  %w",
+			indented{err})
 	}
 	if o.long {
 		rs := make([]catalog.Record, len(masters))
@@ -103,6 +106,15 @@ func capacityOf(r catalog.Record) string {
 		return "-"
 	}
 	return strconv.FormatFloat(r.Float("capacity_weighted"), 'f', 1, 64)
+}
+
+// queryMasterAt checks the port of a master given as HOST PORT and asks
+// it.
+func (o *statusOptions) queryMasterAt(ctx context.Context, out io.Writer, host, port string) error {
+	if _, err := strconv.ParseUint(port, 10, 16); err != nil {
+		return cmdutil.Usagef("bad port %q", port)
+	}
+	return o.queryMaster(ctx, out, net.JoinHostPort(host, port))
 }
 
 // queryMaster asks a master directly, as work_queue_status does: one line,
@@ -170,3 +182,10 @@ func printJSON(out io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
+
+// indented is an error of several lines (errors.Join's) with every line
+// after the first indented, to be printed below a line that explains it.
+type indented struct{ err error }
+
+func (e indented) Error() string { return strings.ReplaceAll(e.err.Error(), "\n", "\n  ") }
+func (e indented) Unwrap() error { return e.err }

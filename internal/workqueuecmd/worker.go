@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"time"
@@ -98,6 +100,13 @@ to the foreman once and from it to each of its workers once.`,
 				if err := dieWithParent(); err != nil {
 					return err
 				}
+			}
+			// Before anything starts: a foreman would listen first.
+			if err := cmdutil.CheckOutputPath("-o", o.debugFile); err != nil {
+				return err
+			}
+			if err := cmdutil.CheckOutputPath("-Z", o.foremanPortFile); err != nil {
+				return err
 			}
 			logOut := s.Err
 			if o.debugFile != "" {
@@ -232,13 +241,28 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 	default:
 		return cfg, cmdutil.Usagef("need a master: HOST PORT, HOST:PORT, or -M PROJECT")
 	}
-	if o.cores < 0 || o.memory < 0 || o.disk < 0 || o.gpus < 0 {
-		return cfg, cmdutil.Usagef("resources must not be negative")
+	for _, r := range []struct {
+		flag string
+		v    float64
+	}{{"--cores", o.cores}, {"--memory", float64(o.memory)}, {"--disk", float64(o.disk)}, {"--gpus", float64(o.gpus)}} {
+		if r.v < 0 {
+			return cfg, cmdutil.Usagef("%s %g: must not be negative", r.flag, r.v)
+		}
+	}
+	if o.project != "" {
+		if _, err := projectPattern("-M", o.project); err != nil {
+			return cfg, err
+		}
+	}
+	if o.workdir != "" {
+		if st, err := os.Stat(o.workdir); err != nil || !st.IsDir() {
+			return cfg, cmdutil.Usagef("-s %s: not a directory", o.workdir)
+		}
 	}
 	if o.passwordFile != "" {
 		pw, err := wire.ReadPasswordFile(o.passwordFile, warn)
 		if err != nil {
-			return cfg, fmt.Errorf("reading password: %w", err)
+			return cfg, fmt.Errorf("--password: %w", err)
 		}
 		cfg.Password = pw
 	}
@@ -250,6 +274,21 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 		cfg.TLS = tc
 	}
 	return cfg, nil
+}
+
+// projectPattern compiles the project pattern of flag, anchored as
+// CCTools anchors it; a bad one is a usage error in the pattern's terms:
+// "-M (: not a regular expression: missing closing )".
+func projectPattern(flag, pattern string) (*regexp.Regexp, error) {
+	re, err := regexp.Compile("^(" + pattern + ")$")
+	if err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			err = errors.New(se.Code.String())
+		}
+		return nil, cmdutil.Usagef("%s %s: not a regular expression: %v", flag, pattern, err)
+	}
+	return re, nil
 }
 
 // startForeman starts the master of a foreman (--foreman) for the worker

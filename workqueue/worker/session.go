@@ -37,6 +37,10 @@ type session struct {
 	devnull *os.File
 
 	wmu sync.Mutex
+	// greeted, under wmu, says the hello has been sent: until then the
+	// hello, still to come, tells the master what the worker offers, and
+	// no update may go before it.
+	greeted bool
 
 	mu       sync.Mutex
 	running  map[int]*task
@@ -116,10 +120,13 @@ func (s *session) watchIdle(done <-chan struct{}) {
 	timeout := s.w.cfg.IdleTimeout
 	tick := time.NewTicker(min(time.Second, timeout/4+time.Millisecond))
 	defer tick.Stop()
-	drain := s.w.cfg.Drain
-	if s.w.draining() {
-		drain = nil // hello said so
+	if s.w.testHookWatch != nil {
+		s.w.testHookWatch()
 	}
+	// Drain is watched even when already closed: whether the hello said
+	// so is updateOffer's to know, under the write lock, not a look at
+	// Drain here, which may come after a hello that offered everything.
+	drain := s.w.cfg.Drain
 	var offerChanged <-chan struct{} // nil: never
 	if f := s.w.cfg.Foreman; f != nil {
 		offerChanged = f.OfferChanged()
@@ -202,6 +209,7 @@ func (s *session) hello() error {
 				return err
 			}
 		}
+		s.greeted = true
 		return nil
 	})
 }
@@ -232,9 +240,13 @@ func (s *session) offered() []wire.Message {
 
 // updateOffer tells the master what the worker offers now: nothing once it
 // drains, so that it sends no more tasks; what a foreman's workers offer
-// as they come and go.
+// as they come and go. Before the hello it sends nothing: the hello, which
+// reads the offer under the same lock, will say it.
 func (s *session) updateOffer() error {
 	return s.send(func(c *wire.Conn) error {
+		if !s.greeted {
+			return nil
+		}
 		for _, m := range s.offered() {
 			if err := c.Send(m); err != nil {
 				return err

@@ -327,6 +327,14 @@ type worker struct {
 	// (FollowPool), not avoid, the master that released the worker last.
 	byPool bool
 	avoid  string
+	// unresolved holds the host names said not to resolve since the last
+	// session, so that each is said once, not at every retry.
+	unresolved map[string]bool
+
+	// testHookWatch, if set, is called as each session's watch starts,
+	// before it looks at Config.Drain: tests use it to close Drain at the
+	// moment they choose.
+	testHookWatch func()
 }
 
 // CycleEnding says whether a worker started at started and billed by
@@ -360,6 +368,7 @@ func (w *worker) loop(ctx context.Context) error {
 			if time.Since(lastSession) > w.cfg.ConnectTimeout && CycleEnding(w.started, time.Now(), w.cfg.BillingCycle) {
 				return fmt.Errorf("no master reachable for %v: %w", w.cfg.ConnectTimeout, err)
 			}
+			w.sayUnresolved(err)
 			w.log.Debug("no master", "err", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
@@ -370,6 +379,7 @@ func (w *worker) loop(ctx context.Context) error {
 			continue
 		}
 		w.log.Info("connected", "master", addr)
+		clear(w.unresolved)
 		err = w.session(ctx, conn)
 		lastSession = time.Now()
 		if cerr := cleanWorkspace(w.workspace); cerr != nil {
@@ -515,6 +525,47 @@ func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err erro
 		return target{addr: slots[i].Addr, ssl: slots[i].SSL}, true, nil
 	}
 	return t, false, nil
+}
+
+// sayUnresolved warns, once for each host name, that a name in err (a
+// master's or a catalog's) does not resolve: the worker keeps retrying
+// until the connect timeout, at the debug level, and a mistyped name would
+// otherwise look like a master not yet started.
+func (w *worker) sayUnresolved(err error) {
+	for _, e := range dnsErrors(err) {
+		if w.unresolved[e.Name] {
+			continue
+		}
+		if w.unresolved == nil {
+			w.unresolved = map[string]bool{}
+		}
+		w.unresolved[e.Name] = true
+		w.log.Warn("host name does not resolve; retrying quietly", "host", e.Name, "err", e, "gives_up_after", w.cfg.ConnectTimeout)
+	}
+}
+
+// dnsErrors returns the DNS errors in err's tree (errors.Join's branches
+// included), one for each host name.
+func dnsErrors(err error) []*net.DNSError {
+	var found []*net.DNSError
+	var walk func(error)
+	walk = func(err error) {
+		switch e := err.(type) {
+		case nil:
+		case *net.DNSError:
+			if e.Name != "" && !slices.ContainsFunc(found, func(f *net.DNSError) bool { return f.Name == e.Name }) {
+				found = append(found, e)
+			}
+		case interface{ Unwrap() []error }:
+			for _, err := range e.Unwrap() {
+				walk(err)
+			}
+		default:
+			walk(errors.Unwrap(err))
+		}
+	}
+	walk(err)
+	return found
 }
 
 // wholeCores is the core count as reported: CCTools masters read whole
