@@ -99,11 +99,14 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 	if err := s.hello(); err != nil {
 		return fmt.Errorf("sending hello: %w", err)
 	}
-	for {
+	for heard := false; ; heard = true {
 		m, err := s.c.ReadMessage()
 		if err != nil {
 			if s.idle.Load() {
 				return ErrIdle
+			}
+			if _, ok := errors.AsType[*wire.ParseError](err); ok && !heard {
+				return &notMasterError{err: err}
 			}
 			return err
 		}

@@ -327,9 +327,10 @@ type worker struct {
 	// (FollowPool), not avoid, the master that released the worker last.
 	byPool bool
 	avoid  string
-	// unresolved holds the host names said not to resolve since the last
-	// session, so that each is said once, not at every retry.
-	unresolved map[string]bool
+	// said holds the problems said since the last session with a master
+	// ("resolve NAME", "not a master ADDR"), so that each is said once,
+	// not at every retry.
+	said map[string]bool
 
 	// testHookWatch, if set, is called as each session's watch starts,
 	// before it looks at Config.Drain: tests use it to close Drain at the
@@ -378,14 +379,41 @@ func (w *worker) loop(ctx context.Context) error {
 			backoff = min(2*backoff, w.cfg.MaxBackoff)
 			continue
 		}
-		w.log.Info("connected", "master", addr)
-		clear(w.unresolved)
+		if w.said["not a master "+addr] {
+			w.log.Debug("connected", "master", addr)
+		} else {
+			w.log.Info("connected", "master", addr)
+		}
 		err = w.session(ctx, conn)
-		lastSession = time.Now()
+		var notMaster *notMasterError
+		if !errors.As(err, &notMaster) {
+			lastSession = time.Now()
+			clear(w.said)
+		}
 		if cerr := cleanWorkspace(w.workspace); cerr != nil {
 			return cerr
 		}
 		switch {
+		case notMaster != nil && ctx.Err() == nil:
+			// As an address where nothing listens: retried less and less
+			// often, until the connect timeout.
+			if w.cfg.SingleShot {
+				return fmt.Errorf("session with %s: %w", addr, err)
+			}
+			if w.once("not a master " + addr) {
+				w.log.Warn("not a Work Queue master; retrying quietly", "master", addr, "err", notMaster.err, "gives_up_after", w.cfg.ConnectTimeout)
+			}
+			if time.Since(lastSession) > w.cfg.ConnectTimeout && CycleEnding(w.started, time.Now(), w.cfg.BillingCycle) {
+				return fmt.Errorf("no master reachable for %v: %s is not a Work Queue master: %w", w.cfg.ConnectTimeout, addr, notMaster.err)
+			}
+			w.log.Debug("not a master", "master", addr, "err", notMaster.err, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, w.cfg.MaxBackoff)
+			continue
 		case errors.Is(err, errExit):
 			w.log.Info("master said exit", "master", addr)
 			return nil
@@ -533,16 +561,32 @@ func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err erro
 // otherwise look like a master not yet started.
 func (w *worker) sayUnresolved(err error) {
 	for _, e := range dnsErrors(err) {
-		if w.unresolved[e.Name] {
+		if !w.once("resolve " + e.Name) {
 			continue
 		}
-		if w.unresolved == nil {
-			w.unresolved = map[string]bool{}
-		}
-		w.unresolved[e.Name] = true
 		w.log.Warn("host name does not resolve; retrying quietly", "host", e.Name, "err", e, "gives_up_after", w.cfg.ConnectTimeout)
 	}
 }
+
+// once reports whether problem is to be said: the first time since the
+// last session.
+func (w *worker) once(problem string) bool {
+	if w.said[problem] {
+		return false
+	}
+	if w.said == nil {
+		w.said = map[string]bool{}
+	}
+	w.said[problem] = true
+	return true
+}
+
+// A notMasterError ends a session whose first message from the peer was
+// not Work Queue's: an HTTP server, say, on the port given.
+type notMasterError struct{ err error }
+
+func (e *notMasterError) Error() string { return "not a Work Queue master: " + e.err.Error() }
+func (e *notMasterError) Unwrap() error { return e.err }
 
 // dnsErrors returns the DNS errors in err's tree (errors.Join's branches
 // included), one for each host name.
