@@ -20,6 +20,9 @@
 #   MAKEFLOW_BENCH_CCTOOLS_MAX  largest size CCTools runs at (default 10000:
 #                               it takes minutes from there on)
 #   MAKEFLOW_BENCH_RULES        one size, as MAKEFLOW_BENCH_SIZES (older name)
+#   MAKEFLOW_BENCH_BASELINE     another build of ours (a path), run as "base"
+#                               in the same rounds, to compare a change
+#   MAKEFLOW_BENCH_NO_CCTOOLS   1: leave CCTools out
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ours="$PWD/bin/makeflow"
@@ -34,7 +37,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 go build -o bin/ ./cmd/makeflow # what is benchmarked is always this tree
 all_tools=(ours)
 command -v make >/dev/null && all_tools+=(make)
-[ -x "$cctools" ] && "$cctools" -v >/dev/null 2>&1 && all_tools+=(cctools)
+[ -x "$cctools" ] && [ "${MAKEFLOW_BENCH_NO_CCTOOLS:-0}" != 1 ] && "$cctools" -v >/dev/null 2>&1 && all_tools+=(cctools)
+base=${MAKEFLOW_BENCH_BASELINE:-}
+[ -n "$base" ] && all_tools+=(base)
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -76,6 +81,7 @@ run() {
   start=$(date +%s%N)
   case $tool in
     ours) (cd "$dir" && "$ours" -T local -j 2 Makeflow >/dev/null) || status=$? ;;
+    base) (cd "$dir" && "$base" -T local -j 2 Makeflow >/dev/null) || status=$? ;;
     make) (ulimit -s unlimited 2>/dev/null; cd "$dir" && make -s -j2 >/dev/null) || status=$? ;;
     cctools) (cd "$dir" && "$cctools" -T local -j 2 Makeflow >/dev/null 2>&1) || status=$? ;;
   esac

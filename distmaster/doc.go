@@ -20,12 +20,12 @@
 // (batch.Job.Do, with the function the caller opened), which a local
 // driver opened with batch.Options.InProcess does instead of starting the
 // program: this machine's share of a hybrid run then costs no more than
-// multicore. A hybrid Wavefront on a batch system (Wavefront.HereCores)
-// goes further: this machine's cores take cells, not blocks, as the
-// multicore engine does, and the batch system only the blocks that become
-// ready while they are busy (the policy of wavefront/blocks' Hybrid, which
-// model.WavefrontHybrid simulates for placement); a block still in the
-// batch system's queue when the cores run out of cells is taken back, and
+// multicore. A hybrid Wavefront (Wavefront.HereCores), on a batch system
+// or on Work Queue, goes further: this machine's cores take cells, not
+// blocks, as the multicore engine does, and the cluster only the blocks
+// that become ready while they are busy (the policy of wavefront/blocks'
+// Hybrid, which model.WavefrontHybrid simulates for placement); a block
+// still in the queue when the cores run out of cells is taken back, and
 // one that fails there is computed here.
 //
 // Each block's cells come back as a sparse-matrix file and are appended to

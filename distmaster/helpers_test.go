@@ -22,6 +22,7 @@ import (
 	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/funcs"
 	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/multicore"
 	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
@@ -205,6 +206,9 @@ type wfProblem struct {
 	dir    *wavefront.Dir
 	matrix string
 	here   int // Wavefront.HereCores
+	// cellTime is Wavefront.CellTime: the function's time per cell as
+	// if measured, for the models that size the blocks.
+	cellTime *place.Value
 }
 
 func newWavefront(t *testing.T, n int) *wfProblem {
@@ -250,6 +254,7 @@ func (p *wfProblem) run(ctx context.Context, t *testing.T, cfg Config, fn funcs.
 		Out:        out,
 		Checkpoint: p.matrix,
 		JobSize:    jobSize,
+		CellTime:   p.cellTime,
 		HereCores:  p.here,
 	})
 }

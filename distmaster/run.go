@@ -300,6 +300,21 @@ type loopStats struct {
 	MeanJob time.Duration
 	// HereJobs counts the jobs done in the master's process.
 	HereJobs int
+	// Dispatch is the least time from a job's submission to its start,
+	// of the jobs that ran as processes (0 if the driver said none): the
+	// batch system's dispatch latency, without the waits for a free slot.
+	Dispatch time.Duration
+}
+
+// leastDispatch keeps in *least the time from ev's submission to its
+// start, if the driver reported both and it is less.
+func leastDispatch(least *time.Duration, ev batch.Event) {
+	if ev.Submitted.IsZero() || ev.Started.IsZero() || ev.Started.Before(ev.Submitted) {
+		return
+	}
+	if d := ev.Started.Sub(ev.Submitted); *least == 0 || d < *least {
+		*least = max(d, time.Nanosecond)
+	}
 }
 
 // RefusedError is the error of a run stopped because the batch system
@@ -343,8 +358,9 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	}
 	var ran time.Duration // by the jobs that ran as processes and finished
 	var ranJobs, hereJobs int
+	var dispatch time.Duration
 	stats := func() loopStats {
-		st := loopStats{TrackerCounts: tr.Counts(), HereJobs: hereJobs}
+		st := loopStats{TrackerCounts: tr.Counts(), HereJobs: hereJobs, Dispatch: dispatch}
 		if ranJobs > 0 {
 			st.MeanJob = ran / time.Duration(ranJobs)
 		}
@@ -454,6 +470,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		if jobErr == nil && !info.here.Load() && !info.started.IsZero() {
 			ran += ended.Sub(info.started)
 			ranJobs++
+			leastDispatch(&dispatch, ev)
 		}
 		if info.here.Load() {
 			hereJobs++

@@ -63,7 +63,8 @@ type Wavefront struct {
 	// as their inputs are done, while the batch system takes the whole
 	// blocks that become ready while the cores are busy (see runHybrid).
 	// Cell is then required, and the driver should not itself run jobs on
-	// this machine (no batch.Hybrid).
+	// this machine (no batch.Hybrid, no Work Queue worker of the master's
+	// own).
 	HereCores int
 
 	// States, if set, follows every cell: running while its block's job is
@@ -83,9 +84,12 @@ type WavefrontResult struct {
 	Blocks   int // blocks of the region
 	TrackerCounts
 	MeanJob   time.Duration
-	HereJobs  int           // jobs done in the master's process
-	HereCells int           // cells computed by this machine's cores (HereCores)
-	TakenBack int           // blocks taken back from the batch system's queue (HereCores)
+	HereJobs  int // jobs done in the master's process
+	HereCells int // cells computed by this machine's cores (HereCores)
+	TakenBack int // blocks taken back from the batch system's queue (HereCores)
+	// Dispatch is the least time from a block job's submission to its
+	// start, as the driver reported them (0 if it did not).
+	Dispatch  time.Duration
 	Predicted time.Duration // what the model predicted, if it chose the block size
 	Elapsed   time.Duration
 }
@@ -187,7 +191,7 @@ func (r *wfRun) runBlocks(ctx context.Context, res *WavefrontResult) error {
 	}
 	defer os.RemoveAll(r.cfg.WorkDir)
 	st, err := runLoop(ctx, r.cfg, r, ready, res.Blocks)
-	res.TrackerCounts, res.MeanJob, res.HereJobs = st.TrackerCounts, st.MeanJob, st.HereJobs
+	res.TrackerCounts, res.MeanJob, res.HereJobs, res.Dispatch = st.TrackerCounts, st.MeanJob, st.HereJobs, st.Dispatch
 	return err
 }
 
@@ -434,6 +438,9 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	d := dispatchLatency(cfg)
 	nodes := hostBound(cfg)
 	n := max(rg.W, rg.H)
+	if w.HereCores > 0 {
+		return r.chooseHybridBlock(n, tau, d, nodes-cfg.LocalCores)
+	}
 	choice := model.ChooseWavefront(n, runtime.NumCPU(), nodes, cfg.JobCores, tau.V, d.V)
 	fmt.Fprintf(cfg.Explain, "models (%d×%d cells, dispatch %s for %s: %s; up to %d jobs at once, %d cores each): %v\n",
 		rg.W, rg.H, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), nodes, cfg.JobCores, choice)
@@ -447,6 +454,33 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 	fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells (about %v per job, none longer than %v)\n",
 		r.b, r.b, time.Duration(float64(r.b*r.b)*tau.V*float64(time.Second)).Round(time.Millisecond), cfg.jobTimeLimit())
 	return time.Duration(choice.Cluster * float64(time.Second))
+}
+
+// chooseHybridBlock picks the block side of a hybrid run by cells with
+// the model that simulates it (place.HybridWavefront), for n cells on a
+// side of tau each, a dispatch d and jobs at once on the cluster,
+// explaining the choice. It returns the model's prediction.
+func (r *wfRun) chooseHybridBlock(n int, tau, d place.Value, jobs int) time.Duration {
+	cfg := r.cfg
+	c := cfg.Cluster
+	if c == nil {
+		k := max(cfg.JobCores, 1)
+		c = &place.Cluster{Kind: cfg.Kind, Hosts: place.Value{V: float64(max(jobs, 1))},
+			CoresPerHost: place.Value{V: float64(k)}, Dispatch: d}
+	}
+	secs, b, detail := place.HybridWavefront(n, r.w.HereCores, tau.V, c)
+	fmt.Fprintf(cfg.Explain, "hybrid model (%d×%d cells, dispatch %s for %s: %s): predicted %s, %s\n",
+		r.w.Region.W, r.w.Region.H, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), place.Seconds(secs), detail)
+	r.b = b
+	if limit := int(math.Sqrt(cfg.jobTimeLimit().Seconds() / tau.V)); r.b > limit {
+		r.b = max(limit, 1)
+	}
+	fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells for the cluster (about %v per job, none longer than %v)\n",
+		r.b, r.b, time.Duration(float64(r.b*r.b)*tau.V*float64(time.Second)).Round(time.Millisecond), cfg.jobTimeLimit())
+	if math.IsInf(secs, 0) {
+		return 0
+	}
+	return time.Duration(secs * float64(time.Second))
 }
 
 // SampleWavefront times cell on the cell (x, y), whose three neighbours

@@ -15,10 +15,12 @@ import (
 	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
 	"github.com/rightsize/rightsize/wavefront/blocks"
+	"github.com/rightsize/rightsize/workqueue"
 )
 
-// A hybrid Wavefront on a batch system (Wavefront.HereCores) does not make
-// this machine one more slot taking blocks: its cores take cells, as the
+// A hybrid Wavefront (Wavefront.HereCores) does not make this machine one
+// more slot of a batch system, or one more worker of a Work Queue master,
+// taking blocks: its cores take cells, as the
 // multicore engine does, while the cluster takes whole blocks
 // (blocks.Hybrid's policy, which model.WavefrontHybrid simulates). With
 // blocks as the unit, this machine's cores waited for a whole block's
@@ -31,6 +33,21 @@ import (
 // the batch system's queue when the cores run dry, and absorbs what comes
 // back. A block that fails on the cluster is not resubmitted: its cells
 // left are computed here.
+
+// A queuedRemover is a driver that removes a job only if it has not
+// started (Work Queue's, whose workers report no start): a block taken
+// back is then never one a worker is computing.
+type queuedRemover interface {
+	RemoveQueued(ctx context.Context, id string) (bool, error)
+}
+
+// masterOf returns the Work Queue master that d submits to, or nil.
+func masterOf(d batch.Driver) *workqueue.Master {
+	if w, ok := d.(interface{ Master() *workqueue.Master }); ok {
+		return w.Master()
+	}
+	return nil
+}
 
 // hybridJob is a block away on the cluster.
 type hybridJob struct {
@@ -56,8 +73,17 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	}
 	res.Blocks = hy.Blocks()
 	slots := max(hostBound(cfg)-cfg.LocalCores, 1)
-	fmt.Fprintf(cfg.Explain, "%d cells to compute: this machine's %d cores take cells, the cluster (%s, up to %d jobs at once) blocks of %d×%d that become ready while the cores are busy\n",
-		hy.Undone(), cores, cfg.Kind, slots, r.b, r.b)
+	width := func() int { return slots }
+	jobs := fmt.Sprintf("up to %d jobs at once", slots)
+	if m := masterOf(cfg.Driver); m != nil {
+		// A Work Queue master's cluster is the workers connected now:
+		// a block no worker has room for is better computed here, and
+		// with none connected the run is this machine's alone.
+		width = func() int { return min(slots, int(m.Stats().CoresTotal)/max(cfg.JobCores, 1)) }
+		jobs = fmt.Sprintf("as many jobs at once as its workers have cores, up to %d", slots)
+	}
+	fmt.Fprintf(cfg.Explain, "%d cells to compute: this machine's %d cores take cells, the cluster (%s, %s) blocks of %d×%d that become ready while the cores are busy\n",
+		hy.Undone(), cores, cfg.Kind, jobs, r.b, r.b)
 	if err := os.RemoveAll(cfg.WorkDir); err != nil {
 		return fmt.Errorf("work directory: %w", err)
 	}
@@ -117,11 +143,20 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			if j.started {
 				continue
 			}
-			if st, err := d.Status(id); err != nil || st.State != batch.Queued {
-				continue
-			}
-			if err := d.Remove(ctx, id); err != nil {
-				continue
+			if qr, ok := d.(queuedRemover); ok {
+				// Work Queue reports no start: only the master knows
+				// whether a worker has the block.
+				if removed, err := qr.RemoveQueued(ctx, id); err != nil || !removed {
+					j.started = err == nil
+					continue
+				}
+			} else {
+				if st, err := d.Status(id); err != nil || st.State != batch.Queued {
+					continue
+				}
+				if err := d.Remove(ctx, id); err != nil {
+					continue
+				}
 			}
 			forget(id)
 			os.RemoveAll(j.dir)
@@ -214,6 +249,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			if !ev.Started.IsZero() {
 				ran += ended.Sub(ev.Started)
 				ranJobs++
+				leastDispatch(&res.Dispatch, ev)
 			}
 			res.Done++
 			return nil
@@ -266,7 +302,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 				break
 			}
 		}
-		for len(away) < slots {
+		for n := width(); len(away) < n; {
 			b, ok := hy.NextBlock()
 			if !ok {
 				break

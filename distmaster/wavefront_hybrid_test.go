@@ -3,38 +3,64 @@ package distmaster
 import (
 	"context"
 	"errors"
+	"math"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/batch/wq"
 	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/testutil"
+	"github.com/rightsize/rightsize/model"
+	"github.com/rightsize/rightsize/model/place"
 )
 
 // TestWavefrontHybridByCells runs hybrid Wavefronts by cells (this
-// machine's cores take cells, the batch system blocks) and checks that
-// they compute what multicore does, every cell once: with a cluster that
-// starts jobs at once, some blocks come back from it; with one whose
-// dispatch outlasts the run, every block sent is taken back from its
-// queue and computed here.
+// machine's cores take cells, the batch system or Work Queue's workers
+// blocks) and checks that they compute what multicore does, every cell
+// once: with a cluster that starts jobs at once, or two workers, some
+// blocks come back from it; with one whose dispatch outlasts the run,
+// every block sent is taken back from its queue and computed here; with a
+// Work Queue master no worker connects to, no block is sent.
 func TestWavefrontHybridByCells(t *testing.T) {
 	script := testutil_writeCellScript(t, "")
+	local := func(delay time.Duration) func(t *testing.T) batch.Driver {
+		return func(t *testing.T) batch.Driver {
+			d := batch.NewLocal(batch.Options{Slots: 16, DispatchDelay: delay, KillDelay: 200 * time.Millisecond})
+			t.Cleanup(func() { d.Close(context.Background()) })
+			return d
+		}
+	}
+	workQueue := func(workers int) func(t *testing.T) batch.Driver {
+		return func(t *testing.T) batch.Driver {
+			d := wqDriver(t, "wavefront", FastAbort{})
+			if workers > 0 {
+				startWorkers(t, d.Port(), workers)
+				testutil.WaitFor(t, "the workers to connect", 30*time.Second, func() bool {
+					return d.Master().Stats().WorkersConnected == workers
+				})
+			}
+			return d
+		}
+	}
 	for _, tc := range []struct {
 		name     string
 		fn       string
 		n, size  int
-		delay    time.Duration
+		driver   func(t *testing.T) batch.Driver
 		allHere  bool // every block sent is taken back
 		someAway bool // some block comes back from the cluster
 	}{
-		{"program, quick cluster", script, 10, 3, 0, false, true},
-		{"builtin, queue never starts", "builtin:sum", 13, 4, time.Hour, true, false},
-		{"program, queue never starts", script, 9, 2, time.Hour, true, false},
+		{"program, quick cluster", script, 10, 3, local(0), false, true},
+		{"builtin, queue never starts", "builtin:sum", 13, 4, local(time.Hour), true, false},
+		{"program, queue never starts", script, 9, 2, local(time.Hour), true, false},
+		{"program, two Work Queue workers", script, 10, 3, workQueue(2), false, true},
+		{"builtin, no Work Queue worker", "builtin:sum", 13, 4, workQueue(0), true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			d := batch.NewLocal(batch.Options{Slots: 16, DispatchDelay: tc.delay, KillDelay: 200 * time.Millisecond})
-			t.Cleanup(func() { d.Close(context.Background()) })
+			d := tc.driver(t)
 			fn := openCell(t, tc.fn)
 			p := newWavefront(t, tc.n)
 			p.here = 2
@@ -60,6 +86,12 @@ func TestWavefrontHybridByCells(t *testing.T) {
 			cells := tc.n * tc.n
 			if res.Computed != cells || res.HereCells > cells {
 				t.Errorf("computed %d cells, %d here, of %d", res.Computed, res.HereCells, cells)
+			}
+			if _, ok := d.(*wq.Driver); ok && tc.allHere && res.Jobs > 0 {
+				t.Errorf("%d blocks sent to a master without workers", res.Jobs)
+			}
+			if _, ok := d.(*wq.Driver); ok && tc.someAway && (res.Dispatch <= 0 || res.Dispatch > 5*time.Second) {
+				t.Errorf("least dispatch %v, want Work Queue's measured", res.Dispatch)
 			}
 			if tc.allHere && (res.HereCells != cells || res.TakenBack != res.Jobs) {
 				t.Errorf("%d cells here of %d; %d blocks taken back of %d sent", res.HereCells, cells, res.TakenBack, res.Jobs)
@@ -137,5 +169,35 @@ func TestWavefrontHybridWaitsForCalls(t *testing.T) {
 	}
 	if fn.sawReturn.Load() {
 		t.Error("a call was still running after the run returned")
+	}
+}
+
+// TestWavefrontHybridSizedByHybridModel: a hybrid run by cells whose
+// blocks neither placement nor the caller sized (-T local --hybrid on a
+// checkpoint without a plan) takes the block side of the model that
+// simulates it, not the distributed model's: on placement's crossover (a
+// 20×20 of 50 ms cells, 16 slots a second away) blocks of 4×4, where the
+// distributed model would take 5×5.
+func TestWavefrontHybridSizedByHybridModel(t *testing.T) {
+	named := func(v float64) place.Value { return place.Value{V: v, Source: "RIGHTSIZE_CLUSTER"} }
+	cl := &place.Cluster{Kind: "local", Hosts: named(16), CoresPerHost: named(1), Dispatch: named(1)}
+	const n, tau = 20, 0.05
+	want, wantBlock, _ := place.HybridWavefront(n, 2, tau, cl)
+	if ch := model.ChooseWavefront(n, 2, cl.Slots()+2, 1, tau, cl.Dispatch.V); ch.Block == wantBlock {
+		t.Fatalf("the distributed model's block is the hybrid one's too (%d): the test tells nothing", wantBlock)
+	}
+	// A queue that never starts: the run is this machine's, at once.
+	d := batch.NewLocal(batch.Options{Slots: 16, DispatchDelay: time.Hour, KillDelay: 200 * time.Millisecond})
+	t.Cleanup(func() { d.Close(context.Background()) })
+	p := newWavefront(t, n)
+	p.here, p.cellTime = 2, &place.Value{V: tau}
+	cfg := testConfig(t, d, "wavefront")
+	cfg.Kind, cfg.Cluster, cfg.LocalCores = "local", cl, 2
+	res, err := p.run(context.Background(), t, cfg, openCell(t, "builtin:sum"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.JobSize != wantBlock || math.Abs(res.Predicted.Seconds()-want) > 1e-6 {
+		t.Errorf("blocks of %d×%d, predicted %v; want %d×%d, %.3f s", res.JobSize, res.JobSize, res.Predicted, wantBlock, wantBlock, want)
 	}
 }

@@ -63,6 +63,12 @@ const stderrTail = 2048
 // included, so that a killed makeflow leaves no job behind to race its
 // re-run; Run has the keeper hold the log's lock until those jobs are gone.
 // A process that leaves its group (setsid) is not followed.
+//
+// All the running commands are waited for together by one proc.Loop, as
+// make waits for its children: one goroutine, parked in Go's poller, and no
+// thread per command. Under Run, the exit of a command is handled on that
+// goroutine when the driver is idle, and the rules it lets start are
+// started there.
 type Local struct {
 	opts    LocalOptions
 	results chan *Result
@@ -78,6 +84,14 @@ type Local struct {
 	procs map[*Job]*localProc
 
 	keeper proc.Keeper
+	// loop waits for every running command on one goroutine and reaps it:
+	// no goroutine or thread per command. Its Result goes to take, or on
+	// results.
+	loop *proc.Loop
+	// take, if set, is offered each result on the loop's goroutine before
+	// it is sent on results; it reports whether it took it (Run's driver,
+	// handling it there if it is idle).
+	take atomic.Pointer[func(*Result) bool]
 }
 
 type localProc struct {
@@ -104,6 +118,11 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 	if err != nil {
 		return nil, fmt.Errorf("local executor: %w", err)
 	}
+	loop, err := proc.NewLoop()
+	if err != nil {
+		devnull.Close()
+		return nil, fmt.Errorf("local executor: %w", err)
+	}
 	l := &Local{
 		opts:    opts,
 		results: make(chan *Result, 64),
@@ -113,6 +132,7 @@ func NewLocal(opts LocalOptions) (*Local, error) {
 		envs:    map[*string][]string{},
 		pwdEnvs: map[pwdKey][]string{},
 		procs:   map[*Job]*localProc{},
+		loop:    loop,
 	}
 	for i, kv := range l.base {
 		name, _, _ := strings.Cut(kv, "=")
@@ -126,6 +146,7 @@ func (l *Local) Results() <-chan *Result { return l.results }
 
 // Close implements Executor.
 func (l *Local) Close() error {
+	l.loop.Close()
 	l.keeper.Close()
 	return l.devnull.Close()
 }
@@ -155,7 +176,14 @@ func (l *Local) Submit(job *Job) (int64, error) {
 		return 0, err
 	}
 
+	// Known before it starts: its Result may come before Start returns.
+	l.mu.Lock()
+	l.procs[job] = lp
+	l.mu.Unlock()
 	fail := func(err error) (int64, error) {
+		l.mu.Lock()
+		delete(l.procs, job)
+		l.mu.Unlock()
 		if lp.sandbox != "" {
 			os.RemoveAll(lp.sandbox)
 		}
@@ -171,6 +199,8 @@ func (l *Local) Submit(job *Job) (int64, error) {
 		Keeper:     &l.keeper,
 		WallTime:   wallTime(job),
 		KillDelay:  l.opts.KillDelay,
+		Loop:       l.loop,
+		Exited:     func(pr *proc.Result) { l.exited(lp, pr) },
 	}
 	var p *proc.Process
 	var err error
@@ -187,12 +217,18 @@ func (l *Local) Submit(job *Job) (int64, error) {
 			return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
 		}
 	}
-	lp.proc = p
-	l.mu.Lock()
-	l.procs[job] = lp
-	l.mu.Unlock()
-	go l.wait(lp)
+	lp.proc = p // Cancel, which reads it, is called from this goroutine
 	return int64(p.Pid()), nil
+}
+
+// setTake has take offered every result before it is sent on the Results
+// channel (nil: no longer).
+func (l *Local) setTake(take func(*Result) bool) {
+	if take == nil {
+		l.take.Store(nil)
+		return
+	}
+	l.take.Store(&take)
 }
 
 // writer returns w for the commands: an *os.File as it is, another writer
@@ -236,8 +272,9 @@ func wallTime(job *Job) time.Duration {
 	return time.Duration(job.Rule.Resources.WallTimeS) * time.Second
 }
 
-func (l *Local) wait(lp *localProc) {
-	pr := lp.proc.Wait()
+// exited sends the Result of a job whose command has ended. It runs on the
+// loop's goroutine: a sandboxed job's outputs are moved back on another.
+func (l *Local) exited(lp *localProc, pr *proc.Result) {
 	l.mu.Lock()
 	delete(l.procs, lp.job)
 	l.mu.Unlock()
@@ -255,10 +292,17 @@ func (l *Local) wait(lp *localProc) {
 	if pr.TimedOut && !finished && !res.Canceled {
 		res.Err = fmt.Errorf("stopped after running past its WALL_TIME of %v", wallTime(lp.job))
 	}
+	if take := l.take.Load(); take != nil && lp.sandbox == "" && (*take)(res) {
+		return
+	}
 	if lp.sandbox != "" {
-		if err := collectSandbox(lp.job, lp.sandbox, res.OK()); err != nil && res.OK() {
-			res.Err = err
-		}
+		go func() {
+			if err := collectSandbox(lp.job, lp.sandbox, res.OK()); err != nil && res.OK() {
+				res.Err = err
+			}
+			l.results <- res
+		}()
+		return
 	}
 	l.results <- res
 }

@@ -13,6 +13,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rightsize/rightsize/jx"
@@ -317,6 +318,10 @@ type driver struct {
 	gc         *collector           // nil without Options.GC
 	aborting   bool
 	err        error // what stopped the run early, if anything
+
+	// mu guards the driver's state, shared by its loop and takeExit.
+	mu   sync.Mutex
+	wake chan struct{} // takeExit's word to the loop that nothing runs
 }
 
 // setup reads the log, decides what is done, and makes the scheduler and
@@ -537,26 +542,47 @@ func (d *driver) run(ctx context.Context) (*Report, error) {
 		remoteResults = d.remote.Results()
 	}
 	localResults := d.local.Results()
+	// The local commands' exits are handled, when this loop is idle, by
+	// the goroutine that reaps them (see takeExit): it holds d.mu, which
+	// this loop holds except while it waits.
+	d.wake = make(chan struct{}, 1)
+	if l, ok := d.local.(*Local); ok {
+		l.setTake(d.takeExit)
+		defer l.setTake(nil)
+	}
 	ctxDone := ctx.Done()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	d.progress()
 	for {
 		d.launch()
 		if d.sched.Finished() && d.running == 0 {
 			break
 		}
+		d.mu.Unlock()
+		var res *Result
+		resubmit, tock := -1, false
 		select {
-		case res := <-localResults:
-			d.finish(res)
-		case res := <-remoteResults:
-			d.finish(res)
-		case id := <-d.resubmit:
-			d.resubmitted(id)
+		case res = <-localResults:
+		case res = <-remoteResults:
+		case resubmit = <-d.resubmit:
 		case <-ctxDone:
+		case <-tick.C:
+			tock = true
+		case <-d.wake:
+		}
+		d.mu.Lock()
+		switch {
+		case res != nil:
+			d.finish(res)
+		case resubmit >= 0:
+			d.resubmitted(resubmit)
+		case ctxDone != nil && ctx.Err() != nil:
 			ctxDone = nil
 			d.abort(ctx.Err())
-		case <-tick.C:
+		case tock:
 			if d.log != nil {
 				d.log.flush()
 				d.log.maybeSync()
@@ -575,12 +601,40 @@ func (d *driver) run(ctx context.Context) (*Report, error) {
 				break drain
 			}
 		}
-		if d.log != nil && d.log.err != nil && !d.aborting {
-			d.abort(fmt.Errorf("write log: %w", d.log.err))
-		}
+		d.checkLog()
 		d.progress()
 	}
 	return d.end(ctx)
+}
+
+// takeExit handles a local command's exit on the goroutine that reaped it,
+// without a hand-off to the driver's loop, if that loop is waiting (it
+// reports whether it did): the next rule starts there and then, as make
+// starts one from its SIGCHLD loop. The loop is woken only when the run
+// may be over.
+func (d *driver) takeExit(res *Result) bool {
+	if !d.mu.TryLock() {
+		return false
+	}
+	defer d.mu.Unlock()
+	d.finish(res)
+	d.checkLog()
+	d.launch()
+	d.progress()
+	if d.running == 0 {
+		select {
+		case d.wake <- struct{}{}:
+		default:
+		}
+	}
+	return true
+}
+
+// checkLog stops the run if the log can no longer be written.
+func (d *driver) checkLog() {
+	if d.log != nil && d.log.err != nil && !d.aborting {
+		d.abort(fmt.Errorf("write log: %w", d.log.err))
+	}
 }
 
 func (d *driver) queue(starts []Start) { d.pending = append(d.pending, starts...) }

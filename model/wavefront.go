@@ -230,6 +230,46 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 	return WavefrontHybridRun{Seconds: now, HybridCounts: h.Counts()}
 }
 
+// hybridTie is how much slower, relatively, a hybrid Wavefront plan may be
+// predicted than the fastest and still be chosen for taking fewer blocks
+// back from the cluster's queue.
+const hybridTie = 0.005
+
+// BestWavefrontHybrid predicts in by WavefrontHybrid for block sides of
+// 1 to limit cells (10% apart; in.Block is ignored) and returns the plan
+// to run and its block side: among those predicted as fast as the
+// fastest, within hybridTie, the one that takes the fewest blocks back
+// from the queue. Each taken back costs the cluster a submission and a
+// removal (sbatch and scancel), and when nothing is gained by sending
+// blocks, none should go.
+func BestWavefrontHybrid(in WavefrontHybridInputs, limit int) (WavefrontHybridRun, int) {
+	type plan struct {
+		block int
+		WavefrontHybridRun
+	}
+	var plans []plan
+	fastest := math.Inf(1)
+	for b := 1; b <= min(max(in.W, in.H), limit); b = max(b+1, b*11/10) {
+		in.Block = b
+		run := WavefrontHybrid(in)
+		plans = append(plans, plan{b, run})
+		fastest = math.Min(fastest, run.Seconds)
+	}
+	if len(plans) == 0 {
+		return WavefrontHybridRun{Seconds: math.Inf(1)}, 1
+	}
+	best := plans[0]
+	for _, p := range plans[1:] {
+		if p.Seconds > fastest*(1+hybridTie) {
+			continue
+		}
+		if best.Seconds > fastest*(1+hybridTie) || p.TakenBack < best.TakenBack || p.TakenBack == best.TakenBack && p.Seconds < best.Seconds {
+			best = p
+		}
+	}
+	return best.WavefrontHybridRun, best.block
+}
+
 // tieTime is how close cells must end to be seen together.
 const tieTime = 1e-9
 

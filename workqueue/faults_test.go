@@ -175,8 +175,22 @@ func TestCancel(t *testing.T) {
 	running, _ := m.Submit(&Task{Command: "sleep 60", Tag: "running"})
 	waiting, _ := m.Submit(&Task{Command: "sleep 60", Tag: "waiting"})
 	testutil.WaitFor(t, "the first task to run", 30*time.Second, func() bool { return m.Stats().TasksRunning >= 1 })
-	if !m.Cancel(waiting) || !m.Cancel(running) || m.Cancel(running) {
-		t.Fatal("Cancel results wrong")
+	// CancelWaiting leaves the running task alone.
+	for _, c := range []struct {
+		name   string
+		cancel func(int) bool
+		id     int
+		want   bool
+	}{
+		{"CancelWaiting(running)", m.CancelWaiting, running, false},
+		{"CancelWaiting(waiting)", m.CancelWaiting, waiting, true},
+		{"CancelWaiting(waiting) again", m.CancelWaiting, waiting, false},
+		{"Cancel(running)", m.Cancel, running, true},
+		{"Cancel(running) again", m.Cancel, running, false},
+	} {
+		if got := c.cancel(c.id); got != c.want {
+			t.Fatalf("%s = %v, want %v", c.name, got, c.want)
+		}
 	}
 	if r := runOne(t, m, "echo next"); strings.TrimSpace(string(r.Output)) != "next" || r.Tag != "" {
 		t.Errorf("after cancelling: %+v", r)

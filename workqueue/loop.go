@@ -18,8 +18,10 @@ type event interface{}
 type (
 	evSubmit struct{ e *entry }
 	evCancel struct {
-		id    int
-		reply chan bool
+		id int
+		// waiting cancels the task only if no worker has it.
+		waiting bool
+		reply   chan bool
 	}
 	evStats   struct{ reply chan Stats }
 	evWorkers struct{ reply chan []WorkerStats }
@@ -133,6 +135,9 @@ func (l *loop) handle(ev event) {
 		e.think += time.Since(now)
 	case evCancel:
 		e, ok := l.tasks[ev.id]
+		if ok && ev.waiting {
+			ok = l.s.TaskState(e.sched.ID) == sched.Waiting
+		}
 		if ok {
 			l.apply(l.s.Cancel(e.sched.ID, now), now)
 			l.finish(e)

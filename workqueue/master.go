@@ -331,8 +331,22 @@ func (m *Master) Empty() bool {
 // or killed on its worker, and Wait will not return it. It reports whether
 // the task was found unfinished.
 func (m *Master) Cancel(id int) bool {
+	return m.cancel(evCancel{id: id})
+}
+
+// CancelWaiting removes a task that waits in the queue, given to no
+// worker: unlike Cancel, it leaves alone a task a worker is running (or
+// whose outputs are being fetched). It reports whether it removed the
+// task. A caller that can do the task elsewhere takes it back so without
+// throwing away a worker's work.
+func (m *Master) CancelWaiting(id int) bool {
+	return m.cancel(evCancel{id: id, waiting: true})
+}
+
+func (m *Master) cancel(ev evCancel) bool {
 	reply := make(chan bool, 1)
-	if !m.send(evCancel{id: id, reply: reply}) {
+	ev.reply = reply
+	if !m.send(ev) {
 		return false
 	}
 	select {

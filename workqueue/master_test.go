@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -218,12 +217,7 @@ func TestWorkerDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(drain)
-	for deadline := time.Now().Add(time.Minute); m.Stats().CoresTotal != 0; {
-		if time.Now().After(deadline) {
-			t.Fatalf("the master still counts the drained worker's cores: %+v", m.Stats())
-		}
-		runtime.Gosched()
-	}
+	testutil.WaitFor(t, "the master to stop counting the drained worker's cores", time.Minute, func() bool { return m.Stats().CoresTotal == 0 })
 	m.Submit(&Task{Tag: "next", Command: "pwd"})
 	w.WriteString("done\n")
 	w.Close()

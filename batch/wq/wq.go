@@ -260,6 +260,30 @@ func (d *Driver) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
+// RemoveQueued removes job id only if its task waits in the master's
+// queue, taken by no worker, and reports whether it did: a caller that
+// can do the job itself takes it back so (a hybrid Wavefront's cores,
+// left without cells) without cancelling the work of a worker that has
+// it. Workers report no start, so Status cannot tell the two apart.
+func (d *Driver) RemoveQueued(ctx context.Context, id string) (bool, error) {
+	st, err := d.t.Status(id)
+	if err != nil {
+		return false, err
+	}
+	if st.State.Final() {
+		return false, nil
+	}
+	n, _ := strconv.Atoi(id)
+	if !d.m.CancelWaiting(n) {
+		return false, nil
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.t.Set(batch.Event{ID: id, Status: batch.Status{State: batch.Failed, Err: batch.ErrRemoved, Ended: time.Now()}})
+	d.inproc.forget(id, "")
+	return true, nil
+}
+
 // Events returns the channel of job events.
 func (d *Driver) Events() <-chan batch.Event { return d.t.Events() }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/batch/batchtest"
 	"github.com/rightsize/rightsize/batch/wq"
+	"github.com/rightsize/rightsize/internal/testutil"
 
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/worker"
@@ -164,6 +165,40 @@ func TestWorkQueueDriver(t *testing.T) {
 		if ev := rec.Final(t, batchtest.Submit(t, d, &batch.Job{Command: "true", Dir: dir})); ev.State != batch.Done {
 			t.Errorf("job after a removal: %v %v", ev.State, ev.Err)
 		}
+	})
+
+	t.Run("RemoveQueued", func(t *testing.T) {
+		// Each job takes the worker's 4 cores: one runs, one waits.
+		whole := batch.Resources{Cores: 4}
+		running := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300", Dir: dir, Resources: whole})
+		testutil.WaitFor(t, "the first job to reach the worker", 30*time.Second, func() bool { return d.Master().Stats().TasksRunning == 1 })
+		waiting := batchtest.Submit(t, d, &batch.Job{Command: "sleep 300", Dir: dir, Resources: whole})
+		for _, tt := range []struct {
+			name string
+			id   string
+			want bool
+		}{
+			{"running", running, false},
+			{"waiting", waiting, true},
+			{"waiting, removed", waiting, false},
+		} {
+			if got, err := d.RemoveQueued(context.Background(), tt.id); got != tt.want || err != nil {
+				t.Errorf("RemoveQueued of the %s job = %v, %v; want %v", tt.name, got, err, tt.want)
+			}
+		}
+		if ev := rec.Final(t, waiting); ev.State != batch.Failed || !errors.Is(ev.Err, batch.ErrRemoved) {
+			t.Errorf("job removed from the queue: %v %v", ev.State, ev.Err)
+		}
+		if st, err := d.Status(running); err != nil || st.State.Final() {
+			t.Errorf("the running job after RemoveQueued: %v %v", st.State, err)
+		}
+		if _, err := d.RemoveQueued(context.Background(), "424242"); !errors.Is(err, batch.ErrUnknownJob) {
+			t.Errorf("RemoveQueued of an unknown job = %v", err)
+		}
+		if err := d.Remove(context.Background(), running); err != nil {
+			t.Fatal(err)
+		}
+		rec.Final(t, running)
 	})
 }
 

@@ -80,6 +80,7 @@ func main() {
 	spec := flag.String("cluster", "local hosts=16 delay=1", "the RIGHTSIZE_CLUSTER the cluster modes use")
 	png := flag.String("png", "bench/placement.png", "where to draw predicted against measured")
 	only := flag.String("only", "", "run only the problems whose name (\"makeflow n=6 200 ms\") contains this")
+	napMS := flag.Int("ms", 0, "run only the problems whose function naps this many milliseconds (0: all); Work Queue workers nap as their own NAP_MS says")
 	repeat := flag.Int("repeat", 2, "run each problem's four modes this many times, each time afresh; the fastest run of each mode is kept")
 	flag.Parse()
 	if *nap == "" {
@@ -112,7 +113,7 @@ func main() {
 		}
 	}
 	kind := strings.Fields(*spec)[0]
-	warm, err := warmUp(*bin, *nap, filepath.Join(*dir, "warm"), *spec, kind)
+	warm, err := warmUp(*bin, *nap, filepath.Join(*dir, "warm"), *spec, kind, *napMS)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var all [][]run
 	for _, p := range grid {
-		if !strings.Contains(p.String(), *only) {
+		if !strings.Contains(p.String(), *only) || *napMS != 0 && p.napMS != *napMS {
 			continue
 		}
 		var runs []run
@@ -144,8 +145,11 @@ func main() {
 
 // warmUp runs one small problem on the cluster, so that its dispatch
 // latency is measured (by a probe job) and cached, as it is for a user
-// after the first run of the hour; it returns the cache file.
-func warmUp(bin, nap, dir, spec, kind string) ([]byte, error) {
+// after the first run of the hour; it returns the cache file. napMS, if
+// not 0, is what the function naps here, as it does on Work Queue workers
+// started with that NAP_MS: the job cost the run measures is then what
+// its jobs cost beyond their cells.
+func warmUp(bin, nap, dir, spec, kind string, napMS int) ([]byte, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
@@ -155,6 +159,9 @@ func warmUp(bin, nap, dir, spec, kind string) ([]byte, error) {
 	}
 	cmd := exec.Command(filepath.Join(bin, "allpairs"), "-T", kind, "-q", "-o", filepath.Join(dir, "out.txt"), nap, filepath.Join(dir, "A"), filepath.Join(dir, "A"))
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "RIGHTSIZE_CLUSTER="+spec)
+	if napMS != 0 {
+		cmd.Env = append(cmd.Env, "NAP_MS="+strconv.Itoa(napMS))
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("warm-up: %v\n%s", err, out)
 	}
@@ -215,7 +222,9 @@ func runProblem(bin, nap, dir, spec, kind string, warm []byte, p problem) ([]run
 		case "makeflow":
 			args = append(args, "fan.mf")
 		}
-		if kind == "wq" && mode != "multicore" {
+		if kind == "wq" && mode != "multicore" && !strings.Contains(spec, "port=") {
+			// Workers find a master on a port the cluster names;
+			// without one, any free port.
 			args = append([]string{"-p", "0"}, args...)
 		}
 		cmd := exec.Command(filepath.Join(bin, p.tool), append([]string{"--explain"}, args...)...)

@@ -97,6 +97,9 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	if o.cellTime != nil && err == nil {
 		o.dist.SaveJobCost(res.MeanJob, float64(res.JobW*res.JobH), o.cellTime.V)
 	}
+	if err == nil {
+		o.dist.SaveDispatch(res.Dispatch)
+	}
 	fe, failed := distcmd.IsFailed(err)
 	if err == nil || failed {
 		if cerr := out.commit(); cerr != nil && err == nil {

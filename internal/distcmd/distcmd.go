@@ -58,10 +58,10 @@ type Flags struct {
 	// Hybrid makes this machine's cores take jobs too, as one more worker.
 	Hybrid bool
 	// CellsHere says the command does this machine's share of a hybrid
-	// run on a batch system itself, cell by cell (wavefront: see
+	// run itself, cell by cell (wavefront: see
 	// distmaster.Wavefront.HereCores), so that Open does not make this
-	// machine one more slot of the driver. Work Queue keeps the master's
-	// own worker.
+	// machine one more slot of the driver, nor, on Work Queue, one more
+	// worker of the master.
 	CellsHere bool
 	// HTTP is where to serve the run's live status page (--http; see
 	// StartStatus), on this machine or distributed.
@@ -177,9 +177,9 @@ func (f *Flags) Check(fs *pflag.FlagSet, extra ...string) error {
 }
 
 // HybridByCells reports whether the run is hybrid with this machine's
-// share done cell by cell by the command (CellsHere, on a batch system).
+// share done cell by cell by the command (CellsHere).
 func (f *Flags) HybridByCells() bool {
-	return f.Hybrid && f.CellsHere && f.BatchType != "wq"
+	return f.Hybrid && f.CellsHere
 }
 
 // Distributed reports whether -T was given.
@@ -235,7 +235,7 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		wq.Notices = workqueue.NoticeLogger(Prefixed(msgs, tool+": "))
 	}
 	var own *OwnWorker
-	if f.Hybrid && f.BatchType == "wq" {
+	if f.Hybrid && !f.HybridByCells() && f.BatchType == "wq" {
 		own = NewOwnWorker(&wq, tool, msgs, f.log)
 	}
 	d, err := distmaster.OpenDriver(f.BatchType, opts, wq, category, f.fastAbort())

@@ -118,6 +118,18 @@ func (f *Flags) SaveJobCost(meanJob time.Duration, cellsPerJob, cellTime float64
 	cluster.SaveJobCost(cluster.Options{}, f.BatchType, cost)
 }
 
+// SaveDispatch keeps the dispatch latency a Work Queue run measured (its
+// jobs' least time from submission to start), for the next decision: no
+// probe job can measure it before the master exists. Batch systems' are
+// measured by a probe job (model/cluster), not by runs.
+func (f *Flags) SaveDispatch(least time.Duration) {
+	if f.BatchType != "wq" || least <= 0 {
+		return
+	}
+	// Best effort, as SaveJobCost.
+	cluster.SaveDispatch(cluster.Options{}, f.BatchType, least.Seconds())
+}
+
 // Transfers shorter than these say more of latency than of bandwidth.
 const (
 	minMeasuredBytes = 1 << 20

@@ -42,3 +42,32 @@ func TestSaveBandwidth(t *testing.T) {
 	// A driver that moves no data (a shared filesystem) says nothing.
 	SaveBandwidth("slurm", struct{ batch.Driver }{})
 }
+
+// TestSaveDispatch: a Work Queue run's least dispatch is kept as the
+// cluster's, which no probe job measures; a batch system's is the probe
+// job's to measure, and nothing measured keeps nothing.
+func TestSaveDispatch(t *testing.T) {
+	for _, tc := range []struct {
+		kind  string
+		least time.Duration
+		want  place.Value // Source "" means still assumed
+	}{
+		{"wq", 12 * time.Millisecond, place.Value{V: 0.012, Source: "measured in a run"}},
+		{"wq", 0, place.Value{V: 0.05}},
+		{"sge", 3 * time.Second, place.Value{V: 5}},
+	} {
+		t.Run(tc.kind+" "+tc.least.String(), func(t *testing.T) {
+			t.Setenv("XDG_CACHE_HOME", t.TempDir())
+			t.Setenv("RIGHTSIZE_CLUSTER", tc.kind+" hosts=2")
+			f := Flags{BatchType: tc.kind}
+			f.SaveDispatch(tc.least)
+			c, err := cluster.Find(context.Background(), cluster.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Dispatch; got.V != tc.want.V || got.Source != tc.want.Source {
+				t.Errorf("dispatch %v (%q), want %v (%q)", got.V, got.Source, tc.want.V, tc.want.Source)
+			}
+		})
+	}
+}

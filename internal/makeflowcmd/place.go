@@ -110,7 +110,8 @@ func history(wf *makeflow.Workflow, costs makeflow.RuleCosts, src []makeflow.Sou
 // it (auto), decides between this machine and the cluster the user has,
 // returning the batch type to run on. With -T it decides nothing unless
 // asked (--explain, --auto-local), and then only says what the models
-// predict and keeps short rules here with --auto-local. -T local with a
+// predict and keeps short rules here with --auto-local, and with --hybrid
+// measures the cluster for the hybrid hold. -T local with a
 // local "cluster" named (RIGHTSIZE_CLUSTER="local hosts=16 delay=1", for
 // trying placement out) runs the rules on it, as allpairs -T local does.
 func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath string, auto bool, bt batchType, msgs io.Writer) (*placement, batchType, error) {
@@ -135,7 +136,9 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 		return nil, bt, cmdutil.Usagef("--hybrid: -T %s runs every rule here already", bt.name)
 	}
 	forced := !auto && (bt.remote || standIn != nil)
-	if !auto && !(forced && (o.explain || o.autoLocal)) {
+	// A forced hybrid run measures the cluster too: its hold (below)
+	// weighs the cluster's dispatch against this machine's cores.
+	if !auto && !(forced && (o.explain || o.autoLocal || o.hybrid)) {
 		return p, o.onStandIn(standIn, bt), nil
 	}
 	flow, order, err := wf.Flow(cost, nil, dir)
@@ -183,7 +186,7 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 		pm := distcmd.Prefixed(msgs, "makeflow: ")
 		fmt.Fprintf(pm, "placement (--local or -T TYPE forces one):\n")
 		d.Explain(distcmd.Prefixed(pm, "  "))
-	} else if d.Mode != place.Multicore {
+	} else if d.Mode != place.Multicore && (!forced || o.verbose) {
 		fmt.Fprintf(msgs, "makeflow: placement: %s on %s (%s); --explain says more\n", d.Line(), cl.Kind, cl.Named)
 	} else if o.verbose {
 		fmt.Fprintf(msgs, "makeflow: placement: %s\n", d.Line())
@@ -194,6 +197,18 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 			p.here[id] = d.KeepHere[i]
 		}
 	}
+	if d.Mode == place.Hybrid && cl != nil {
+		// A rule this machine's cores start sooner than the cluster's
+		// dispatch stays here: on a first run, before the rules' times
+		// are known, short rules never reach the cluster's queue. So
+		// too when -T --hybrid forces the mode: the dispatch is the one
+		// measured (probed above, or cached), not every rule sent at
+		// once and removed again as the cores reach it.
+		o.hold = batch.HybridHold{Dispatch: seconds(cl.Dispatch.V + cl.JobCost.V), RemoteSlots: cl.Slots()}
+		if !p.guessed {
+			o.hold.Mean = seconds(meanRemote(flow, d.KeepHere))
+		}
+	}
 	switch {
 	case forced:
 		return p, o.onStandIn(standIn, bt), nil
@@ -201,15 +216,6 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 		return p, bt, nil
 	}
 	o.hybrid = d.Mode == place.Hybrid
-	if o.hybrid {
-		// A rule this machine's cores start sooner than the cluster's
-		// dispatch stays here: on a first run, before the rules' times
-		// are known, short rules never reach the cluster's queue.
-		o.hold = batch.HybridHold{Dispatch: seconds(cl.Dispatch.V + cl.JobCost.V), RemoteSlots: cl.Slots()}
-		if !p.guessed {
-			o.hold.Mean = seconds(meanRemote(flow, d.KeepHere))
-		}
-	}
 	if cl.Kind == "local" {
 		return p, o.onStandIn(cl, bt), nil
 	}

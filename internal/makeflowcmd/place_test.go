@@ -257,17 +257,21 @@ func TestHybridOnWorkQueue(t *testing.T) {
 // assumed (1 s), so placement picks hybrid on a cluster with a 3 s
 // dispatch; the rules take milliseconds, this machine's cores finish each
 // before the cluster could start it, and none reaches the cluster's queue.
-// Slow rules on a quick cluster do go there.
+// Slow rules on a quick cluster do go there. A hybrid run that -T local
+// --hybrid forces holds its rules so too.
 func TestHybridKeepsShortRulesHere(t *testing.T) {
 	if runtime.NumCPU() > 8 {
 		t.Skipf("%d CPUs: the first run would stay here", runtime.NumCPU())
 	}
 	for _, tc := range []struct {
 		name, secs, cluster string
+		forced              bool // -T local --hybrid: the same hold, without a decision
 		want                string
 	}{
-		{"short rules, slow cluster", "0", "local hosts=16 dispatch=3", ", 0 on local"},
-		{"slow rules, quick cluster", "0.5", "local hosts=16 dispatch=0.01", "(0 of them taken from local's queue)"},
+		{"short rules, slow cluster", "0", "local hosts=16 dispatch=3", false, ", 0 on local"},
+		{"slow rules, quick cluster", "0.5", "local hosts=16 dispatch=0.01", false, "(0 of them taken from local's queue)"},
+		{"short rules, slow cluster, forced", "0", "local hosts=16 dispatch=3", true, ", 0 on local"},
+		{"slow rules, quick cluster, forced", "0.5", "local hosts=16 dispatch=0.01", true, "(0 of them taken from local's queue)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv("XDG_CACHE_HOME", t.TempDir())
@@ -275,11 +279,18 @@ func TestHybridKeepsShortRulesHere(t *testing.T) {
 			t.Setenv("RIGHTSIZE_CLUSTER", tc.cluster)
 			dir := t.TempDir()
 			fanWorkflow(t, dir, 24, tc.secs)
-			r := mf(t, dir, "--explain", "fan.mf")
+			args, chose := []string{"--explain", "fan.mf"}, "choice: hybrid"
+			if tc.forced {
+				// --verbose rather than --explain: a forced hybrid run measures
+				// the cluster for its hold whether or not it is asked
+				// to say so.
+				args, chose = []string{"-T", "local", "--hybrid", "--verbose", "fan.mf"}, "hybrid: predicted"
+			}
+			r := mf(t, dir, args...)
 			if r.code != 0 {
 				t.Fatalf("run: %v", r)
 			}
-			for _, w := range []string{"from assumed 1 s (no earlier run)", "choice: hybrid", tc.want} {
+			for _, w := range []string{chose, tc.want} {
 				if !strings.Contains(r.err, w) {
 					t.Errorf("stderr lacks %q:\n%s", w, r.err)
 				}

@@ -60,12 +60,23 @@ type Cmd struct {
 	// zero means 5 s.
 	KillDelay time.Duration
 
+	// Loop, if set, waits for the command with every other command
+	// started in it, on its one goroutine, instead of on a goroutine of
+	// the command's own (see Loop).
+	Loop *Loop
+	// Exited, if set, is called once with the command's Result when it has
+	// ended, its output read: on the Loop's goroutine, or without a Loop
+	// on a goroutine of the command's own. Wait need not be called then
+	// (it returns the same Result). With a Loop it holds up every other
+	// command of the Loop while it runs: it must not block.
+	Exited func(*Result)
+
 	// noPidfd has the tests take the way without a pidfd.
 	noPidfd bool
 }
 
 // A Process is a started Cmd. Its methods are safe for concurrent use;
-// Wait must be called once.
+// Wait must be called once, unless Cmd.Exited is set.
 type Process struct {
 	cmd     *Cmd
 	pid     int // the command's process id and its group's
@@ -83,10 +94,19 @@ type Process struct {
 	// pidfd, when the kernel gives one (Linux 5.3), lets one goroutine
 	// wait for the exit and read the pipes in one poll, on one thread:
 	// no goroutine per pipe in Go's poller, no hand-off from them to the
-	// waiter. -1 if not. That goroutine sets result and closes reaped.
+	// waiter; or a Loop wait for it with all its other commands. -1 if
+	// not. Whatever waits in the background sets result and closes
+	// reaped (nil when Wait itself is to wait).
 	pidfd  int
 	reaped chan struct{}
 	result *Result
+
+	// In a Loop, which owns them: the process's token there, its Result
+	// once reaped until its output is read, and the timer that ends the
+	// reading.
+	token      uint32
+	exitRes    *Result
+	graceTimer *time.Timer
 }
 
 // A Result is how a command ended.
@@ -207,24 +227,7 @@ func (c *Cmd) Start() (*Process, error) {
 		pr.closePipes()
 		return nil, err
 	}
-	if len(pr.pipes) > 0 {
-		// The child is not reaped before Wait: the pidfd cannot name
-		// another process.
-		if fd, err := pidfdOpen(pr.pid, c.noPidfd); err == nil {
-			pr.pidfd = fd
-			pr.reaped = make(chan struct{})
-			go func() {
-				pr.result = pr.wait()
-				close(pr.reaped)
-			}()
-		} else {
-			for _, p := range pr.pipes {
-				p.r = os.NewFile(uintptr(p.rfd), "|0")
-				p.done = make(chan struct{})
-				go p.copy()
-			}
-		}
-	}
+	pr.startWaiting()
 	if c.WallTime > 0 {
 		pr.mu.Lock()
 		pr.wallTimer = time.AfterFunc(c.WallTime, func() {
@@ -238,6 +241,45 @@ func (c *Cmd) Start() (*Process, error) {
 		pr.mu.Unlock()
 	}
 	return pr, nil
+}
+
+// startWaiting has the command, just started, waited for in the
+// background if it is to be: by its Loop, or by a goroutine polling its
+// pidfd and pipes together, or else has a goroutine copy each pipe in Go's
+// poller for Wait.
+func (pr *Process) startWaiting() {
+	c := pr.cmd
+	if len(pr.pipes) > 0 || c.Loop != nil {
+		// The child is not reaped before it has exited: the pidfd cannot
+		// name another process.
+		if fd, err := pidfdOpen(pr.pid, c.noPidfd); err == nil {
+			pr.pidfd = fd
+		}
+	}
+	if pr.pidfd < 0 {
+		for _, p := range pr.pipes {
+			p.r = os.NewFile(uintptr(p.rfd), "|0")
+			p.done = make(chan struct{})
+			go p.copy()
+		}
+	}
+	if pr.pidfd < 0 && c.Exited == nil {
+		return // Wait waits
+	}
+	pr.reaped = make(chan struct{})
+	if pr.pidfd >= 0 && c.Loop != nil && c.Loop.add(pr) == nil {
+		return
+	}
+	go func() { pr.done(pr.wait()) }()
+}
+
+// done hands over the Result of a command waited for in the background.
+func (pr *Process) done(res *Result) {
+	pr.result = res
+	close(pr.reaped)
+	if pr.cmd.Exited != nil {
+		pr.cmd.Exited(res)
+	}
 }
 
 // pidfdOpen returns a pidfd (close-on-exec) for pid, or an error if the
@@ -429,8 +471,6 @@ func (pr *Process) Wait() *Result {
 
 // wait is Wait, for the goroutine that reaps the process.
 func (pr *Process) wait() *Result {
-	// Until the command is reaped its group's id cannot be reused: stop
-	// signalling, kill the group, release it from the keeper, then reap.
 	var buf []byte
 	if pr.pidfd >= 0 {
 		buf = make([]byte, 4096)
@@ -442,6 +482,36 @@ func (pr *Process) wait() *Result {
 	} else {
 		WaitExit(pr.pid)
 	}
+	res := pr.reap()
+	if buf != nil {
+		pr.pollUntil(false, res.Ended.Add(outputGrace), buf)
+	} else {
+		var grace <-chan time.Time
+		for _, p := range pr.pipes {
+			select {
+			case <-p.done:
+			default:
+				if grace == nil {
+					grace = time.After(outputGrace)
+				}
+				select {
+				case <-p.done:
+				case <-grace:
+					p.r.SetReadDeadline(time.Now())
+					<-p.done
+				}
+			}
+		}
+	}
+	pr.keepTails(res)
+	return res
+}
+
+// reap reaps the command, which has exited, and returns how it ended (its
+// output aside).
+func (pr *Process) reap() *Result {
+	// Until the command is reaped its group's id cannot be reused: stop
+	// signalling, kill the group, release it from the keeper, then reap.
 	pr.mu.Lock()
 	pr.exited = true
 	for _, t := range []*time.Timer{pr.killTimer, pr.wallTimer} {
@@ -463,36 +533,6 @@ func (pr *Process) wait() *Result {
 		}
 	}
 	res := &Result{Started: pr.started, Ended: time.Now(), ExitCode: -1, Terminated: terminated, TimedOut: timedOut}
-	if buf != nil {
-		pr.pollUntil(false, res.Ended.Add(outputGrace), buf)
-	} else {
-		var grace <-chan time.Time
-		for _, p := range pr.pipes {
-			select {
-			case <-p.done:
-			default:
-				if grace == nil {
-					grace = time.After(outputGrace)
-				}
-				select {
-				case <-p.done:
-				case <-grace:
-					p.r.SetReadDeadline(time.Now())
-					<-p.done
-				}
-			}
-		}
-	}
-	pr.closePipes()
-	for _, p := range pr.pipes {
-		switch {
-		case p.tail == nil:
-		case p.fd == 1:
-			res.StdoutTail = p.tail.Bytes()
-		default:
-			res.StderrTail = p.tail.Bytes()
-		}
-	}
 	if err != nil {
 		res.Err = fmt.Errorf("wait: %w", err)
 		return res
@@ -504,6 +544,21 @@ func (pr *Process) wait() *Result {
 		res.ExitCode = ws.ExitStatus()
 	}
 	return res
+}
+
+// keepTails closes the pipes, read as far as they will be, and puts their
+// tails in res.
+func (pr *Process) keepTails(res *Result) {
+	pr.closePipes()
+	for _, p := range pr.pipes {
+		switch {
+		case p.tail == nil:
+		case p.fd == 1:
+			res.StdoutTail = p.tail.Bytes()
+		default:
+			res.StderrTail = p.tail.Bytes()
+		}
+	}
 }
 
 // A Tail keeps the last bytes written to it, up to its size. It is safe

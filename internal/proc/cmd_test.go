@@ -3,6 +3,8 @@ package proc
 import (
 	"bytes"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,17 +28,32 @@ func run(t *testing.T, c *Cmd) *Result {
 	return p.Wait()
 }
 
-// withAndWithoutPidfd runs test with the pipes read by the goroutine that
-// polls the pidfd, and by a goroutine each in Go's poller, as without one.
-func withAndWithoutPidfd(t *testing.T, test func(t *testing.T, noPidfd bool)) {
-	for _, noPidfd := range []bool{false, true} {
-		t.Run(map[bool]string{false: "pidfd", true: "no pidfd"}[noPidfd], func(t *testing.T) { test(t, noPidfd) })
+// eachWay runs test with the command waited for each way Cmd has: by a
+// Loop, by a goroutine that polls its pidfd and pipes, and without a pidfd
+// (a goroutine per pipe in Go's poller, and waitid). way sets a Cmd up for
+// the way.
+func eachWay(t *testing.T, test func(t *testing.T, way func(*Cmd))) {
+	for _, w := range []struct {
+		name          string
+		loop, noPidfd bool
+	}{{"loop", true, false}, {"pidfd", false, false}, {"no pidfd", false, true}} {
+		t.Run(w.name, func(t *testing.T) {
+			var loop *Loop
+			if w.loop {
+				var err error
+				if loop, err = NewLoop(); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { loop.Close() })
+			}
+			test(t, func(c *Cmd) { c.Loop, c.noPidfd = loop, w.noPidfd })
+		})
 	}
 }
 
-func TestCmdEnds(t *testing.T) { withAndWithoutPidfd(t, testCmdEnds) }
+func TestCmdEnds(t *testing.T) { eachWay(t, testCmdEnds) }
 
-func testCmdEnds(t *testing.T, noPidfd bool) {
+func testCmdEnds(t *testing.T, way func(*Cmd)) {
 	var both, big bytes.Buffer
 	cases := []struct {
 		name  string
@@ -63,7 +80,7 @@ func testCmdEnds(t *testing.T, noPidfd bool) {
 		}(), func(r *Result) bool { return big.Len() == 300000 && string(r.StderrTail) == "end\n" }},
 	}
 	for _, tc := range cases {
-		tc.cmd.noPidfd = noPidfd
+		way(tc.cmd)
 		if r := run(t, tc.cmd); !tc.check(r) {
 			t.Errorf("%s: %+v", tc.name, r)
 		}
@@ -72,16 +89,18 @@ func testCmdEnds(t *testing.T, noPidfd bool) {
 
 // TestCmdStops: a wall time or Terminate sends SIGTERM, and SIGKILL after
 // the kill delay to a command that ignores it.
-func TestCmdStops(t *testing.T) { withAndWithoutPidfd(t, testCmdStops) }
+func TestCmdStops(t *testing.T) { eachWay(t, testCmdStops) }
 
-func testCmdStops(t *testing.T, noPidfd bool) {
+func testCmdStops(t *testing.T, way func(*Cmd)) {
 	c := sh("sleep 100")
-	c.WallTime, c.noPidfd = 10*time.Millisecond, noPidfd
+	c.WallTime = 10 * time.Millisecond
+	way(c)
 	if r := run(t, c); !r.TimedOut || r.Terminated || r.Signal != syscall.SIGTERM {
 		t.Errorf("wall time: %+v", r)
 	}
 	c = sh("trap '' TERM; echo ready; sleep 100")
-	c.KillDelay, c.noPidfd = 10*time.Millisecond, noPidfd
+	c.KillDelay = 10 * time.Millisecond
+	way(c)
 	ready := make(chan struct{})
 	var once sync.Once
 	c.Stdout = writerFunc(func([]byte) { once.Do(func() { close(ready) }) })
@@ -98,12 +117,13 @@ func testCmdStops(t *testing.T, noPidfd bool) {
 
 // TestCmdGroupDies: what the command leaves running in its group dies
 // with it, and Wait does not wait for it to close the pipe.
-func TestCmdGroupDies(t *testing.T) { withAndWithoutPidfd(t, testCmdGroupDies) }
+func TestCmdGroupDies(t *testing.T) { eachWay(t, testCmdGroupDies) }
 
-func testCmdGroupDies(t *testing.T, noPidfd bool) {
+func testCmdGroupDies(t *testing.T, way func(*Cmd)) {
 	var out bytes.Buffer
 	c := sh("sleep 100 & echo $!")
-	c.Stdout, c.noPidfd = &out, noPidfd
+	c.Stdout = &out
+	way(c)
 	r := run(t, c)
 	pid, err := strconv.Atoi(strings.TrimSpace(out.String()))
 	if err != nil || r.ExitCode != 0 {
@@ -148,5 +168,91 @@ func TestTail(t *testing.T) {
 	}
 	if want := all.Bytes()[all.Len()-size:]; !bytes.Equal(tb.Bytes(), want) {
 		t.Errorf("tail differs")
+	}
+}
+
+// TestLoopManyCommands: one Loop waits for many commands at once with no
+// goroutine per command, and hands each its own Result through Exited.
+func TestLoopManyCommands(t *testing.T) {
+	loop, err := NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loop.Close()
+	// The commands wait for their standard input to close.
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	const n = 20
+	before := runtime.NumGoroutine()
+	results := make(chan *Result, n)
+	for i := 0; i < n; i++ {
+		c := sh("read x; echo err" + strconv.Itoa(i) + " >&2; exit " + strconv.Itoa(i))
+		c.Stdin, c.StderrTail, c.Loop, c.Exited = r, 100, loop, func(res *Result) { results <- res }
+		if _, err := c.Start(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if during := runtime.NumGoroutine(); during-before >= n {
+		t.Errorf("%d goroutines for %d commands running in a loop", during-before, n)
+	}
+	w.Close()
+	seen := map[int]bool{}
+	for i := 0; i < n; i++ {
+		res := <-results
+		if want := "err" + strconv.Itoa(res.ExitCode) + "\n"; string(res.StderrTail) != want || res.Err != nil || seen[res.ExitCode] {
+			t.Errorf("result %+v, stderr %q, want %q", res, res.StderrTail, want)
+		}
+		seen[res.ExitCode] = true
+	}
+}
+
+// TestLoopOutputGrace: a command whose pipe is held open by a process
+// that left its group ends after the output grace, with what it wrote,
+// and the Loop meanwhile goes on with its other commands.
+func TestLoopOutputGrace(t *testing.T) {
+	loop, err := NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loop.Close()
+	held := make(chan *Result, 1)
+	// The shell ends once the process in a session of its own says it is
+	// there (its pid, in a file).
+	dir := t.TempDir()
+	c := sh("echo before; setsid sh -c 'echo $$ > pid.new; mv pid.new pid; exec sleep 30' & " +
+		"while [ ! -e pid ]; do :; done; echo gone >&2")
+	c.Dir, c.StdoutTail, c.StderrTail, c.Loop, c.Exited = dir, 100, 100, loop, func(res *Result) { held <- res }
+	if _, err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if b, err := os.ReadFile(filepath.Join(dir, "pid")); err == nil {
+			if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}()
+	for i := 0; i < 3; i++ {
+		c := sh("exit 7")
+		c.Loop = loop
+		p, err := c.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := p.Wait(); res.ExitCode != 7 {
+			t.Errorf("another command: %+v", res)
+		}
+	}
+	select {
+	case res := <-held:
+		t.Fatalf("ended before the output grace: %+v", res)
+	default:
+	}
+	res := <-held
+	if res.ExitCode != 0 || string(res.StdoutTail) != "before\n" || string(res.StderrTail) != "gone\n" || res.Ended.Add(outputGrace).After(time.Now().Add(time.Second)) {
+		t.Errorf("held pipe: %+v, stdout %q, stderr %q", res, res.StdoutTail, res.StderrTail)
 	}
 }

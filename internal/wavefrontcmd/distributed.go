@@ -107,6 +107,9 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 	if o.cellTime != nil && err == nil {
 		o.dist.SaveJobCost(res.MeanJob, float64(res.JobSize*res.JobSize), o.cellTime.V)
 	}
+	if err == nil {
+		o.dist.SaveDispatch(res.Dispatch)
+	}
 	if fe, ok := distcmd.IsFailed(err); ok {
 		err = &blocksFailed{fe, res.NotRun}
 	}

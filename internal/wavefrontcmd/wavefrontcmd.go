@@ -120,7 +120,7 @@ SLURM's sinfo, Grid Engine's qstat, HTCondor's condor_status, a Work Queue
 project's workers in the catalog), and predicts the run on this machine's
 cores, in blocks on the cluster, and hybrid (this machine's cores take cells
 from the start, the cluster the blocks that become ready while they are
-busy; on Work Queue the cores are one more worker taking blocks). It runs
+busy). It runs
 where it predicts fastest, staying here unless the cluster is predicted
 more than 5% and half a second faster. --explain prints what it measured
 and where each input came from, each prediction, the choice and its
@@ -139,10 +139,12 @@ benchmark of the function and the Wavefront model (-v explains it;
 crash resumes with the same blocks. Failing blocks are submitted again
 (--retries), then reported with the end of their standard error; stragglers
 are removed and resubmitted (--fast-abort; Work Queue's own with -T wq).
---hybrid makes this machine's cores take part: on a batch system they take
-cells, as without -T, while the cluster takes the blocks that become ready
-while they are busy, and a block still in the queue when they run out of
-cells is taken back; with -T wq they are one more worker taking blocks.`,
+--hybrid makes this machine's cores take part: they take cells, as without
+-T, while the cluster takes the blocks that become ready while they are
+busy, and a block still in the queue when they run out of cells is taken
+back. With -T wq the cluster is the workers connected at each moment: no
+more blocks go out at a time than they have cores, and with none connected
+the cores take every cell.`,
 		Example: `  wavefront builtin:sum R                      # R holds R.0.0 … R.9.0 and R.0.1 … R.0.9
   wavefront --explain ./align R                 # where it runs, and why
   wavefront --bitmap progress.png ./align R     # a program, with a progress picture

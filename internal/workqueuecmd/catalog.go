@@ -31,8 +31,11 @@ above (as CCTools' catalog_server does), and answers HTTP queries on --port:
 It believes whoever sends a record, as CCTools' does, but bounds what it
 keeps so that its answer stays readable: a record of at most 64 KiB of JSON
 (a CCTools master's is about 2.4 KB), at most 100 records per sending
-address (a new one replaces that address's oldest), 16 MiB in all (then new
-records are dropped until old ones expire).`,
+address, 4 MiB per /24 (or /64) subnet and 16 MiB in all. Beyond a bound, a
+new record replaces the oldest record heard only once; masters that
+advertise at their interval, and those heard over TCP, are kept through a
+flood of new records from any number of addresses. A record heard over TCP
+is not updated over UDP, whose source address anyone can spoof.`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if port < 0 || port > 65534 {

@@ -21,7 +21,10 @@
 // The dispatch latency is measured by a probe job (a job running true)
 // submitted through package batch, at most once an hour per batch type,
 // and only when the caller allows it (Options.Probe); on SLURM, a longer
-// wait that sbatch --test-only predicts for the queue as it is now wins.
+// wait that sbatch --test-only predicts for the queue as it is now wins,
+// except that a start a year off — SLURM's plan when jobs without a time
+// limit hold the cores — is no prediction and counts as a probe's longest
+// wait, two minutes.
 // Probes, and the figures runs measure (SaveDispatch, SaveBandwidth,
 // SaveJobCost), are kept in ~/.cache/rightsize/cluster.json.
 package cluster

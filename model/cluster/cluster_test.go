@@ -518,3 +518,49 @@ func TestFindRealBatchSystems(t *testing.T) {
 		})
 	}
 }
+
+// TestSlurmQueueWait reads sbatch --test-only's predicted start into the
+// dispatch latency: a wait longer than the measured latency wins, and a
+// start a year off or at SLURM's end of time (the cores held by jobs
+// without a time limit) is no prediction, taken as a probe's longest wait.
+func TestSlurmQueueWait(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		start  string // date -d argument, or a literal stamp
+		v      float64
+		source string
+	}{
+		{"queue empty", "now", assumedDispatch["slurm"], "assumed: nothing measured yet"},
+		{"ten minutes", "+600 seconds", -1, "sbatch --test-only: the queue's predicted wait"},
+		{"a year", "+365 days", probeLimit.Seconds(), "sbatch --test-only: no start predicted (the jobs holding the cores have no time limit); taken as a probe's longest wait"},
+		{"end of time", "18359-02-25T00:00:00", probeLimit.Seconds(), "sbatch --test-only: no start predicted (the jobs holding the cores have no time limit); taken as a probe's longest wait"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := fakeBin(t, map[string]string{"sinfo": sinfoSample})
+			stamp := `$(date -d '` + tc.start + `' +%Y-%m-%dT%H:%M:%S)`
+			if strings.HasPrefix(tc.start, "18359") {
+				stamp = tc.start
+			}
+			testutil.WriteScript(t, bin, "sbatch",
+				`echo "sbatch: Job 270 to start at `+stamp+` using 1 processors on nodes vm in partition debug" >&2`)
+			o := options(t, map[string]string{EnvVar: "slurm"}, "", bin)
+			c, err := Find(ctx, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := c.Dispatch
+			if tc.v < 0 {
+				// sbatch prints whole seconds, and the test takes time.
+				if d.V < 590 || d.V > 601 {
+					t.Errorf("dispatch %v s, want about 600", d.V)
+				}
+			} else if d.V != tc.v {
+				t.Errorf("dispatch %v s, want %v", d.V, tc.v)
+			}
+			if got := d.Describe(time.Now()); got != tc.source {
+				t.Errorf("dispatch from %q, want %q", got, tc.source)
+			}
+		})
+	}
+}

@@ -148,8 +148,22 @@ func queueWait(ctx context.Context, o Options) (time.Duration, error) {
 		return 0, err
 	}
 	// SLURM's clock, not o.Now: the prediction is in wall-clock time.
-	return max(time.Until(start), 0), nil
+	wait := max(time.Until(start), 0)
+	if wait >= slurmHorizon {
+		return 0, errNoPrediction
+	}
+	return wait, nil
 }
+
+// slurmHorizon is how far off a predicted start stops being a prediction:
+// SLURM plans a running job without a time limit to end a year after it
+// started (and answers with its end of time when it cannot place a job at
+// all), so a queue whose cores such jobs hold is predicted to start the
+// next job about a year from now, whenever they really end.
+const slurmHorizon = 300 * 24 * time.Hour
+
+// errNoPrediction is queueWait's answer when SLURM names no real start.
+var errNoPrediction = errors.New("sbatch --test-only: no start predicted")
 
 // measureDispatch fills c's dispatch latency and its serial part: the
 // user's figure, a fresh cached one, a probe job's, an older cached one,
@@ -167,7 +181,15 @@ func measureDispatch(ctx context.Context, o Options, sp *Spec, how string, c *pl
 	if sp.Kind == "slurm" {
 		// sbatch prints whole seconds: a predicted start less than a
 		// second later than the measurement says nothing more.
-		if wait, err := queueWait(ctx, o); err == nil && wait.Seconds() > c.Dispatch.V+1 {
+		wait, err := queueWait(ctx, o)
+		switch {
+		case errors.Is(err, errNoPrediction):
+			// The queue is full for an unknown time: at least as long
+			// as a probe is allowed to wait, rather than a year.
+			if c.Dispatch.V < probeLimit.Seconds() {
+				c.Dispatch = place.Value{V: probeLimit.Seconds(), Source: "sbatch --test-only: no start predicted (the jobs holding the cores have no time limit); taken as a probe's longest wait"}
+			}
+		case err == nil && wait.Seconds() > c.Dispatch.V+1:
 			c.Dispatch = place.Value{V: wait.Seconds(), Source: "sbatch --test-only: the queue's predicted wait"}
 		}
 	}
@@ -188,7 +210,8 @@ func measureLatency(ctx context.Context, o Options, sp *Spec, c *place.Cluster) 
 		return nil
 	}
 	// A Work Queue master's dispatch is a message to a connected worker,
-	// milliseconds: a run measures it; no probe can before the master
+	// milliseconds: a run measures it (its jobs' least time from
+	// submission to start, SaveDispatch); no probe can before the master
 	// exists.
 	if o.Probe && sp.Kind != "wq" {
 		d, submit, err := probe(ctx, o, sp)

@@ -271,17 +271,12 @@ const (
 // apart): a few milliseconds each.
 const maxHybridWork = 1 << 18
 
-// maxHybridCells bounds the cells of a hybrid Wavefront on a batch system
-// that the decision simulates cell by cell (model.WavefrontHybrid, block
-// sizes 10% apart): a 64×64 region takes about 40 ms (400 ns a cell and
-// block size). A larger region is predicted by its blocks (hybridBlocks),
-// as if this machine's cores took blocks too.
+// maxHybridCells bounds the cells of a hybrid Wavefront that the decision
+// simulates cell by cell (model.WavefrontHybrid, block sizes 10% apart): a
+// 64×64 region takes about 40 ms (400 ns a cell and block size). A larger
+// region is predicted by its blocks (hybridBlocks), as if this machine's
+// cores took blocks too.
 const maxHybridCells = 1 << 12
-
-// hybridTie is how much slower, relatively, a hybrid Wavefront plan may be
-// predicted than the fastest and still be chosen for taking fewer blocks
-// back from the batch system's queue.
-const hybridTie = 0.005
 
 // DecideAllPairs predicts the problem on this machine, on the cluster and
 // on both, and picks the fastest, corrected by cs.
@@ -404,14 +399,7 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	dt, db := bestWavefrontBlock(w.N, limit, slots, k, tau, c.perJob())
 	dist := apply(cs, Distributed, c.Kind, dt)
 	dist.Detail = fmt.Sprintf("blocks of %d×%d on %d slots", db, db, slots)
-	var ht float64
-	var hb int
-	var hdetail string
-	if c.Kind != "wq" && w.N >= 1 && w.N*w.N <= maxHybridCells {
-		ht, hb, hdetail = hybridCells(w.N, local, slots, k, limit, tau, c)
-	} else {
-		ht, hb, hdetail = hybridBlocks(w.N, local, slots, k, limit, tau, c)
-	}
+	ht, hb, hdetail := HybridWavefront(w.N, local, tau, c)
 	hy := apply(cs, Hybrid, c.Kind, ht)
 	hy.Detail = hdetail
 	d.Predictions = append(d.Predictions, dist, hy)
@@ -419,6 +407,21 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	d.choose()
 	d.setSize()
 	return d
+}
+
+// HybridWavefront predicts a hybrid n×n Wavefront of cells of tau
+// seconds on local cores here and cluster c, as DecideWavefront does, and
+// returns the block side to run it in and the plan in words. It serves a
+// run that is hybrid without a decision (the distributed master's, when
+// placement did not size its blocks) as well as the decision.
+func HybridWavefront(n, local int, tau float64, c *Cluster) (seconds float64, block int, detail string) {
+	k := c.JobCores()
+	slots := c.Slots() / k
+	limit := max(int(math.Sqrt(maxJobSeconds/math.Max(tau, 1e-9))), 1)
+	if n >= 1 && n*n <= maxHybridCells {
+		return hybridCells(n, local, slots, k, limit, tau, c)
+	}
+	return hybridBlocks(n, local, slots, k, limit, tau, c)
 }
 
 // bestWavefrontBlock returns the fastest distributed Wavefront of n×n
@@ -434,47 +437,25 @@ func bestWavefrontBlock(n, limit, nodes, cpn int, tau, delta float64) (float64, 
 	return t, block
 }
 
-// hybridCells predicts a hybrid Wavefront on a batch system, and the block
-// side: this machine's cores take cells as the multicore engine does, the
-// cluster the blocks that become ready while they are busy (blocks.Hybrid,
-// which the master runs and model.WavefrontHybrid simulates).
+// hybridCells predicts a hybrid Wavefront, and the block side: this
+// machine's cores take cells as the multicore engine does, the cluster
+// (a batch system's slots, or Work Queue's workers) the blocks that
+// become ready while they are busy (blocks.Hybrid, which the master runs
+// and model.WavefrontHybrid simulates, each block side in turn:
+// model.BestWavefrontHybrid).
 func hybridCells(n, local, slots, k, limit int, tau float64, c *Cluster) (seconds float64, block int, detail string) {
-	type plan struct {
-		block int
-		model.WavefrontHybridRun
-	}
-	var plans []plan
-	fastest := math.Inf(1)
-	for b := 1; b <= min(n, limit); b = max(b+1, b*11/10) {
-		run := model.WavefrontHybrid(model.WavefrontHybridInputs{
-			W: n, H: n, Block: b, LocalCores: local, Slots: slots, JobCores: k,
-			CellTime: tau, Dispatch: c.Dispatch.V, JobCost: c.JobCost.V,
-		})
-		plans = append(plans, plan{b, run})
-		fastest = math.Min(fastest, run.Seconds)
-	}
-	// Among the plans as fast (within hybridTie), the one that takes the
-	// fewest blocks back from the queue: each costs the batch system a
-	// submission and a removal (sbatch and scancel), and when nothing is
-	// gained by sending blocks, none should go.
-	var best *plan
-	for i, p := range plans {
-		if p.Seconds > fastest*(1+hybridTie) {
-			continue
-		}
-		if best == nil || p.TakenBack < best.TakenBack || p.TakenBack == best.TakenBack && p.Seconds < best.Seconds {
-			best = &plans[i]
-		}
-	}
+	best, b := model.BestWavefrontHybrid(model.WavefrontHybridInputs{
+		W: n, H: n, LocalCores: local, Slots: slots, JobCores: k,
+		CellTime: tau, Dispatch: c.Dispatch.V, JobCost: c.JobCost.V,
+	}, limit)
 	detail = fmt.Sprintf("cells on %d cores here, %d blocks of %d×%d to %d slots (%d taken back from the queue)",
-		local, best.Sent-best.TakenBack, best.block, best.block, slots, best.TakenBack)
-	return best.Seconds, best.block, detail
+		local, best.Sent-best.TakenBack, b, b, slots, best.TakenBack)
+	return best.Seconds, b, detail
 }
 
-// hybridBlocks predicts a hybrid Wavefront, and the block side, whose
-// blocks run on this machine's cores as on the cluster's slots (Work Queue, where this
-// machine is a worker of the master's, or a region too large to simulate
-// cell by cell), and the block side: this machine's cores are as many
+// hybridBlocks predicts a hybrid Wavefront too large to simulate cell by
+// cell, and the block side, as if its blocks ran on this machine's cores
+// as on the cluster's slots: this machine's cores are as many
 // more slots, and they are free first: the blocks the wavefront releases
 // one at a time (its start, its end, its critical path) run here without
 // the cluster's dispatch, and a core here takes a block still in the

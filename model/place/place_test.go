@@ -141,12 +141,12 @@ func TestDecideWavefrontHybridBlocks(t *testing.T) {
 	}
 }
 
-// On a batch system a hybrid Wavefront's cores here take cells, the
-// cluster blocks (model.WavefrontHybrid): on the placement benchmark's
-// crossovers (2 cores here, 16 slots a second away) it is predicted
-// faster than multicore and than distributed, and the decision chooses
-// it, in blocks small enough that several go away; on Work Queue, where
-// this machine is a worker taking blocks, the blocks' model still says.
+// A hybrid Wavefront's cores here take cells, the cluster blocks
+// (model.WavefrontHybrid), on a batch system and on Work Queue alike: on
+// the placement benchmark's crossovers (2 cores here, 16 slots a second
+// away) it is predicted faster than multicore and than distributed, and
+// the decision chooses it, in blocks small enough that several go away; a
+// region too large to simulate cell by cell is predicted by its blocks.
 func TestDecideWavefrontHybridCells(t *testing.T) {
 	two := Machine{Cores: measured(2, "probed")}
 	for _, tc := range []struct {
@@ -159,7 +159,8 @@ func TestDecideWavefrontHybridCells(t *testing.T) {
 		{"20×20 of 50 ms", "local", 20, 0.05, true},
 		{"12×12 of 200 ms", "slurm", 12, 0.2, true},
 		{"20×20 of 200 ms", "slurm", 20, 0.2, true},
-		{"work queue", "wq", 20, 0.2, false},
+		{"work queue", "wq", 20, 0.2, true},
+		{"work queue, 80×80", "wq", 80, 0.2, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := slurm(16, 1, 1)

@@ -3,17 +3,75 @@
 // above) and answers HTTP queries for them, and the client side that sends
 // records, queries a catalog and reads the masters out of the answer. It is
 // wire-compatible with CCTools: CCTools masters can report to it and
-// work_queue_status and work_queue_worker -M can query it. The server bounds
-// records by size, by sending address and in all (ServerConfig), so that no
-// sender can make its answer unreadable; it does not authenticate senders.
-// It sets a record's address (where it heard the record from) and
-// lastheardfrom itself, whatever the record says; everything else is the
-// sender's word, and what must be trusted is signed by its sender, as a
-// pool signs its decision (package enforce).
+// work_queue_status and work_queue_worker -M can query it. It does not
+// authenticate senders. It sets a record's address (where it heard the
+// record from) and lastheardfrom itself, whatever the record says;
+// everything else is the sender's word, and what must be trusted is signed
+// by its sender, as a pool signs its decision (package enforce).
 //
 // It does not decide anything about the masters it lists; its users do
 // that with what Query returns: the status command, workers started with -M
 // and the factory.
+//
+// # Limits and floods
+//
+// UDP is one-way and its source address is the sender's claim: anyone
+// can send updates from any address, and the catalog cannot ask back
+// (CCTools' protocol has no answer). So the server bounds what it holds,
+// so that no sender can make its answer unreadable: a record's size
+// (ServerConfig.MaxRecord), records per address (MaxPerSource), bytes per
+// /24 or /64 subnet (MaxPerSubnet, a quarter of the whole by default) and
+// bytes in all (MaxTotal). When a new record would pass a bound, the
+// record's standing decides what it may replace:
+//
+//   - heard once: heard over UDP once, or only within a second of its
+//     first update. A flood from spoofed addresses is made of these.
+//   - refreshed: heard over UDP again, a second or more after its first
+//     update, as a master or pool advertising at its interval is.
+//   - over TCP: heard over TCP, whose handshake shows that the sender holds
+//     the address it sends from.
+//
+// A new record replaces the oldest record heard once (within the bound it
+// would pass: its address's, its subnet's or the whole catalog's). A new
+// record over TCP, when there is none, replaces the refreshed record first
+// heard most recently, so that a flood's go before those of masters that
+// were advertising before it began; and at its address's bound, any of
+// that address's. Nothing else replaces a record over TCP. A record that
+// may replace none is dropped. Updates of
+// records held are taken as long as they fit. Records that are not updated
+// expire (ServerConfig.Lifetime).
+//
+// What this guarantees:
+//
+//   - A master refreshed at its interval before a flood began stays
+//     listed, and its updates are taken, through any flood of new records
+//     from any number of addresses; only new records over TCP replace it,
+//     and only after every refreshed record first heard after it.
+//   - A master that starts during a flood of new records is listed at its
+//     first update, and stays listed if its second comes before the flood
+//     has sent as many new records as the catalog holds: for a flood of
+//     400-byte records, 16 MiB holds about 40,000, so a flood of up to
+//     about 650 new records a second against a master advertising every
+//     minute. A faster flood pushes it out between its updates (the
+//     server itself takes far more; see bench/RESULTS.md).
+//   - A flood that refreshes its records as a master does fills the
+//     catalog with records no new one over UDP may replace: new masters
+//     advertising over UDP are then not listed until those records
+//     expire, while masters advertising over TCP are (package workqueue's
+//     Config.CatalogNetwork). The subnet bound keeps a flood from one
+//     network, which is all a sender behind ingress filtering (BCP 38) can
+//     spoof, to a quarter of the catalog.
+//
+// What it cannot guarantee: a record's content is the word of whoever
+// sent it from the master's address with the master's port and name. Over
+// UDP that is anyone who can spoof the address, unless the master
+// advertises over TCP: a record heard over TCP is not updated over UDP
+// (so a master that changes from TCP to UDP leaves its old record until
+// it expires).
+// Over TCP it is anyone on the master's host (any user there can open a
+// connection from its address); the catalog cannot tell two senders from
+// one address apart, nor could CCTools' without authenticating updates,
+// which its protocol does not do.
 package catalog
 
 import (

@@ -35,17 +35,31 @@ type ServerConfig struct {
 	// updates are dropped.
 	MaxRecord int
 	// MaxPerSource bounds the records from one address (default 100): a
-	// new one beyond it replaces that address's oldest.
+	// new one beyond it replaces the address's least established record
+	// (see the package doc), or is dropped if it would have to replace
+	// one more established than itself.
 	MaxPerSource int
+	// MaxPerSubnet bounds the records from one subnet (/24 for IPv4, /64
+	// for IPv6), as JSON (default a quarter of MaxTotal), so that a sender
+	// who can use any address of its own network, spoofed or not, cannot
+	// fill the catalog: a new record beyond it replaces the subnet's
+	// oldest record heard only once, or is dropped.
+	MaxPerSubnet int
 	// MaxTotal bounds all records together, as JSON (default 16 MiB, a
-	// quarter of what Query reads): beyond it, updates of records already
-	// held are still taken, new records are dropped until old ones expire.
+	// quarter of what Query reads): beyond it, a new record replaces the
+	// least established one it outranks (see the package doc), or is
+	// dropped.
 	MaxTotal int
 	// Logger receives the server's log (default: discarded).
 	Logger *slog.Logger
 	// Now is the clock (default time.Now); tests set it.
 	Now func() time.Time
 }
+
+// udpReadBuffer is the UDP socket's receive queue asked for, against the
+// kernel's default of about 200 KiB, which holds a few hundred datagrams
+// (the kernel counts each one's buffer, not its payload).
+const udpReadBuffer = 4 << 20
 
 // maxTCPUpdates bounds the TCP updates read at once.
 const maxTCPUpdates = 64
@@ -60,21 +74,9 @@ type Server struct {
 	srv  *http.Server
 
 	mu        sync.Mutex
-	records   map[string]*entry
-	bySource  map[string]map[string]bool // source address → keys of its records
-	total     int                        // bytes of JSON in records
-	seq       uint64                     // updates stored so far
+	store     *store
 	lastSweep time.Time
 	lastFull  time.Time // when a "catalog full" warning was last logged
-}
-
-// entry is one record as stored: its JSON is what queries answer.
-type entry struct {
-	rec     Record
-	json    []byte
-	source  string
-	seq     uint64 // when it was stored, in updates
-	expires time.Time
 }
 
 // Listen opens the server's sockets. Call Serve to run it.
@@ -100,11 +102,14 @@ func Listen(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxTotal <= 0 {
 		cfg.MaxTotal = 16 << 20
 	}
+	if cfg.MaxPerSubnet <= 0 {
+		cfg.MaxPerSubnet = cfg.MaxTotal / 4
+	}
 	host, port, err := net.SplitHostPort(cfg.Addr)
 	if err != nil {
 		return nil, fmt.Errorf("catalog: %w", err)
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, records: map[string]*entry{}, bySource: map[string]map[string]bool{}}
+	s := &Server{cfg: cfg, log: cfg.Logger, store: newStore(cfg.MaxPerSource, cfg.MaxPerSubnet, cfg.MaxTotal)}
 	// With port 0 the three sockets must still sit on p and p+1: retry
 	// until a free pair turns up.
 	for attempt := 0; ; attempt++ {
@@ -132,6 +137,13 @@ func (s *Server) open(host, port string) error {
 	if err != nil {
 		h.Close()
 		return err
+	}
+	// A larger queue rides out bursts of updates (a flood, or many
+	// masters advertising at once) that would otherwise be dropped by
+	// the kernel before they are read; the kernel caps it at
+	// net.core.rmem_max, and a smaller one only drops more.
+	if uc, ok := u.(*net.UDPConn); ok {
+		uc.SetReadBuffer(udpReadBuffer)
 	}
 	t, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(p+1)))
 	if err != nil {
@@ -179,7 +191,7 @@ func (s *Server) serveUDP() error {
 			}
 			return err
 		}
-		s.update(buf[:n], from)
+		s.update(buf[:n], from, false)
 	}
 }
 
@@ -205,14 +217,15 @@ func (s *Server) serveTCP() error {
 				s.log.Warn("catalog: bad TCP update", "from", conn.RemoteAddr(), "err", err, "bytes", len(body))
 				return
 			}
-			s.update(body, conn.RemoteAddr())
+			s.update(body, conn.RemoteAddr(), true)
 		}()
 	}
 }
 
-// update stores one update: JSON, zlib-compressed JSON (first byte 0x1A, as
-// CCTools compresses) or the legacy "name value" lines.
-func (s *Server) update(body []byte, from net.Addr) {
+// update stores one update, heard from from over TCP or UDP: JSON,
+// zlib-compressed JSON (first byte 0x1A, as CCTools compresses) or the
+// legacy "name value" lines.
+func (s *Server) update(body []byte, from net.Addr, viaTCP bool) {
 	rec, err := decodeUpdate(body, s.maxUpdate())
 	if err != nil {
 		s.log.Warn("catalog: rejected update", "from", from, "err", err)
@@ -245,76 +258,20 @@ func (s *Server) update(body []byte, from net.Addr) {
 	if u := rec.String("uuid"); u != "" {
 		key += ":" + u
 	}
-	e := &entry{rec: rec, json: js, source: host, expires: now.Add(life)}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now.Sub(s.lastSweep) >= time.Second {
-		s.sweep(now)
+		s.lastSweep = now
+		s.store.sweep(now)
 	}
-	old := s.records[key]
-	if old == nil && len(s.bySource[host]) >= s.cfg.MaxPerSource {
-		s.remove(s.oldest(host))
-	}
-	grow := len(js)
-	if old != nil {
-		grow -= len(old.json)
-	}
-	if s.total+grow > s.cfg.MaxTotal {
+	switch s.store.put(key, rec, js, host, viaTCP, now, now.Add(life)) {
+	case droppedFull:
 		if now.Sub(s.lastFull) >= time.Minute {
 			s.lastFull = now
-			s.log.Warn("catalog full: dropping updates until records expire", "from", from, "bytes", s.total, "limit", s.cfg.MaxTotal)
+			s.log.Warn("catalog full: dropping new records that outrank none held", "from", from, "bytes", s.store.total, "limit", s.cfg.MaxTotal)
 		}
-		return
-	}
-	if old != nil {
-		s.remove(key)
-	}
-	s.seq++
-	e.seq = s.seq
-	s.records[key] = e
-	if s.bySource[host] == nil {
-		s.bySource[host] = map[string]bool{}
-	}
-	s.bySource[host][key] = true
-	s.total += len(js)
-}
-
-// sweep removes expired records. Call with mu held.
-func (s *Server) sweep(now time.Time) {
-	s.lastSweep = now
-	for k, e := range s.records {
-		if now.After(e.expires) {
-			s.remove(k)
-		}
-	}
-}
-
-// oldest returns the key of the record of source's last updated longest
-// ago. Call with mu held.
-func (s *Server) oldest(source string) string {
-	var key string
-	var seq uint64
-	for k := range s.bySource[source] {
-		if e := s.records[k]; key == "" || e.seq < seq {
-			key, seq = k, e.seq
-		}
-	}
-	return key
-}
-
-// remove drops the record under key. Call with mu held.
-func (s *Server) remove(key string) {
-	e := s.records[key]
-	if e == nil {
-		return
-	}
-	delete(s.records, key)
-	s.total -= len(e.json)
-	if keys := s.bySource[e.source]; keys != nil {
-		delete(keys, key)
-		if len(keys) == 0 {
-			delete(s.bySource, e.source)
-		}
+	case droppedOverTCP:
+		s.log.Debug("catalog: dropped a UDP update of a record heard over TCP", "from", from, "key", key)
 	}
 }
 
@@ -381,15 +338,16 @@ func (s *Server) live() []*entry {
 	now := s.cfg.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.sweep(now)
-	keys := make([]string, 0, len(s.records))
-	for k := range s.records {
+	s.lastSweep = now
+	s.store.sweep(now)
+	keys := make([]string, 0, len(s.store.records))
+	for k := range s.store.records {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	out := make([]*entry, len(keys))
 	for i, k := range keys {
-		out[i] = s.records[k]
+		out[i] = s.store.records[k]
 	}
 	return out
 }

@@ -83,7 +83,7 @@ func TestBatchWorkers(t *testing.T) {
 			const n = 6
 			submitTasks(t, m, n, `sleep 0.2; echo "${SLURM_JOB_ID:-$JOB_ID}"`)
 			jobs := map[string]bool{}
-			for _, res := range waitResults(t, m, n) {
+			for _, res := range waitResultsWithin(t, m, n, queueTimeout) {
 				id := strings.TrimSpace(string(res.Output))
 				if _, err := strconv.Atoi(id); err != nil {
 					t.Errorf("task %s ran outside a %s job: output %q", res.Tag, sys.kind, res.Output)

@@ -34,6 +34,12 @@ func TestMain(m *testing.M) {
 // seconds here, so this is only reached when something is broken.
 const waitTimeout = 90 * time.Second
 
+// queueTimeout bounds the wait for workers submitted to the local SLURM or
+// Grid Engine: their two CPUs are shared with every other test that
+// submits there (go test runs packages in parallel), whose jobs may hold
+// them for minutes (TestBatchWorkers took 67 s here once, 5 s alone).
+const queueTimeout = 5 * time.Minute
+
 // run is one factory under test, with everything it reported.
 type run struct {
 	t      testing.TB
@@ -165,7 +171,13 @@ func submitTasks(t testing.TB, m *workqueue.Master, n int, command string) {
 // waitResults waits for n tasks and fails the test unless all succeeded.
 func waitResults(t testing.TB, m *workqueue.Master, n int) []*workqueue.Result {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	return waitResultsWithin(t, m, n, waitTimeout)
+}
+
+// waitResultsWithin is waitResults, failing the test after within.
+func waitResultsWithin(t testing.TB, m *workqueue.Master, n int, within time.Duration) []*workqueue.Result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
 	var rs []*workqueue.Result
 	for range n {

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -27,6 +28,13 @@ func TestMain(m *testing.M) {
 }
 
 const waitTimeout = 90 * time.Second
+
+// queueTimeout bounds the wait for the first workers submitted to the
+// local SLURM to start and connect: its two CPUs are shared with every
+// other test that submits there (go test runs packages in parallel),
+// whose jobs may hold them for minutes. A pool test's worker once stayed
+// queued past waitTimeout.
+const queueTimeout = 5 * time.Minute
 
 // TestPoolTwoMasters: a pool with max_workers 4 and shares alpha=1,
 // beta=3 serves two real masters through the local batch system with real
@@ -265,6 +273,83 @@ func watchReadings(t *testing.T, path string) (next func(what string, ok func(re
 				}
 			case <-timeout:
 				t.Fatalf("no reading with %s", what)
+			}
+		}
+	}
+}
+
+// A feed is what feedMaster did: the tasks it submitted and the results
+// it read, or why it stopped.
+type feed struct {
+	proj      string
+	submitted int
+	results   []*workqueue.Result
+	err       error
+}
+
+// feedMaster keeps n tasks, task(0), task(1)..., outstanding on m, each
+// result read bringing the next, until stop is closed; then it reads the
+// results of those left. queueTimeout bounds each wait, which may be for
+// a worker still queued.
+func feedMaster(m *workqueue.Master, proj string, n int, task func(i int) *workqueue.Task, stop <-chan struct{}) feed {
+	f := feed{proj: proj}
+	submit := func() bool {
+		if _, err := m.Submit(task(f.submitted)); err != nil {
+			f.err = err
+			return false
+		}
+		f.submitted++
+		return true
+	}
+	for range n {
+		if !submit() {
+			return f
+		}
+	}
+	refill := true
+	for len(f.results) < f.submitted {
+		ctx, cancel := context.WithTimeout(context.Background(), queueTimeout)
+		r, err := m.Wait(ctx)
+		cancel()
+		if err != nil {
+			f.err = err
+			return f
+		}
+		f.results = append(f.results, r)
+		select {
+		case <-stop:
+			refill = false
+		default:
+		}
+		if refill && !submit() {
+			return f
+		}
+	}
+	return f
+}
+
+// checkFeeds reads n feeds and checks that every task they submitted
+// completed, printing its project, and started once: each notes its start
+// in marks/PROJECT-I.
+func checkFeeds(t *testing.T, feeds <-chan feed, n int, marks string) {
+	t.Helper()
+	for range n {
+		f := <-feeds
+		if f.err != nil {
+			t.Fatalf("%s: after %d of %d tasks: %v", f.proj, len(f.results), f.submitted, f.err)
+		}
+		for _, r := range f.results {
+			if !r.OK() || string(r.Output) != f.proj+"\n" {
+				t.Errorf("%s: task %s: %v exit %d: %q", f.proj, r.Tag, r.Status, r.ExitCode, r.Output)
+			}
+		}
+		for i := range f.submitted {
+			b, err := os.ReadFile(filepath.Join(marks, f.proj+"-"+strconv.Itoa(i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := bytes.Count(b, []byte("start")); n != 1 {
+				t.Errorf("%s task %d started %d times: a worker was killed under it", f.proj, i, n)
 			}
 		}
 	}

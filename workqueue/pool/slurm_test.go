@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
@@ -47,15 +46,16 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 	}
 	writePolicy("alpha=1, beta=1")
 
-	// Half-second tasks, more than the moves take however loaded the
-	// machine, so that both masters want more than the two workers
-	// throughout (50 each lasted 25 s, and a run here took 90); once the
-	// moves are seen the gate opens and the rest end at once. Each task
-	// notes its start, so that a task run twice (its worker killed under
-	// it) shows.
-	const tasks = 200
-	gate := filepath.Join(dir, "gate")
+	// Half-second tasks, inFlight of them on each master until the moves
+	// are seen, a result bringing another, so that both masters want more
+	// than the two workers throughout however long the workers queue and
+	// the moves take (a fixed 50 each lasted 25 s; one run took 90), and
+	// few are left to run after. Each task notes its start, so that a
+	// task run twice (its worker killed under it) shows.
+	const inFlight = 6
 	masters := map[string]*workqueue.Master{}
+	stopRefill := make(chan struct{})
+	feeds := make(chan feed, 2)
 	for _, proj := range []string{"alpha", "beta"} {
 		m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0", Project: proj, Catalogs: []string{cat},
 			AdvertiseInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
@@ -64,13 +64,11 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 		}
 		t.Cleanup(func() { m.Close() })
 		masters[proj] = m
-		for i := range tasks {
+		task := func(i int) *workqueue.Task {
 			mark := filepath.Join(marks, proj+"-"+strconv.Itoa(i))
-			cmd := "echo start >> " + mark + "; [ -e " + gate + " ] || sleep 0.5; echo " + proj
-			if _, err := m.Submit(&workqueue.Task{Command: cmd, Tag: strconv.Itoa(i)}); err != nil {
-				t.Fatal(err)
-			}
+			return &workqueue.Task{Command: "echo start >> " + mark + "; sleep 0.5; echo " + proj, Tag: strconv.Itoa(i)}
 		}
+		go func() { feeds <- feedMaster(m, proj, inFlight, task, stopRefill) }()
 	}
 	waitMasters(t, cat, 2)
 
@@ -109,10 +107,10 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 	startPool(t, cfg)
 
 	// follow waits until the decision is want and each master has the
-	// workers it gives it, connected.
-	follow := func(want string, alpha, beta int) {
+	// workers it gives it, connected, failing the test after within.
+	follow := func(want string, alpha, beta int, within time.Duration) {
 		t.Helper()
-		deadline := time.After(waitTimeout)
+		deadline := time.After(within)
 		for {
 			var r Report
 			select {
@@ -127,7 +125,7 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 			}
 		}
 	}
-	follow("alpha:1, beta:1", 1, 1)
+	follow("alpha:1, beta:1", 1, 1, queueTimeout) // the workers submitted
 	mu.Lock()
 	before := submitted
 	mu.Unlock()
@@ -145,9 +143,9 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 		}
 	}
 	edit("alpha=1, beta=9")
-	follow("alpha:0, beta:2", 0, 2)
+	follow("alpha:0, beta:2", 0, 2, waitTimeout)
 	edit("alpha=9, beta=1")
-	follow("alpha:2, beta:0", 2, 0)
+	follow("alpha:2, beta:0", 2, 0, waitTimeout)
 
 	for proj, m := range masters {
 		if n := m.Stats().WorkersReleased; n == 0 {
@@ -163,33 +161,8 @@ func TestPoolOnSLURMKeepsMastersRightSized(t *testing.T) {
 	// The policy back to even, so that beta's remaining tasks get a
 	// worker; every task completes, having started once.
 	edit("alpha=1, beta=1")
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for proj, m := range masters {
-		wctx, wcancel := context.WithTimeout(context.Background(), 3*waitTimeout)
-		for i := range tasks {
-			r, err := m.Wait(wctx)
-			if err != nil {
-				t.Fatalf("%s: after %d of %d tasks: %v", proj, i, tasks, err)
-			}
-			if !r.OK() || string(r.Output) != proj+"\n" {
-				t.Errorf("%s: task %s: %v exit %d: %q", proj, r.Tag, r.Status, r.ExitCode, r.Output)
-			}
-		}
-		wcancel()
-	}
-	for proj := range masters {
-		for i := range tasks {
-			b, err := os.ReadFile(filepath.Join(marks, proj+"-"+strconv.Itoa(i)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if n := bytes.Count(b, []byte("start")); n != 1 {
-				t.Errorf("%s task %d started %d times: a worker was killed under it", proj, i, n)
-			}
-		}
-	}
+	close(stopRefill)
+	checkFeeds(t, feeds, len(masters), marks)
 	mu.Lock()
 	defer mu.Unlock()
 	if most > 2 {
