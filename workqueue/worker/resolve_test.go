@@ -43,6 +43,9 @@ func TestUnresolvableMasterSaidOnce(t *testing.T) {
 	if len(retried) < 2 {
 		t.Fatalf("%d attempts, want several to show the warning is not repeated:\n%s", len(retried), log.String())
 	}
+	if strings.Contains(log.String(), "no master yet") {
+		t.Errorf("said 'no master yet' besides the names that do not resolve:\n%s", log.String())
+	}
 	if len(warned) != 2 || !strings.Contains(warned[0], "host=no-such-master.invalid") || !strings.Contains(warned[1], "host=other-master.invalid") ||
 		!strings.Contains(warned[0], "does not resolve") {
 		t.Errorf("warnings %q, want one for each host that does not resolve", warned)
@@ -124,5 +127,43 @@ func TestNotAMasterSaidOnce(t *testing.T) {
 	}
 	if got := strings.Count(log.String(), "msg=connected"); got != 1 {
 		t.Errorf("said connected %d times over %d connections, want once:\n%s", got, n, log.String())
+	}
+}
+
+// TestNoMasterSaidOnce: a worker whose master does not answer (not
+// started yet) says once, at the default level, that it waits and why.
+func TestNoMasterSaidOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	var log bytes.Buffer
+	cfg := Config{
+		Masters: []string{addr},
+		Cores:   1, MemoryMB: 100, DiskMB: 1,
+		Workdir:        t.TempDir(),
+		ConnectTimeout: 50 * time.Millisecond,
+		MinBackoff:     5 * time.Millisecond, MaxBackoff: 5 * time.Millisecond,
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+	}
+	if err := Run(context.Background(), cfg); err == nil || !strings.Contains(err.Error(), "no master reachable") {
+		t.Fatalf("Run = %v, want no master reachable", err)
+	}
+	if n := strings.Count(log.String(), `msg="no master"`); n < 2 {
+		t.Fatalf("%d attempts, want several:\n%s", n, log.String())
+	}
+	said := 0
+	for line := range strings.Lines(log.String()) {
+		if strings.Contains(line, `msg="no master yet; retrying quietly"`) {
+			said++
+			if !strings.Contains(line, "level=INFO") || !strings.Contains(line, "connection refused") {
+				t.Errorf("said %q, want it at the default level with why", line)
+			}
+		}
+	}
+	if said != 1 {
+		t.Errorf("said 'no master yet' %d times, want once:\n%s", said, log.String())
 	}
 }

@@ -369,7 +369,10 @@ func (w *worker) loop(ctx context.Context) error {
 			if time.Since(lastSession) > w.cfg.ConnectTimeout && CycleEnding(w.started, time.Now(), w.cfg.BillingCycle) {
 				return fmt.Errorf("no master reachable for %v: %w", w.cfg.ConnectTimeout, err)
 			}
-			w.sayUnresolved(err)
+			if !w.sayUnresolved(err) && w.once("no master") {
+				// Once, so that the user knows the worker waits, and why.
+				w.log.Info("no master yet; retrying quietly", "err", err, "gives_up_after", w.cfg.ConnectTimeout)
+			}
 			w.log.Debug("no master", "err", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
@@ -558,14 +561,17 @@ func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err erro
 // sayUnresolved warns, once for each host name, that a name in err (a
 // master's or a catalog's) does not resolve: the worker keeps retrying
 // until the connect timeout, at the debug level, and a mistyped name would
-// otherwise look like a master not yet started.
-func (w *worker) sayUnresolved(err error) {
-	for _, e := range dnsErrors(err) {
+// otherwise look like a master not yet started. It reports whether err
+// holds any such name.
+func (w *worker) sayUnresolved(err error) bool {
+	names := dnsErrors(err)
+	for _, e := range names {
 		if !w.once("resolve " + e.Name) {
 			continue
 		}
 		w.log.Warn("host name does not resolve; retrying quietly", "host", e.Name, "err", e, "gives_up_after", w.cfg.ConnectTimeout)
 	}
+	return len(names) > 0
 }
 
 // once reports whether problem is to be said: the first time since the
