@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // TestUnresolvableMasterSaidOnce: a master whose host name does not
@@ -78,55 +80,67 @@ func TestDNSErrors(t *testing.T) {
 	}
 }
 
-// TestNotAMasterSaidOnce: a worker given the port of something that is
-// not a Work Queue master (an HTTP server) says so once, retries less and
-// less often, and gives up at the connect timeout as it does where nothing
-// listens, rather than reconnecting every second for ever.
-func TestNotAMasterSaidOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	accepted := make(chan int, 1)
-	go func() {
-		n := 0
-		defer func() { accepted <- n }()
-		for {
-			conn, err := ln.Accept()
+// TestNotAcceptedSaidOnce: a worker given the port of something that is
+// not a Work Queue master (an HTTP server), or of a master that wants a
+// password it has not, says so once, retries less and less often, and
+// gives up at the connect timeout as it does where nothing listens,
+// rather than reconnecting every second for ever.
+func TestNotAcceptedSaidOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name, reply, warning, ending string
+	}{
+		{"HTTP server", "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n",
+			"not a Work Queue master; retrying quietly", ": not a Work Queue master: bad message"},
+		{"master with a password", string(wire.Auth{Method: "password"}.AppendTo(nil)),
+			"the master requires a password; retrying quietly", ": the master requires a password"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ln, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
-				return
+				t.Fatal(err)
 			}
-			n++
-			conn.Write([]byte("HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n"))
-			conn.Close()
-		}
-	}()
-	var log bytes.Buffer
-	cfg := Config{
-		Masters: []string{ln.Addr().String()},
-		Cores:   1, MemoryMB: 100, DiskMB: 1,
-		Workdir:        t.TempDir(),
-		ConnectTimeout: 200 * time.Millisecond,
-		MinBackoff:     5 * time.Millisecond, MaxBackoff: 40 * time.Millisecond,
-		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo})),
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	err = Run(ctx, cfg)
-	ln.Close()
-	n := <-accepted
-	if err == nil || !strings.Contains(err.Error(), "no master reachable for 200ms: "+ln.Addr().String()+" is not a Work Queue master") {
-		t.Fatalf("Run = %v, want it to give up at the connect timeout, naming the address", err)
-	}
-	if n < 2 {
-		t.Fatalf("%d connections, want several to show the warning is not repeated", n)
-	}
-	if got := strings.Count(log.String(), "level=WARN"); got != 1 || !strings.Contains(log.String(), `msg="not a Work Queue master; retrying quietly"`) {
-		t.Errorf("%d warnings over %d connections, want one saying it is not a master:\n%s", got, n, log.String())
-	}
-	if got := strings.Count(log.String(), "msg=connected"); got != 1 {
-		t.Errorf("said connected %d times over %d connections, want once:\n%s", got, n, log.String())
+			defer ln.Close()
+			accepted := make(chan int, 1)
+			go func() {
+				n := 0
+				defer func() { accepted <- n }()
+				for {
+					conn, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					n++
+					conn.Write([]byte(tc.reply))
+					conn.Close()
+				}
+			}()
+			var log bytes.Buffer
+			cfg := Config{
+				Masters: []string{ln.Addr().String()},
+				Cores:   1, MemoryMB: 100, DiskMB: 1,
+				Workdir:        t.TempDir(),
+				ConnectTimeout: 200 * time.Millisecond,
+				MinBackoff:     5 * time.Millisecond, MaxBackoff: 40 * time.Millisecond,
+				Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelInfo})),
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			err = Run(ctx, cfg)
+			ln.Close()
+			n := <-accepted
+			if want := "no master accepted the worker for 200ms: " + ln.Addr().String() + tc.ending; err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("Run = %v, want it to give up at the connect timeout with %q", err, want)
+			}
+			if n < 2 {
+				t.Fatalf("%d connections, want several to show the warning is not repeated", n)
+			}
+			if got := strings.Count(log.String(), "level=WARN"); got != 1 || !strings.Contains(log.String(), `msg="`+tc.warning+`"`) {
+				t.Errorf("%d warnings over %d connections, want one %q:\n%s", got, n, tc.warning, log.String())
+			}
+			if got := strings.Count(log.String(), "msg=connected"); got != 1 {
+				t.Errorf("said connected %d times over %d connections, want once:\n%s", got, n, log.String())
+			}
+		})
 	}
 }
 

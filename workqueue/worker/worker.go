@@ -382,14 +382,14 @@ func (w *worker) loop(ctx context.Context) error {
 			backoff = min(2*backoff, w.cfg.MaxBackoff)
 			continue
 		}
-		if w.said["not a master "+addr] {
+		if w.said["not accepted by "+addr] {
 			w.log.Debug("connected", "master", addr)
 		} else {
 			w.log.Info("connected", "master", addr)
 		}
 		err = w.session(ctx, conn)
-		var notMaster *notMasterError
-		if !errors.As(err, &notMaster) {
+		var notAccepted *notAcceptedError
+		if !errors.As(err, &notAccepted) {
 			lastSession = time.Now()
 			clear(w.said)
 		}
@@ -397,19 +397,23 @@ func (w *worker) loop(ctx context.Context) error {
 			return cerr
 		}
 		switch {
-		case notMaster != nil && ctx.Err() == nil:
+		case notAccepted != nil && ctx.Err() == nil:
 			// As an address where nothing listens: retried less and less
 			// often, until the connect timeout.
 			if w.cfg.SingleShot {
 				return fmt.Errorf("session with %s: %w", addr, err)
 			}
-			if w.once("not a master " + addr) {
-				w.log.Warn("not a Work Queue master; retrying quietly", "master", addr, "err", notMaster.err, "gives_up_after", w.cfg.ConnectTimeout)
+			if w.once("not accepted by " + addr) {
+				attrs := []any{"master", addr, "gives_up_after", w.cfg.ConnectTimeout}
+				if notAccepted.err != errNeedPassword {
+					attrs = append(attrs, "err", notAccepted.err)
+				}
+				w.log.Warn(notAccepted.why+"; retrying quietly", attrs...)
 			}
 			if time.Since(lastSession) > w.cfg.ConnectTimeout && CycleEnding(w.started, time.Now(), w.cfg.BillingCycle) {
-				return fmt.Errorf("no master reachable for %v: %s is not a Work Queue master: %w", w.cfg.ConnectTimeout, addr, notMaster.err)
+				return fmt.Errorf("no master accepted the worker for %v: %s: %w", w.cfg.ConnectTimeout, addr, notAccepted)
 			}
-			w.log.Debug("not a master", "master", addr, "err", notMaster.err, "retry_in", backoff)
+			w.log.Debug("not accepted", "master", addr, "err", notAccepted, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
@@ -587,12 +591,25 @@ func (w *worker) once(problem string) bool {
 	return true
 }
 
-// A notMasterError ends a session whose first message from the peer was
-// not Work Queue's: an HTTP server, say, on the port given.
-type notMasterError struct{ err error }
+// A notAcceptedError ends a session before the master accepted the
+// worker: the peer's first message was not Work Queue's (an HTTP server,
+// say, on the port given), or it wants a password the worker has not, or
+// refused the worker's. Why says which.
+type notAcceptedError struct {
+	why string
+	err error
+}
 
-func (e *notMasterError) Error() string { return "not a Work Queue master: " + e.err.Error() }
-func (e *notMasterError) Unwrap() error { return e.err }
+func (e *notAcceptedError) Error() string {
+	if e.err == errNeedPassword {
+		return e.why
+	}
+	return e.why + ": " + e.err.Error()
+}
+func (e *notAcceptedError) Unwrap() error { return e.err }
+
+// errNeedPassword: the master asked for a password the worker was not given.
+var errNeedPassword = errors.New("the master requires a password")
 
 // dnsErrors returns the DNS errors in err's tree (errors.Join's branches
 // included), one for each host name.
