@@ -486,15 +486,22 @@ func run(ctx context.Context, o *options, reg *funcs.Registry, args []string, s 
 		if failed.Failed > maxShownFailures {
 			more = fmt.Sprintf(" (the first %d are shown above)", maxShownFailures)
 		}
-		return fmt.Errorf("%d of %d cells failed%s; the %d that succeeded were written, and %s",
-			failed.Failed, failed.Cells, more, finished, ck.kept("they", "retry the failed cells"))
+		succeeded := fmt.Sprintf("the %d that succeeded were written, and", finished)
+		switch finished {
+		case 0:
+			succeeded = "none succeeded;"
+		case 1:
+			succeeded = "the 1 that succeeded was written, and"
+		}
+		return fmt.Errorf("%d of %d cells failed%s; %s %s",
+			failed.Failed, failed.Cells, more, succeeded, ck.kept(finished, true, "retry the failed cells"))
 	case errors.Is(err, context.Canceled):
 		written := "those were written"
 		if o.output != "" {
 			written = o.output + " was left as it was"
 		}
 		return fmt.Errorf("interrupted after %d of %d cells (%s); %s: %w",
-			finished, sum.Plan.Cells, written, ck.kept(fmt.Sprintf("the %d finished cells", finished), "resume"), err)
+			finished, sum.Plan.Cells, written, ck.kept(finished, false, "resume"), err)
 	}
-	return fmt.Errorf("%w (%s)", err, ck.kept(fmt.Sprintf("the %d finished cells", finished), "resume"))
+	return fmt.Errorf("%w (%s)", err, ck.kept(finished, false, "resume"))
 }

@@ -114,13 +114,27 @@ func (c *checkpoint) finish(complete bool) error {
 	return c.Remove()
 }
 
-// kept says, for messages, where the finished cells are kept and that the
-// same command again will do what.
-func (c *checkpoint) kept(what, again string) string {
-	if c == nil {
-		return what + " are kept nowhere (no checkpoint), so a re-run computes them again"
+// kept says, for messages, where the n finished cells are kept and that
+// the same command again will do what: "the 1 finished cell is kept in
+// F: run the same command again to resume". With pronoun it calls them
+// "it" or "they", having named them before.
+func (c *checkpoint) kept(n int64, pronoun bool, again string) string {
+	what, verb, them := fmt.Sprintf("the %d finished cells", n), "are", "them"
+	switch {
+	case pronoun && n == 1:
+		what, verb, them = "it", "is", "it"
+	case pronoun:
+		what = "they"
+	case n == 1:
+		what, verb, them = "the 1 finished cell", "is", "it"
 	}
-	return fmt.Sprintf("%s are kept in %s: run the same command again to %s", what, c.Path(), again)
+	switch {
+	case n == 0:
+		return "no cell finished: run the same command again to " + again
+	case c == nil:
+		return fmt.Sprintf("%s %s kept nowhere (no checkpoint), so a re-run computes %s again", what, verb, them)
+	}
+	return fmt.Sprintf("%s %s kept in %s: run the same command again to %s", what, verb, c.Path(), again)
 }
 
 // output is where the result lines go: standard output, -o FILE (written

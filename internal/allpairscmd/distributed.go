@@ -115,10 +115,18 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 				res.Predicted.Round(time.Second), res.Elapsed.Round(time.Second))
 		}
 	}
-	kept := fmt.Sprintf("the %d finished cells are kept in %s", res.Resumed+res.Computed, ck.Path())
+	n := res.Resumed + res.Computed
+	kept := fmt.Sprintf("the %d finished cells are kept in %s", n, ck.Path())
+	written := " and were written"
+	switch n {
+	case 0:
+		kept, written = "no cell finished", ""
+	case 1:
+		kept, written = "the 1 finished cell is kept in "+ck.Path(), " and was written"
+	}
 	switch {
 	case failed:
-		return distcmd.ReportFailures(msgs, "allpairs", fe, kept+" and were written")
+		return distcmd.ReportFailures(msgs, "allpairs", fe, kept+written)
 	case err != nil:
 		return distcmd.Stopped(err, kept)
 	}

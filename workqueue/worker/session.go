@@ -93,19 +93,28 @@ func (w *worker) session(ctx context.Context, conn net.Conn) error {
 
 	if w.cfg.Password != nil {
 		if err := s.c.AuthenticateClient(w.cfg.Password, &w.issued); err != nil {
+			if errors.Is(err, wire.ErrAuth) {
+				return &notAcceptedError{why: "password refused", err: err}
+			}
 			return err
 		}
 	}
 	if err := s.hello(); err != nil {
 		return fmt.Errorf("sending hello: %w", err)
 	}
-	for {
+	for heard := false; ; heard = true {
 		m, err := s.c.ReadMessage()
 		if err != nil {
 			if s.idle.Load() {
 				return ErrIdle
 			}
+			if _, ok := errors.AsType[*wire.ParseError](err); ok && !heard {
+				return &notAcceptedError{why: "not a Work Queue master", err: err}
+			}
 			return err
+		}
+		if _, ok := m.(wire.Auth); ok && !heard {
+			return &notAcceptedError{why: "the master requires a password", err: errNeedPassword}
 		}
 		if err := s.handle(m); err != nil {
 			return err
@@ -304,7 +313,7 @@ func (s *session) handle(m wire.Message) error {
 	case wire.Exit:
 		return errExit
 	case wire.Auth:
-		return errors.New("this master requires a password")
+		return errNeedPassword
 	default:
 		return fmt.Errorf("unexpected message from master: %q", strings.TrimSpace(string(m.AppendTo(nil))))
 	}

@@ -327,9 +327,10 @@ type worker struct {
 	// (FollowPool), not avoid, the master that released the worker last.
 	byPool bool
 	avoid  string
-	// unresolved holds the host names said not to resolve since the last
-	// session, so that each is said once, not at every retry.
-	unresolved map[string]bool
+	// said holds the problems said since the last session with a master
+	// ("resolve NAME", "not a master ADDR"), so that each is said once,
+	// not at every retry.
+	said map[string]bool
 
 	// testHookWatch, if set, is called as each session's watch starts,
 	// before it looks at Config.Drain: tests use it to close Drain at the
@@ -368,7 +369,10 @@ func (w *worker) loop(ctx context.Context) error {
 			if time.Since(lastSession) > w.cfg.ConnectTimeout && CycleEnding(w.started, time.Now(), w.cfg.BillingCycle) {
 				return fmt.Errorf("no master reachable for %v: %w", w.cfg.ConnectTimeout, err)
 			}
-			w.sayUnresolved(err)
+			if !w.sayUnresolved(err) && w.once("no master") {
+				// Once, so that the user knows the worker waits, and why.
+				w.log.Info("no master yet; retrying quietly", "err", err, "gives_up_after", w.cfg.ConnectTimeout)
+			}
 			w.log.Debug("no master", "err", err, "retry_in", backoff)
 			select {
 			case <-ctx.Done():
@@ -378,14 +382,45 @@ func (w *worker) loop(ctx context.Context) error {
 			backoff = min(2*backoff, w.cfg.MaxBackoff)
 			continue
 		}
-		w.log.Info("connected", "master", addr)
-		clear(w.unresolved)
+		if w.said["not accepted by "+addr] {
+			w.log.Debug("connected", "master", addr)
+		} else {
+			w.log.Info("connected", "master", addr)
+		}
 		err = w.session(ctx, conn)
-		lastSession = time.Now()
+		var notAccepted *notAcceptedError
+		if !errors.As(err, &notAccepted) {
+			lastSession = time.Now()
+			clear(w.said)
+		}
 		if cerr := cleanWorkspace(w.workspace); cerr != nil {
 			return cerr
 		}
 		switch {
+		case notAccepted != nil && ctx.Err() == nil:
+			// As an address where nothing listens: retried less and less
+			// often, until the connect timeout.
+			if w.cfg.SingleShot {
+				return fmt.Errorf("session with %s: %w", addr, err)
+			}
+			if w.once("not accepted by " + addr) {
+				attrs := []any{"master", addr, "gives_up_after", w.cfg.ConnectTimeout}
+				if notAccepted.err != errNeedPassword {
+					attrs = append(attrs, "err", notAccepted.err)
+				}
+				w.log.Warn(notAccepted.why+"; retrying quietly", attrs...)
+			}
+			if time.Since(lastSession) > w.cfg.ConnectTimeout && CycleEnding(w.started, time.Now(), w.cfg.BillingCycle) {
+				return fmt.Errorf("no master accepted the worker for %v: %s: %w", w.cfg.ConnectTimeout, addr, notAccepted)
+			}
+			w.log.Debug("not accepted", "master", addr, "err", notAccepted, "retry_in", backoff)
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, w.cfg.MaxBackoff)
+			continue
 		case errors.Is(err, errExit):
 			w.log.Info("master said exit", "master", addr)
 			return nil
@@ -530,19 +565,51 @@ func (w *worker) poolTarget(ctx context.Context) (t target, found bool, err erro
 // sayUnresolved warns, once for each host name, that a name in err (a
 // master's or a catalog's) does not resolve: the worker keeps retrying
 // until the connect timeout, at the debug level, and a mistyped name would
-// otherwise look like a master not yet started.
-func (w *worker) sayUnresolved(err error) {
-	for _, e := range dnsErrors(err) {
-		if w.unresolved[e.Name] {
+// otherwise look like a master not yet started. It reports whether err
+// holds any such name.
+func (w *worker) sayUnresolved(err error) bool {
+	names := dnsErrors(err)
+	for _, e := range names {
+		if !w.once("resolve " + e.Name) {
 			continue
 		}
-		if w.unresolved == nil {
-			w.unresolved = map[string]bool{}
-		}
-		w.unresolved[e.Name] = true
 		w.log.Warn("host name does not resolve; retrying quietly", "host", e.Name, "err", e, "gives_up_after", w.cfg.ConnectTimeout)
 	}
+	return len(names) > 0
 }
+
+// once reports whether problem is to be said: the first time since the
+// last session.
+func (w *worker) once(problem string) bool {
+	if w.said[problem] {
+		return false
+	}
+	if w.said == nil {
+		w.said = map[string]bool{}
+	}
+	w.said[problem] = true
+	return true
+}
+
+// A notAcceptedError ends a session before the master accepted the
+// worker: the peer's first message was not Work Queue's (an HTTP server,
+// say, on the port given), or it wants a password the worker has not, or
+// refused the worker's. Why says which.
+type notAcceptedError struct {
+	why string
+	err error
+}
+
+func (e *notAcceptedError) Error() string {
+	if e.err == errNeedPassword {
+		return e.why
+	}
+	return e.why + ": " + e.err.Error()
+}
+func (e *notAcceptedError) Unwrap() error { return e.err }
+
+// errNeedPassword: the master asked for a password the worker was not given.
+var errNeedPassword = errors.New("the master requires a password")
 
 // dnsErrors returns the DNS errors in err's tree (errors.Join's branches
 // included), one for each host name.
