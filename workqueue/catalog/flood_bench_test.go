@@ -7,6 +7,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -18,17 +19,19 @@ func floodUpdates(b *testing.B, n int) ([][]byte, []net.Addr) {
 	bodies := make([][]byte, n)
 	from := make([]net.Addr, n)
 	pad := strings.Repeat("f", 300)
+	var z bytes.Buffer
+	zw := zlib.NewWriter(&z)
 	for i := range n {
 		js, err := json.Marshal(Record{"type": "wq_master", "project": "flood", "port": 20000 + i%40000, "pad": pad})
 		if err != nil {
 			b.Fatal(err)
 		}
-		var z bytes.Buffer
+		z.Reset()
 		z.WriteByte(0x1A)
-		zw := zlib.NewWriter(&z)
+		zw.Reset(&z)
 		zw.Write(js)
 		zw.Close()
-		bodies[i] = z.Bytes()
+		bodies[i] = bytes.Clone(z.Bytes())
 		from[i] = &net.UDPAddr{IP: net.IPv4(10, byte(i>>16), byte(i>>8), byte(i)), Port: 9000}
 	}
 	return bodies, from
@@ -74,19 +77,30 @@ func BenchmarkFlood(b *testing.B) {
 			s.update(bodies[i%held], from[i%held], false)
 		}
 	})
-	b.Run("decode", func(b *testing.B) {
-		for i := range b.N {
-			rec, err := decodeUpdate(bodies[i%n], 256<<10)
-			if err != nil {
-				b.Fatal(err)
-			}
-			rec["address"] = "10.0.0.1"
-			rec["lastheardfrom"] = float64(now.Unix())
-			if _, err := json.Marshal(rec); err != nil {
-				b.Fatal(err)
-			}
+	b.Run("decode", func(b *testing.B) { decode(b, bodies, now, true) })
+	// As the server decoded before it kept its zlib readers.
+	b.Run("decode-new-reader", func(b *testing.B) { decode(b, bodies, now, false) })
+}
+
+// decode decodes and encodes the updates in turn, as every update is,
+// with a zlib reader kept from one to the next or a new one each.
+func decode(b *testing.B, bodies [][]byte, now time.Time, keep bool) {
+	kept := new(sync.Pool)
+	for i := range b.N {
+		inflaters := kept
+		if !keep {
+			inflaters = new(sync.Pool)
 		}
-	})
+		rec, err := decodeUpdate(bodies[i%len(bodies)], 256<<10, inflaters)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rec["address"] = "10.0.0.1"
+		rec["lastheardfrom"] = float64(now.Unix())
+		if _, err := json.Marshal(rec); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkFullCatalogHeap reports the Go heap a full catalog of the
