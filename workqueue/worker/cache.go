@@ -22,8 +22,9 @@ import (
 // directory "shared" of the workspace), so that no input is copied per
 // task however large. File modes do not keep a task from writing to a
 // shared copy (tasks may run as root), so the cache watches each one
-// (inotify): a task that writes to it, or opens it for writing, makes the
-// cache drop that copy and give back (forsaken: the master runs it again)
+// (inotify): a task that writes to it (a write, or a shared mapping's
+// file closed with contents other than the entry's) makes the cache drop
+// that copy and give back (forsaken: the master runs it again)
 // every task that held it at that moment. From then on that entry is
 // copied for each task, so a task that writes to its input runs again
 // once, never in a loop, and no task ever reads what another wrote. The
@@ -35,7 +36,7 @@ import (
 // What it does not stop: a task that goes looking for the cache by path
 // can change an entry (tasks run as the worker's user), and a write
 // through a shared memory mapping is seen only when the mapping's file is
-// closed.
+// closed and its contents compared with the entry's.
 type cache struct {
 	dir    *os.File // the entries
 	shared *os.File // the copies tasks share, under random names
@@ -187,7 +188,15 @@ func (c *cache) syncLocked() {
 			case mask&unix.IN_IGNORED != 0:
 				delete(c.byWatch, wd) // the file is gone
 			default:
-				if sc := c.byWatch[wd]; sc != nil {
+				sc := c.byWatch[wd]
+				if sc != nil && mask&unix.IN_MODIFY == 0 && sc.file != "" && c.unchangedLocked(sc) {
+					// Closed after being opened for writing, but not
+					// written: a task that opened it so, or the copy's
+					// own descriptor, which a process forked while it
+					// was being made held until its exec.
+					continue
+				}
+				if sc != nil {
 					c.forsakeLocked(sc)
 					if sc.file != "" {
 						c.log.Info("a task wrote to a cached input: the tasks holding it run again, and each task gets a copy of it from now on", "name", sc.entry)
@@ -198,6 +207,24 @@ func (c *cache) syncLocked() {
 			}
 		}
 	}
+}
+
+// unchangedLocked reports whether the shared copy still holds what its
+// cache entry holds. It reads both, but only after a close with no write
+// seen, which a write through a shared mapping also ends in: such a write
+// need not change the file's size or time.
+func (c *cache) unchangedLocked(sc *sharedCopy) bool {
+	cp, err := openAt(c.shared, sc.file, unix.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer cp.Close()
+	entry, err := openAt(c.dir, sc.path, unix.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer entry.Close()
+	return sameContents(cp, entry)
 }
 
 func (c *cache) forsakeLocked(sc *sharedCopy) {

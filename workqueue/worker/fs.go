@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -170,4 +171,32 @@ func errnoOf(err error) unix.Errno {
 		return en
 	}
 	return unix.EIO
+}
+
+// sameContents reports whether files a and b, read from their start, hold
+// the same bytes; an error reading either counts as a difference.
+func sameContents(a, b *os.File) bool {
+	sa, err := a.Stat()
+	if err != nil {
+		return false
+	}
+	sb, err := b.Stat()
+	if err != nil || sa.Size() != sb.Size() {
+		return false
+	}
+	bufA, bufB := make([]byte, 64<<10), make([]byte, 64<<10)
+	for off := int64(0); off < sa.Size(); {
+		n, err := a.ReadAt(bufA, off)
+		if n == 0 {
+			return false
+		}
+		if m, _ := b.ReadAt(bufB[:n], off); m != n || !bytes.Equal(bufA[:n], bufB[:n]) {
+			return false
+		}
+		if err != nil && err != io.EOF {
+			return false
+		}
+		off += int64(n)
+	}
+	return true
 }
