@@ -35,7 +35,7 @@ run() {
     "$prog" -q -o "$out/out.txt" "$@" "$fn" "$out/A" "$out/A" 2> "$out/$label.err"
   fi
   end=$(date +%s.%N)
-  printf '%-12s %6.2f s  %s\n' "$label" "$(echo "$end - $start" | bc)" "$(grep -o '[0-9]* jobs.*\|[0-9]* cells computed here.*' "$out/$label.err" | head -1)"
+  printf '%-12s %6.2f s  %s\n' "$label" "$(echo "$end - $start" | bc)" "$(grep -o '[0-9][0-9]* jobs.*\|[0-9][0-9]* cells computed here.*' "$out/$label.err" | head -1)"
 }
 for r in $(seq 1 "$ROUNDS"); do
   echo "round $r"
