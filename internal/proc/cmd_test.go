@@ -290,3 +290,29 @@ func TestLoopOutputClosedEarly(t *testing.T) {
 		t.Errorf("output closed early: %+v, stderr %q", res, res.StderrTail)
 	}
 }
+
+// TestWallTimerGoneAfterExit: once a command with a wall time has ended,
+// no timer of it is left running, even when it was reaped in the
+// background before Start had returned. The race is narrow: a thousand
+// commands each way catch it in most runs.
+func TestWallTimerGoneAfterExit(t *testing.T) {
+	eachWay(t, func(t *testing.T, way func(*Cmd)) {
+		for i := 0; i < 1000; i++ {
+			ended := make(chan struct{})
+			c := &Cmd{Path: "/bin/true", Args: []string{"true"}, WallTime: time.Hour,
+				Exited: func(*Result) { close(ended) }}
+			way(c)
+			p, err := c.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-ended
+			p.mu.Lock()
+			live := p.wallTimer != nil && p.wallTimer.Stop()
+			p.mu.Unlock()
+			if live {
+				t.Fatalf("command %d: its wall timer outlives it", i)
+			}
+		}
+	})
+}
