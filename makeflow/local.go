@@ -217,7 +217,7 @@ func (l *Local) Submit(job *Job) (int64, error) {
 			return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
 		}
 	}
-	lp.proc = p // Cancel, which reads it, is called from this goroutine
+	lp.proc = p // Cancel, which reads it, is not called while Submit runs (see Executor)
 	return int64(p.Pid()), nil
 }
 
