@@ -7,7 +7,9 @@
 //   - ParseFile and Parse read the Make-like language (rules, variables,
 //     export, categories and resources, LOCAL, remote renaming, nested
 //     MAKEFLOW rules) into a Workflow; every syntax error carries
-//     file:line:column.
+//     file:line:column. ParseJSONFile and ParseJXFile read the JSON form
+//     and JX (evaluated to it), whose errors say which value is wrong and
+//     why at that value's file:line:column (jsonerr.go).
 //   - Workflow.Check reports, before anything runs, dependency cycles, files
 //     made by two rules and inputs that neither exist nor are made by a rule.
 //   - Scheduler is the DAG runner: a state machine with no I/O that is told
@@ -29,12 +31,14 @@
 //     (<file>.makeflowlog, in CCTools' line format), hands jobs to an
 //     Executor, verifies outputs, logs every transition and keeps running
 //     whatever can still run when a rule fails.
-//   - Executors run the jobs: Local on this machine, DryRun nowhere (it
-//     only prints them), and Batch on a batch system through a
-//     batch.Driver of the top-level batch package (SLURM, Grid Engine,
-//     HTCondor, local processes) or on Work Queue workers through batch/wq,
-//     shipping inputs and fetching outputs when the hosts share no
-//     filesystem with this one.
+//   - Executors run the jobs: Local on this machine (every command waited
+//     for by one proc.Loop; under Run, an exit is handled and the rules it
+//     lets start are started on that loop's goroutine when the driver is
+//     idle), DryRun nowhere (it only prints them), and Batch on a batch
+//     system through a batch.Driver of the top-level batch package
+//     (SLURM, Grid Engine, HTCondor, local processes) or on Work Queue
+//     workers through batch/wq, shipping inputs and fetching outputs when
+//     the hosts share no filesystem with this one.
 //   - Options.GC deletes intermediate files once no rule that is left reads
 //     them; Workflow.Wrap wraps every command (CCTools' --wrapper).
 //   - Options.Storage holds a run to a disk budget, decided in the

@@ -66,9 +66,10 @@ const stderrTail = 2048
 //
 // All the running commands are waited for together by one proc.Loop, as
 // make waits for its children: one goroutine, parked in Go's poller, and no
-// thread per command. Under Run, the exit of a command is handled on that
-// goroutine when the driver is idle, and the rules it lets start are
-// started there.
+// thread per command (on a kernel without pidfds, before Linux 5.3, each
+// command is waited for on a goroutine of its own). Under Run, the exit of
+// a command is handled on that goroutine when the driver is idle, and the
+// rules it lets start are started there.
 type Local struct {
 	opts    LocalOptions
 	results chan *Result
@@ -217,7 +218,7 @@ func (l *Local) Submit(job *Job) (int64, error) {
 			return fail(fmt.Errorf("start %s: %w", l.opts.Shell, err))
 		}
 	}
-	lp.proc = p // Cancel, which reads it, is called from this goroutine
+	lp.proc = p // Cancel, which reads it, is not called while Submit runs (see Executor)
 	return int64(p.Pid()), nil
 }
 
@@ -273,7 +274,9 @@ func wallTime(job *Job) time.Duration {
 }
 
 // exited sends the Result of a job whose command has ended. It runs on the
-// loop's goroutine: a sandboxed job's outputs are moved back on another.
+// loop's goroutine (without a pidfd, on one of the command's own), so a
+// sandboxed job's outputs are moved back on another, not to hold up the
+// other commands' exits.
 func (l *Local) exited(lp *localProc, pr *proc.Result) {
 	l.mu.Lock()
 	delete(l.procs, lp.job)

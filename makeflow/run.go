@@ -126,6 +126,11 @@ type Options struct {
 	Progress func(Counts)
 	// Failed, if set, is called with each rule that fails for good, as it
 	// does (the Report lists them all at the end).
+	//
+	// Progress and Failed are called one call at a time, but not always
+	// on the same goroutine: a local rule's exit is handled on the
+	// goroutine that reaped it (see Local), which waits for every other
+	// local rule too, so they must not block.
 	Failed func(Failure)
 	// Ended, if set, is called as each attempt at a rule ends, however it
 	// ended, with whether it ran on Remote (for a report of the run).

@@ -12,7 +12,9 @@
 // (allpairs [flags] FUNC A B), got 2: ..."), drops the system call from a
 // file's error ("nope.conf: no such file or directory"), and answers
 // --completion SHELL wherever it is given before "--". ClassifyArgs tells
-// flags, their values and positional arguments apart before parsing.
+// flags, their values and positional arguments apart before parsing;
+// CheckOutputPath refuses, before anything runs, an output file that could
+// not be created, naming its flag.
 //
 // It does not parse any tool's flags or know any tool's behaviour; each tool
 // builds its own cobra command and hands it to Execute.

@@ -2,7 +2,10 @@
 // strictly — unknown keys and trailing data are errors, since a typo in a
 // key would otherwise be ignored — and says where in the text a decoding
 // error is, and where each value is written (Spans), so that an error
-// can be shown at the value it concerns.
+// can be shown at the value it concerns. Explain words a decoding error as
+// its writer reads it (a ValueError: `"command" must be a string, not a
+// number`, an unknown key with the nearest known one) at the path of the
+// value at fault.
 package jsonpos
 
 import (

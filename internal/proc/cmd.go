@@ -230,14 +230,18 @@ func (c *Cmd) Start() (*Process, error) {
 	pr.startWaiting()
 	if c.WallTime > 0 {
 		pr.mu.Lock()
-		pr.wallTimer = time.AfterFunc(c.WallTime, func() {
-			pr.mu.Lock()
-			defer pr.mu.Unlock()
-			if !pr.exited {
-				pr.timedOut = true
-				pr.terminateLocked()
-			}
-		})
+		// It may have been reaped already, in the background: then no
+		// timer, which would be held for the whole wall time to do nothing.
+		if !pr.exited {
+			pr.wallTimer = time.AfterFunc(c.WallTime, func() {
+				pr.mu.Lock()
+				defer pr.mu.Unlock()
+				if !pr.exited {
+					pr.timedOut = true
+					pr.terminateLocked()
+				}
+			})
+		}
 		pr.mu.Unlock()
 	}
 	return pr, nil

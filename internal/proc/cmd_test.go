@@ -28,6 +28,43 @@ func run(t *testing.T, c *Cmd) *Result {
 	return p.Wait()
 }
 
+// newLoop returns a Loop closed when the test ends.
+func newLoop(t *testing.T) *Loop {
+	t.Helper()
+	loop, err := NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { loop.Close() })
+	return loop
+}
+
+// heldInput returns a pipe for commands' standard input: they wait in
+// "read" until the test closes the write end. The read end is closed when
+// the test ends.
+func heldInput(t *testing.T) (r, w *os.File) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(); w.Close() })
+	return r, w
+}
+
+// runOthers runs three commands on loop one after the other, each to its
+// end, while a command the test started earlier is still being waited for.
+func runOthers(t *testing.T, loop *Loop) {
+	t.Helper()
+	for i := 0; i < 3; i++ {
+		c := sh("echo other >&2; exit 7")
+		c.StderrTail, c.Loop = 100, loop
+		if res := run(t, c); res.ExitCode != 7 || string(res.StderrTail) != "other\n" {
+			t.Errorf("another command: %+v, stderr %q", res, res.StderrTail)
+		}
+	}
+}
+
 // eachWay runs test with the command waited for each way Cmd has: by a
 // Loop, by a goroutine that polls its pidfd and pipes, and without a pidfd
 // (a goroutine per pipe in Go's poller, and waitid). way sets a Cmd up for
@@ -40,11 +77,7 @@ func eachWay(t *testing.T, test func(t *testing.T, way func(*Cmd))) {
 		t.Run(w.name, func(t *testing.T) {
 			var loop *Loop
 			if w.loop {
-				var err error
-				if loop, err = NewLoop(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { loop.Close() })
+				loop = newLoop(t)
 			}
 			test(t, func(c *Cmd) { c.Loop, c.noPidfd = loop, w.noPidfd })
 		})
@@ -174,17 +207,8 @@ func TestTail(t *testing.T) {
 // TestLoopManyCommands: one Loop waits for many commands at once with no
 // goroutine per command, and hands each its own Result through Exited.
 func TestLoopManyCommands(t *testing.T) {
-	loop, err := NewLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loop.Close()
-	// The commands wait for their standard input to close.
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	loop := newLoop(t)
+	r, w := heldInput(t)
 	const n = 20
 	before := runtime.NumGoroutine()
 	results := make(chan *Result, n)
@@ -213,11 +237,7 @@ func TestLoopManyCommands(t *testing.T) {
 // that left its group ends after the output grace, with what it wrote,
 // and the Loop meanwhile goes on with its other commands.
 func TestLoopOutputGrace(t *testing.T) {
-	loop, err := NewLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loop.Close()
+	loop := newLoop(t)
 	held := make(chan *Result, 1)
 	// The shell ends once the process in a session of its own says it is
 	// there (its pid, in a file).
@@ -235,17 +255,7 @@ func TestLoopOutputGrace(t *testing.T) {
 			}
 		}
 	}()
-	for i := 0; i < 3; i++ {
-		c := sh("exit 7")
-		c.Loop = loop
-		p, err := c.Start()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res := p.Wait(); res.ExitCode != 7 {
-			t.Errorf("another command: %+v", res)
-		}
-	}
+	runOthers(t, loop)
 	select {
 	case res := <-held:
 		t.Fatalf("ended before the output grace: %+v", res)
@@ -261,33 +271,15 @@ func TestLoopOutputGrace(t *testing.T) {
 // is still waited for, and the Loop goes on with its other commands
 // meanwhile.
 func TestLoopOutputClosedEarly(t *testing.T) {
-	loop, err := NewLoop()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loop.Close()
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	loop := newLoop(t)
+	r, w := heldInput(t)
 	early := make(chan *Result, 1)
 	c := sh("echo bye >&2; exec 2>&-; read x; exit 5")
 	c.Stdin, c.StderrTail, c.Loop, c.Exited = r, 100, loop, func(res *Result) { early <- res }
 	if _, err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; i < 3; i++ {
-		c := sh("echo other >&2")
-		c.StderrTail, c.Loop = 100, loop
-		p, err := c.Start()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res := p.Wait(); res.ExitCode != 0 || string(res.StderrTail) != "other\n" {
-			t.Errorf("another command: %+v", res)
-		}
-	}
+	runOthers(t, loop)
 	select {
 	case res := <-early:
 		t.Fatalf("ended before its input closed: %+v", res)
@@ -297,4 +289,30 @@ func TestLoopOutputClosedEarly(t *testing.T) {
 	if res := <-early; res.ExitCode != 5 || string(res.StderrTail) != "bye\n" {
 		t.Errorf("output closed early: %+v, stderr %q", res, res.StderrTail)
 	}
+}
+
+// TestWallTimerGoneAfterExit: once a command with a wall time has ended,
+// no timer of it is left running, even when it was reaped in the
+// background before Start had returned. The race is narrow: a thousand
+// commands each way catch it in most runs.
+func TestWallTimerGoneAfterExit(t *testing.T) {
+	eachWay(t, func(t *testing.T, way func(*Cmd)) {
+		for i := 0; i < 1000; i++ {
+			ended := make(chan struct{})
+			c := &Cmd{Path: "/bin/true", Args: []string{"true"}, WallTime: time.Hour,
+				Exited: func(*Result) { close(ended) }}
+			way(c)
+			p, err := c.Start()
+			if err != nil {
+				t.Fatal(err)
+			}
+			<-ended
+			p.mu.Lock()
+			live := p.wallTimer != nil && p.wallTimer.Stop()
+			p.mu.Unlock()
+			if live {
+				t.Fatalf("command %d: its wall timer outlives it", i)
+			}
+		}
+	})
 }

@@ -11,6 +11,10 @@
 // leaner and registers with a Keeper the same way. Both start processes
 // with Spawn: posix_spawn, which does not take Go's fork lock (Go's
 // ForkExec in a build without cgo, as the Work Queue worker is built).
+// Commands started with a Loop are waited for together, as make's SIGCHLD
+// loop waits for its children: one goroutine and one epoll instance for
+// all of them, and no goroutine or blocked thread per command (Makeflow's
+// local executor runs every rule in one).
 //
 // A Keeper is a small helper process, a /bin/sh script, that a program
 // starts once, at the first Reserve. It runs in a session of its own, so

@@ -305,22 +305,14 @@ type Worker struct {
 // worker that just joined beyond the decision is released at once and one
 // that runs tasks finishes them first. Workers of pools without a
 // decision, and of none, are never surplus.
-func Surplus(decisions map[string]int, ws []Worker) []int {
-	quotas := make(map[string]Quota, len(decisions))
-	for pool, n := range decisions {
-		quotas[pool] = Quota{Workers: n}
-	}
-	return SurplusOf(quotas, ws)
-}
-
-// SurplusOf is Surplus for decisions in workers of a pool's unit
-// (Quota.WorkerCores): a worker counts as the pool's workers its cores
-// make (Weigh), and workers are picked, in Surplus's order, until those
-// left count as no more than the decision — first those that count as no
-// more than what is still in excess, then any. A wide worker may so take
-// the master below its decision where no narrower one can go: never above
-// it.
-func SurplusOf(quotas map[string]Quota, ws []Worker) []int {
+//
+// A worker counts as the pool's workers its cores make in the pool's unit
+// (Weigh of Quota.WorkerCores), and workers are picked, in that order,
+// until those left count as no more than the decision — first those that
+// count as no more than what is still in excess, then any. A wide worker
+// may so take the master below its decision where no narrower one can go:
+// never above it.
+func Surplus(quotas map[string]Quota, ws []Worker) []int {
 	byPool := map[string][]Worker{}
 	for _, w := range ws {
 		if _, ok := quotas[w.Pool]; ok && w.Pool != "" {
@@ -425,15 +417,9 @@ func Slots(pool string, recs []catalog.Record, password []byte) ([]Slot, bool) {
 	return out, true
 }
 
-// FromPool reads pool's workers from a master record's workers_by_pool
-// ("pool-a:3,unmanaged:2"), 0 when it lists none.
-func FromPool(r catalog.Record, pool string) int {
-	n, _ := fromPool(r, pool)
-	return n
-}
-
-// fromPool is FromPool, also reporting whether the record has a
-// workers_by_pool at all.
+// fromPool reads pool's workers from a master record's workers_by_pool
+// ("pool-a:3,unmanaged:2"), 0 when it lists none, and reports whether the
+// record has a workers_by_pool at all.
 func fromPool(r catalog.Record, pool string) (int, bool) {
 	v, ok := r["workers_by_pool"].(string)
 	if !ok {

@@ -115,21 +115,21 @@ func TestSurplus(t *testing.T) {
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	for _, tc := range []struct {
 		name      string
-		decisions map[string]int
+		decisions map[string]Quota
 		workers   []Worker
 		want      []int
 	}{
-		{"within", map[string]int{"p": 2}, []Worker{{ID: 1, Pool: "p"}, {ID: 2, Pool: "p"}}, nil},
-		{"no decision, no pool", map[string]int{"p": 0}, []Worker{{ID: 1, Pool: "q"}, {ID: 2}}, nil},
-		{"idle before busy", map[string]int{"p": 1},
+		{"within", map[string]Quota{"p": {Workers: 2}}, []Worker{{ID: 1, Pool: "p"}, {ID: 2, Pool: "p"}}, nil},
+		{"no decision, no pool", map[string]Quota{"p": {Workers: 0}}, []Worker{{ID: 1, Pool: "q"}, {ID: 2}}, nil},
+		{"idle before busy", map[string]Quota{"p": {Workers: 1}},
 			[]Worker{{ID: 1, Pool: "p", Holds: 1, Joined: at(3)}, {ID: 2, Pool: "p", Holds: 0, Joined: at(1)}}, []int{2}},
-		{"newest idle first", map[string]int{"p": 1},
+		{"newest idle first", map[string]Quota{"p": {Workers: 1}},
 			[]Worker{{ID: 1, Pool: "p", Joined: at(1)}, {ID: 2, Pool: "p", Joined: at(2)}, {ID: 3, Pool: "p", Joined: at(3)}},
 			[]int{2, 3}},
-		{"draining kept draining", map[string]int{"p": 1},
+		{"draining kept draining", map[string]Quota{"p": {Workers: 1}},
 			[]Worker{{ID: 1, Pool: "p", Holds: 2, Joined: at(1), Draining: true}, {ID: 2, Pool: "p", Holds: 2, Joined: at(2)}},
 			[]int{1}},
-		{"fewest tasks", map[string]int{"p": 0, "q": 1},
+		{"fewest tasks", map[string]Quota{"p": {Workers: 0}, "q": {Workers: 1}},
 			[]Worker{{ID: 1, Pool: "p", Holds: 3}, {ID: 2, Pool: "q", Holds: 2}, {ID: 3, Pool: "q", Holds: 1}, {ID: 4}},
 			[]int{1, 3}},
 	} {

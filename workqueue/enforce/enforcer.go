@@ -213,7 +213,7 @@ func (e *Enforcer) step(now time.Time) []Action {
 		ws = append(ws, w.Worker)
 	}
 	surplus := map[int]bool{}
-	for _, id := range SurplusOf(e.decisions, ws) {
+	for _, id := range Surplus(e.decisions, ws) {
 		surplus[id] = true
 	}
 	var acts []Action

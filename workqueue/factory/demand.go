@@ -80,9 +80,7 @@ func demandOf(recs []catalog.Record) Demand {
 		d.Masters++
 		d.Tasks += tasks
 		d.Workers += workers
-		if c := r.Float("cores_total"); c > 0 { // not NaN
-			d.Cores += min(c, 1e9)
-		}
+		d.Cores += RecordCores(r)
 		if capacity > 0 {
 			d.Capacities = append(d.Capacities, MasterCapacity{Tasks: tasks, Capacity: capacity})
 		}
@@ -99,6 +97,17 @@ func RecordDemand(r catalog.Record) (tasks, workers, capacity int) {
 		running = count(r, "tasks_running")
 	}
 	return count(r, "tasks_waiting") + count(r, "tasks_left") + running, count(r, "workers"), count(r, "capacity_tasks")
+}
+
+// RecordCores reads the cores of a master's connected workers from its
+// record (cores_total), 0 if it does not say, kept below a billion as
+// count keeps counts.
+func RecordCores(r catalog.Record) float64 {
+	v := r.Float("cores_total")
+	if !(v > 0) { // NaN too
+		return 0
+	}
+	return min(v, 1e9)
 }
 
 // count reads a count from a record, kept between 0 and a billion so that

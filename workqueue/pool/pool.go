@@ -484,12 +484,9 @@ func (p *pool) ask(ctx context.Context, answers chan<- answer) {
 // this pool's name in its workers_by_pool.
 func masterOf(m catalog.Master, pool string) Master {
 	tasks, workers, capacity := factory.RecordDemand(m.Record)
-	out := Master{Project: m.Project, Addr: m.Addr(), Name: m.Name, Port: m.Port, Tasks: tasks, Connected: workers,
-		Received: enforce.Received(m.Record, pool), Capacity: capacity, PoolCores: max(enforce.PoolCores(m.Record, pool), 0)}
-	if c := m.Record.Float("cores_total"); c > 0 { // not NaN
-		out.Cores = min(c, 1e9)
-	}
-	return out
+	return Master{Project: m.Project, Addr: m.Addr(), Name: m.Name, Port: m.Port, Tasks: tasks, Connected: workers,
+		Received: enforce.Received(m.Record, pool), Capacity: capacity,
+		Cores: factory.RecordCores(m.Record), PoolCores: max(enforce.PoolCores(m.Record, pool), 0)}
 }
 
 // removeAll removes every worker job that has not ended and waits, for a
