@@ -12,7 +12,8 @@ import (
 // in these cases a cluster makes it no slower than that, and nothing
 // makes it faster than the critical path; and on the placement benchmark's crossover (a 20×20 Wavefront of
 // 50 ms cells, 2 cores here, 16 slots a second away) it beats the
-// multicore model, which a hybrid in blocks could only match.
+// multicore model, which a hybrid in blocks could only match; on Work
+// Queue's workers, whose dispatch is microseconds, it halves it.
 func TestWavefrontHybrid(t *testing.T) {
 	const tau = 0.05
 	for _, tc := range []struct {
@@ -27,6 +28,10 @@ func TestWavefrontHybrid(t *testing.T) {
 		{"a dispatch that never ends", WavefrontHybridInputs{W: 7, H: 5, Block: 2, LocalCores: 1, Slots: 16, CellTime: tau, Dispatch: 1e9}, 35 * tau, 0, false},
 		{"the crossover", WavefrontHybridInputs{W: 20, H: 20, Block: 4, LocalCores: 2, Slots: 16, CellTime: tau, Dispatch: 1, JobCost: 0.05}, 0, WavefrontMulticore(20, 20, 2, tau) * 0.95, true},
 		{"costly cells", WavefrontHybridInputs{W: 20, H: 20, Block: 2, LocalCores: 2, Slots: 16, CellTime: 0.2, Dispatch: 1, JobCost: 0.05}, 0, WavefrontMulticore(20, 20, 2, 0.2) * 0.8, true},
+		// Work Queue: a dispatch of microseconds (nothing to take back),
+		// eight one-core workers, as in the placement bench's wq rows.
+		{"work queue workers", WavefrontHybridInputs{W: 20, H: 20, Block: 1, LocalCores: 2, Slots: 8, CellTime: tau, Dispatch: 1e-5, JobCost: 0.03}, 0, WavefrontMulticore(20, 20, 2, tau) * 0.5, true},
+		{"work queue, no worker connected", WavefrontHybridInputs{W: 7, H: 5, Block: 1, LocalCores: 5, Slots: 0, CellTime: tau, Dispatch: 1e-5, JobCost: 0.03}, 11 * tau, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			run := WavefrontHybrid(tc.in)

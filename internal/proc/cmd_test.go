@@ -256,3 +256,45 @@ func TestLoopOutputGrace(t *testing.T) {
 		t.Errorf("held pipe: %+v, stdout %q, stderr %q", res, res.StdoutTail, res.StderrTail)
 	}
 }
+
+// TestLoopOutputClosedEarly: a command that closes its output and runs on
+// is still waited for, and the Loop goes on with its other commands
+// meanwhile.
+func TestLoopOutputClosedEarly(t *testing.T) {
+	loop, err := NewLoop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loop.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	early := make(chan *Result, 1)
+	c := sh("echo bye >&2; exec 2>&-; read x; exit 5")
+	c.Stdin, c.StderrTail, c.Loop, c.Exited = r, 100, loop, func(res *Result) { early <- res }
+	if _, err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		c := sh("echo other >&2")
+		c.StderrTail, c.Loop = 100, loop
+		p, err := c.Start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res := p.Wait(); res.ExitCode != 0 || string(res.StderrTail) != "other\n" {
+			t.Errorf("another command: %+v", res)
+		}
+	}
+	select {
+	case res := <-early:
+		t.Fatalf("ended before its input closed: %+v", res)
+	default:
+	}
+	w.Close()
+	if res := <-early; res.ExitCode != 5 || string(res.StderrTail) != "bye\n" {
+		t.Errorf("output closed early: %+v, stderr %q", res, res.StderrTail)
+	}
+}

@@ -35,6 +35,10 @@ type Loop struct {
 	done    chan struct{} // closed when the goroutine has returned
 }
 
+// exitSoon is how long the loop waits for a command to exit once its
+// output pipes are all at end of file.
+const exitSoon = time.Millisecond
+
 // What an event's Fd field says; its Pad is the process's token.
 const (
 	evPidfd = iota
@@ -153,7 +157,7 @@ func (l *Loop) run() {
 		})
 		if err != nil || werr != nil {
 			// The epoll instance is broken; nothing more can be watched.
-			l.abandon(fmt.Errorf("epoll_wait: %w", errorsJoin(err, werr)))
+			l.abandon(fmt.Errorf("epoll_wait: %w", firstError(err, werr)))
 			return
 		}
 		for _, ev := range events[:n] {
@@ -179,7 +183,8 @@ func (l *Loop) run() {
 	}
 }
 
-func errorsJoin(a, b error) error {
+// firstError returns a if it is an error, else b.
+func firstError(a, b error) error {
 	if a != nil {
 		return a
 	}
@@ -240,13 +245,22 @@ func (l *Loop) readable(pr *Process, kind int32, buf []byte) {
 		}
 		l.drain(pr, p, buf)
 	}
-	if pr.exitRes == nil {
-		return
-	}
 	for _, p := range pr.pipes {
 		if p.rfd >= 0 {
 			return
 		}
+	}
+	if pr.exitRes == nil {
+		// A process's descriptors close as it exits, just before it
+		// can be reaped: wait for that here, a few microseconds, rather
+		// than go back to Go's poller and be woken again. A command that
+		// closed its output and runs on holds the loop up once, for at
+		// most exitSoon.
+		fds := []unix.PollFd{{Fd: int32(pr.pidfd), Events: unix.POLLIN}}
+		if n, _ := unix.Ppoll(fds, &unix.Timespec{Nsec: int64(exitSoon)}, nil); n == 1 {
+			l.exited(pr, buf)
+		}
+		return
 	}
 	l.finish(pr)
 }

@@ -209,3 +209,54 @@ func TestSpawnErrors(t *testing.T) {
 		t.Error("no standard files: no error")
 	}
 }
+
+// TestSpawnMarks: a process spawned with a Slot has the Slot's mark as its
+// one RIGHTSIZE_KEEPER variable (a program it runs that reserves from a
+// Keeper of its own replaces it in turn), whether Spawn was given an
+// environment or not, and is registered; one spawned without has none
+// added.
+func TestSpawnMarks(t *testing.T) {
+	var k Keeper
+	defer k.Close()
+	os.Setenv(markVar, "inherited")
+	defer os.Unsetenv(markVar)
+	cases := []struct {
+		name string
+		env  []string
+		kept bool
+		want func(s Slot) string
+	}{
+		{"given environment", []string{"A=1", markVar + "=outer.000001"}, true, func(s Slot) string { return s.markEntry() }},
+		{"this process's environment", nil, true, func(s Slot) string { return s.markEntry() }},
+		{"no Slot", []string{"A=1"}, false, func(Slot) string { return "" }},
+		{"no Slot, this process's environment", nil, false, func(Slot) string { return markVar + "=inherited" }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var s Slot
+			if tc.kept {
+				var err error
+				if s, err = k.Reserve(); err != nil {
+					t.Fatal(err)
+				}
+				defer s.Release()
+			}
+			pid, out, status := spawnOutput(t, `env | grep "^`+markVar+`=" || true`, SpawnAttr{Env: tc.env, Slot: s})
+			want := tc.want(s)
+			if want != "" {
+				want += "\n"
+			}
+			if status.ExitStatus() != 0 || out != want {
+				t.Errorf("status %v, marks %q, want %q", status, out, want)
+			}
+			if tc.kept {
+				k.mu.Lock()
+				rec := strings.TrimSpace(string(k.mem[int(s.i)*slotSize:][:slotSize]))
+				k.mu.Unlock()
+				if rec != strconv.Itoa(pid) {
+					t.Errorf("process %d: its record reads %q", pid, rec)
+				}
+			}
+		})
+	}
+}

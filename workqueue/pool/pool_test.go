@@ -48,14 +48,18 @@ func TestPoolTwoMasters(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte("max_workers: 4\ndistribution: alpha=1, beta=3\ndecision: D1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	// The tasks wait for the gate, which opens once the pool's workers
-	// are checked: both masters need more workers until then, however
-	// slowly the workers start (on a loaded machine beta's first worker
-	// used to run its tasks out before the other two came).
-	gate := filepath.Join(dir, "gate")
+	// Each master has inFlight tasks of 0.4 s until the workers and the
+	// catalog are checked, a result bringing another, so that both need
+	// more workers however slowly theirs start (with a fixed 12, every
+	// worker but the first started 3 s late, as on a loaded machine, left
+	// the masters without tasks and the test failed at its timeout). Each
+	// task notes its start, so that one run twice shows.
+	const inFlight = 12
+	marks := t.TempDir()
 	masters := map[string]*workqueue.Master{}
 	addrs := map[string]string{}
-	const tasks = 12
+	stopRefill := make(chan struct{})
+	feeds := make(chan feed, 2)
 	for _, proj := range []string{"alpha", "beta"} {
 		m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0", Project: proj, Catalogs: []string{cat},
 			AdvertiseInterval: 100 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
@@ -65,17 +69,16 @@ func TestPoolTwoMasters(t *testing.T) {
 		t.Cleanup(func() { m.Close() })
 		masters[proj] = m
 		addrs[proj] = "127.0.0.1:" + strconv.Itoa(m.Port())
-		for i := range tasks {
-			cmd := "until [ -e " + gate + " ]; do sleep 0.05; done; echo " + proj
-			if _, err := m.Submit(&workqueue.Task{Command: cmd, Tag: strconv.Itoa(i)}); err != nil {
-				t.Fatal(err)
-			}
+		task := func(i int) *workqueue.Task {
+			mark := filepath.Join(marks, proj+"-"+strconv.Itoa(i))
+			return &workqueue.Task{Command: "echo start >> " + mark + "; sleep 0.4; echo " + proj, Tag: strconv.Itoa(i)}
 		}
+		go func() { feeds <- feedMaster(m, proj, inFlight, task, stopRefill) }()
 	}
 
-	// Both masters listed before the pool looks, so that its first
-	// decision sees both (one alone would get every worker, and keep them
-	// while it has tasks).
+	// Both masters listed with their tasks before the pool looks, so
+	// that its first decision sees both (one alone would get every
+	// worker, and keep them while it has tasks).
 	waitMasters(t, cat, 2)
 
 	d := batchtest.Local(t, 8)
@@ -100,7 +103,6 @@ func TestPoolTwoMasters(t *testing.T) {
 		},
 	}
 	startPool(t, cfg)
-	t.Cleanup(func() { os.WriteFile(gate, nil, 0o644) }) // first, should the test fail before it opens
 
 	// The decision and the workers follow the shares.
 	deadline := time.After(waitTimeout)
@@ -137,22 +139,8 @@ func TestPoolTwoMasters(t *testing.T) {
 	}
 
 	// Every task completes.
-	if err := os.WriteFile(gate, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for proj, m := range masters {
-		wctx, wcancel := context.WithTimeout(context.Background(), waitTimeout)
-		for i := range tasks {
-			r, err := m.Wait(wctx)
-			if err != nil {
-				t.Fatalf("%s: after %d of %d tasks: %v", proj, i, tasks, err)
-			}
-			if !r.OK() || string(r.Output) != proj+"\n" {
-				t.Errorf("%s: task %s: %v exit %d: %q", proj, r.Tag, r.Status, r.ExitCode, r.Output)
-			}
-		}
-		wcancel()
-	}
+	close(stopRefill)
+	checkFeeds(t, feeds, len(masters), marks)
 	mu.Lock()
 	defer mu.Unlock()
 	if maxTotal > 4 {
@@ -196,13 +184,25 @@ func startPool(t *testing.T, cfg Config) {
 	})
 }
 
-// waitMasters waits until the catalog at cat lists n masters, so that the
-// pool's first decision sees them all.
+// waitMasters waits until the catalog at cat lists n masters, each with
+// tasks waiting, so that the pool's first decision sees them all needing
+// workers. A master's first record, from its start, shows no task; the
+// tasks submitted after it reach the catalog a second later: a pool that
+// looked in between gave every worker to the other master, which kept
+// them while it had tasks (TestPoolTwoMasters failed so once in 28).
 func waitMasters(t *testing.T, cat string, n int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d masters in the catalog", n), func() bool {
+	waitFor(t, fmt.Sprintf("%d masters with tasks waiting in the catalog", n), func() bool {
 		ms, err := catalog.FindMasters(context.Background(), []string{cat}, nil)
-		return err == nil && len(ms) == n
+		if err != nil || len(ms) != n {
+			return false
+		}
+		for _, m := range ms {
+			if m.Record.Int("tasks_waiting") == 0 {
+				return false
+			}
+		}
+		return true
 	})
 }
 
