@@ -356,6 +356,11 @@ func open(o *options, reg *funcs.Registry, args []string) (a, b *allpairs.Set, f
 			return nil, nil, nil, err
 		}
 	}
+	for _, out := range []struct{ flag, path string }{{"-o", o.output}, {"--matrix", o.matrix}} {
+		if err := checkNotInput(out.flag, out.path, args[0], a, b); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if fn, err = reg.OpenPair(args[0], funcs.Options{Args: extra, Timeout: o.timeout}); err != nil {
 		return nil, nil, nil, err
 	}
@@ -364,6 +369,37 @@ func open(o *options, reg *funcs.Registry, args []string) (a, b *allpairs.Set, f
 		return nil, nil, nil, cmdutil.Usagef("--extra-args applies only to program functions; %s is a %v", args[0], fn.Info().Kind)
 	}
 	return a, b, fn, nil
+}
+
+// checkNotInput refuses an output file (flag's) that is one of the run's
+// inputs — the function, a set list or an item — which the results would
+// overwrite. Only items of the output's size are looked at.
+func checkNotInput(flag, path, fn string, sets ...*allpairs.Set) error {
+	if path == "" {
+		return nil
+	}
+	out, err := os.Stat(path)
+	if err != nil {
+		return nil // to be created: no input
+	}
+	is := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && os.SameFile(st, out)
+	}
+	if is(fn) {
+		return cmdutil.Usagef("%s %s is the function: the results would overwrite it", flag, path)
+	}
+	for _, s := range sets {
+		if is(s.Source) {
+			return cmdutil.Usagef("%s %s is the set list %s: the results would overwrite it", flag, path, s.Source)
+		}
+		for _, it := range s.Items {
+			if it.Size == out.Size() && is(it.Path) {
+				return cmdutil.Usagef("%s %s is item %s of %s: the results would overwrite it", flag, path, it.Name, s.Source)
+			}
+		}
+	}
+	return nil
 }
 
 // runCommand runs the command in the mode the flags ask for, or the models

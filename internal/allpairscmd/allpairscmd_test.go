@@ -224,6 +224,8 @@ func TestErrors(t *testing.T) {
 		{"--matrix in a missing directory", []string{"--matrix", filepath.Join(empty, "nodir", "m"), "builtin:bytediff", a, a}, 2, []string{"--matrix " + filepath.Join(empty, "nodir", "m") + ": directory " + filepath.Join(empty, "nodir") + " does not exist"}, 0},
 		{"arguments in CCTools' order", []string{a, a, "builtin:bytediff"}, 2, []string{"builtin:bytediff is a function: allpairs takes FUNC A B, in that order"}, 0},
 		{"directory as function", []string{a, a, a}, 2, []string{a + " is a directory, not a function: allpairs takes FUNC A B, in that order"}, 0},
+		{"-o an item", []string{"-o", filepath.Join(a, "item01"), "builtin:bytediff", a, a}, 2, []string{"-o " + filepath.Join(a, "item01") + " is item item01 of " + a + ": the results would overwrite it"}, 0},
+		{"--matrix the function", []string{"--matrix", fails, fails, a, a}, 2, []string{"--matrix " + fails + " is the function: the results would overwrite it"}, 0},
 		{"symmetric different sets", []string{"--symmetric", "builtin:bytediff", a, dataDir(t, rng, 2)}, 2, []string{"same set"}, 0},
 	}
 	for _, tt := range tests {

@@ -17,6 +17,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -225,7 +226,38 @@ func (o *options) validate() error {
 			return err
 		}
 	}
+	if err := o.checkNotInput("-o", o.output); err != nil {
+		return err
+	}
+	if err := o.checkNotInput("--bitmap", o.bitmap); err != nil {
+		return err
+	}
 	return cmdutil.CheckOutputPath("--bitmap", o.bitmap)
+}
+
+// checkNotInput refuses an output file (flag's) that is an input — the
+// function or a cell file of Rdir — which the run would overwrite, or
+// (-o) read as a corrupt checkpoint and offer to remove.
+func (o *options) checkNotInput(flag, path string) error {
+	if path == "" || path == "-" {
+		return nil
+	}
+	out, err := os.Stat(path)
+	if err != nil {
+		return nil // to be created: no input
+	}
+	is := func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && os.SameFile(st, out)
+	}
+	base := filepath.Base(path)
+	switch {
+	case is(o.fn):
+		return cmdutil.Usagef("%s %s is the function: the results would overwrite it", flag, path)
+	case strings.HasPrefix(base, "R.") && base != wavefront.MatrixFile && is(filepath.Join(o.rdir, base)):
+		return cmdutil.Usagef("%s %s is the cell file %s of %s: the results would overwrite it", flag, path, base, o.rdir)
+	}
+	return nil
 }
 
 // region works out the rectangle to compute from the flags and the boundary.

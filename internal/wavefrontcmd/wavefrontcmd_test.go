@@ -200,6 +200,8 @@ func TestBadInput(t *testing.T) {
 		{"--bitmap a directory", []string{"--bitmap", good, "builtin:sum", good}, 2, "--bitmap " + good + ": is a directory; name a file"},
 		{"extra arguments for a built-in", []string{"-e", "-x", "builtin:sum", good}, 2, "--extra-args applies only to program functions; builtin:sum is a Go function"},
 		{"export -o in a missing directory", []string{"export", "-o", "/no/such/dir/R.tsv", good}, 2, "-o /no/such/dir/R.tsv: directory /no/such/dir does not exist"},
+		{"-o a boundary file", []string{"-o", filepath.Join(good, "R.1.0"), "builtin:sum", good}, 2, "-o " + filepath.Join(good, "R.1.0") + " is the cell file R.1.0 of " + good + ": the results would overwrite it"},
+		{"--bitmap the function", []string{"--bitmap", notExec, notExec, good}, 2, "--bitmap " + notExec + " is the function: the results would overwrite it"},
 		{"bad export format", []string{"export", "-f", "xml", good}, 2, `--format "xml"`},
 	}
 	for _, tt := range tests {

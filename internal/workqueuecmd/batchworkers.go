@@ -83,7 +83,7 @@ func (b *batchWorkers) catalogAddrs() []string {
 	if b.catalogs == "" {
 		return nil
 	}
-	return splitAddrs(b.catalogs)
+	return catalogAddrs(b.catalogs)
 }
 
 // setWorker checks w's --env and sets its command: --worker-binary's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -32,6 +33,7 @@ func TestBadInputMessages(t *testing.T) {
 		{[]string{"worker", "-s", file, "h", "1"}, cmdutil.ExitUsage, "-s " + file + ": not a directory"},
 		{[]string{"worker", "-o", filepath.Join(missing, "log"), "h", "1"}, cmdutil.ExitUsage, "-o " + filepath.Join(missing, "log") + ": directory " + missing + " does not exist"},
 		{[]string{"worker", "--foreman", "-Z", filepath.Join(missing, "port"), "h", "1"}, cmdutil.ExitUsage, "-Z " + filepath.Join(missing, "port") + ": directory " + missing + " does not exist"},
+		{[]string{"worker", "-i", "10", "-b", "1", "h", "1"}, cmdutil.ExitUsage, "-b/--max-backoff 1s is shorter than -i/--min-backoff 10s"},
 		{[]string{"worker", "--password", missing, "h", "1"}, cmdutil.ExitFailure, "--password: " + missing + ": no such file or directory"},
 		{[]string{"status", "-M", "a["}, cmdutil.ExitUsage, "-M a[: not a regular expression: missing closing ]"},
 		{[]string{"status", "onlyhost"}, cmdutil.ExitUsage, "onlyhost: give a master as HOST PORT or HOST:PORT"},
@@ -43,6 +45,23 @@ func TestBadInputMessages(t *testing.T) {
 		code, _, stderr := run(context.Background(), tt.args...)
 		if code != tt.code || !strings.Contains(stderr, tt.want) {
 			t.Errorf("workqueue %q: exit %d, stderr %q; want exit %d and %q", tt.args, code, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+// TestCatalogAddrs: -C's hosts without a port are at the catalog's
+// default port, as $CATALOG_HOST's are.
+func TestCatalogAddrs(t *testing.T) {
+	for _, tc := range []struct {
+		flag string
+		want []string
+	}{
+		{"cat", []string{"cat:9097"}},
+		{"cat:9100", []string{"cat:9100"}},
+		{"a,b:1;[::1]", []string{"a:9097", "b:1", "[::1]:9097"}},
+	} {
+		if got := catalogAddrs(tc.flag); !slices.Equal(got, tc.want) {
+			t.Errorf("catalogAddrs(%q) = %q, want %q", tc.flag, got, tc.want)
 		}
 	}
 }

@@ -77,7 +77,7 @@ func (o *statusOptions) listMasters(ctx context.Context, out io.Writer) error {
 	}
 	addrs := catalog.DefaultAddrs()
 	if o.catalogs != "" {
-		addrs = splitAddrs(o.catalogs)
+		addrs = catalogAddrs(o.catalogs)
 	}
 	masters, err := catalog.FindMasters(ctx, addrs, re)
 	if err != nil {

@@ -214,8 +214,11 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 	if o.timeout > 0 {
 		cfg.IdleTimeout, cfg.ConnectTimeout = o.timeout, o.timeout
 	}
+	if o.minBackoff > 0 && o.maxBackoff > 0 && o.maxBackoff < o.minBackoff {
+		return cfg, cmdutil.Usagef("-b/--max-backoff %v is shorter than -i/--min-backoff %v", o.maxBackoff, o.minBackoff)
+	}
 	if o.catalogs != "" {
-		cfg.Catalogs = splitAddrs(o.catalogs)
+		cfg.Catalogs = catalogAddrs(o.catalogs)
 	}
 	switch {
 	case o.project != "" && len(args) > 0:

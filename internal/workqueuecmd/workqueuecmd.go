@@ -13,12 +13,15 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/internal/suggest"
+	"github.com/rightsize/rightsize/workqueue/catalog"
 )
 
 // Main runs the workqueue command with args and returns its exit code.
@@ -79,4 +82,18 @@ func (f *logFlags) logger(w io.Writer) *slog.Logger {
 // splitAddrs splits "host:port;host:port" (CCTools' form) or "host:port,...".
 func splitAddrs(s string) []string {
 	return strings.FieldsFunc(s, func(r rune) bool { return r == ';' || r == ',' })
+}
+
+// catalogAddrs splits -C's catalog servers as splitAddrs does; a host
+// without a port is at the catalog's default port, as in $CATALOG_HOST
+// (else "-C cat" would be asked on port 80).
+func catalogAddrs(s string) []string {
+	addrs := splitAddrs(s)
+	for i, a := range addrs {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			host := strings.TrimSuffix(strings.TrimPrefix(a, "["), "]") // "[::1]"
+			addrs[i] = net.JoinHostPort(host, strconv.Itoa(catalog.DefaultPort))
+		}
+	}
+	return addrs
 }
