@@ -100,7 +100,7 @@ func (b *batchWorkers) setWorker(w *factory.Worker) error {
 			return fmt.Errorf("worker binary: %w", err)
 		}
 		if path, err = filepath.Abs(path); err != nil {
-			return err
+			return fmt.Errorf("worker binary: %w", err)
 		}
 		w.Command = []string{path}
 	} else {
