@@ -31,6 +31,8 @@ import (
 type Foreman struct {
 	m       *workqueue.Master
 	changed chan struct{} // OfferChanged: a worker came or went
+	look    chan struct{} // a worker joined: watch looks now
+	every   time.Duration // how often watch looks anyway
 	added   chan struct{} // a task was submitted: collect may wait again
 	cancel  context.CancelFunc
 	done    chan struct{} // collect and watch have ended
@@ -47,8 +49,15 @@ const offerInterval = time.Second
 // New starts the foreman's master as cfg says (cfg.Addr: where its
 // workers connect; cfg.Project: the name it advertises to the catalog).
 func New(cfg workqueue.Config) (*Foreman, error) {
+	return newForeman(cfg, offerInterval)
+}
+
+// newForeman is New with watch looking every interval.
+func newForeman(cfg workqueue.Config, every time.Duration) (*Foreman, error) {
 	f := &Foreman{
 		changed: make(chan struct{}, 1),
+		look:    make(chan struct{}, 1),
+		every:   every,
 		added:   make(chan struct{}, 1),
 		done:    make(chan struct{}),
 		waiting: map[int]chan *workqueue.Result{},
@@ -58,7 +67,12 @@ func New(cfg workqueue.Config) (*Foreman, error) {
 		if joined != nil {
 			joined(info)
 		}
-		f.signal()
+		// Not Stats here, from the master's loop: watch asks it,
+		// once the worker is counted.
+		select {
+		case f.look <- struct{}{}:
+		default:
+		}
 	}
 	m, err := workqueue.Listen(cfg)
 	if err != nil {
@@ -99,7 +113,7 @@ func (f *Foreman) Offer() worker.Offer {
 // OfferChanged receives a value when Offer may have changed.
 func (f *Foreman) OfferChanged() <-chan struct{} { return f.changed }
 
-// signal makes watch look at the workers now.
+// signal tells the worker's session that Offer may have changed.
 func (f *Foreman) signal() {
 	select {
 	case f.changed <- struct{}{}:
@@ -110,7 +124,7 @@ func (f *Foreman) signal() {
 // watch keeps the offer up to date: at once when a worker joins, within
 // offerInterval when one leaves.
 func (f *Foreman) watch(ctx context.Context) {
-	tick := time.NewTicker(offerInterval)
+	tick := time.NewTicker(f.every)
 	defer tick.Stop()
 	for {
 		st := f.m.Stats()
@@ -126,6 +140,7 @@ func (f *Foreman) watch(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case <-f.look:
 		}
 	}
 }
