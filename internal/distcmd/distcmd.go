@@ -394,7 +394,7 @@ func Summary(d batch.Driver, counts distmaster.TrackerCounts, meanJob time.Durat
 func ReportFailures(w io.Writer, tool string, fe *distmaster.FailedError, kept string) error {
 	for i, be := range fe.Blocks {
 		if i == maxShownBlocks {
-			fmt.Fprintf(w, "%s: … and %d more failed blocks\n", tool, len(fe.Blocks)-maxShownBlocks)
+			fmt.Fprintf(w, "%s: … and %s\n", tool, cmdutil.Plural(len(fe.Blocks)-maxShownBlocks, "more failed block"))
 			break
 		}
 		fmt.Fprintf(w, "%s: %v\n", tool, be)
@@ -402,7 +402,11 @@ func ReportFailures(w io.Writer, tool string, fe *distmaster.FailedError, kept s
 			fmt.Fprintf(w, "%s:   its last job said:\n%s", tool, tail)
 		}
 	}
-	return fmt.Errorf("%d of %d blocks failed; %s; run the same command again to retry them", len(fe.Blocks), fe.Total, kept)
+	them := "them"
+	if len(fe.Blocks) == 1 {
+		them = "it"
+	}
+	return fmt.Errorf("%d of %s failed; %s; run the same command again to retry %s", len(fe.Blocks), cmdutil.Plural(fe.Total, "block"), kept, them)
 }
 
 // Stopped returns the error that ends a run stopped early by err (not by

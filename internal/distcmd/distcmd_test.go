@@ -2,6 +2,7 @@ package distcmd
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
+	"github.com/rightsize/rightsize/distmaster"
 )
 
 // TestWorkQueueWarnings: the Work Queue master's warnings (here, a worker
@@ -57,6 +59,37 @@ func TestWorkQueueWarnings(t *testing.T) {
 			}
 		case <-timeout:
 			t.Fatal("no warning in a minute")
+		}
+	}
+}
+
+// TestReportFailuresNumbers: the failed blocks are counted in the number
+// each count needs.
+func TestReportFailuresNumbers(t *testing.T) {
+	blocks := func(n int) []*distmaster.BlockError {
+		var bs []*distmaster.BlockError
+		for i := range n {
+			bs = append(bs, &distmaster.BlockError{Block: fmt.Sprint(i), Attempts: 3, Err: errors.New("exit status 1")})
+		}
+		return bs
+	}
+	for _, tt := range []struct {
+		failed, total int
+		more, err     string // "" for no "more" line
+	}{
+		{1, 1, "", "1 of 1 block failed; kept; run the same command again to retry it"},
+		{1, 5, "", "1 of 5 blocks failed; kept; run the same command again to retry it"},
+		{3, 20, "", "3 of 20 blocks failed; kept; run the same command again to retry them"},
+		{maxShownBlocks + 1, 40, "t: … and 1 more failed block\n", fmt.Sprintf("%d of 40 blocks failed; kept; run the same command again to retry them", maxShownBlocks+1)},
+		{maxShownBlocks + 2, 40, "t: … and 2 more failed blocks\n", fmt.Sprintf("%d of 40 blocks failed; kept; run the same command again to retry them", maxShownBlocks+2)},
+	} {
+		var out strings.Builder
+		err := ReportFailures(&out, "t", &distmaster.FailedError{Blocks: blocks(tt.failed), Total: tt.total}, "kept")
+		if err.Error() != tt.err {
+			t.Errorf("%d of %d: error %q, want %q", tt.failed, tt.total, err, tt.err)
+		}
+		if got := strings.Contains(out.String(), "more failed"); got != (tt.more != "") || tt.more != "" && !strings.HasSuffix(out.String(), tt.more) {
+			t.Errorf("%d of %d: printed\n%s\nwant it to end with %q", tt.failed, tt.total, out.String(), tt.more)
 		}
 	}
 }
