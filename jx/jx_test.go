@@ -3,11 +3,16 @@ package jx
 import (
 	"bytes"
 	"context"
+	"go/ast"
+	goparser "go/parser"
+	gotoken "go/token"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -369,11 +374,42 @@ func TestArgs(t *testing.T) {
 }
 
 // TestFunctionNames: the names an unknown function is compared with are
-// the functions there are.
+// the functions there are, every case of builtin's switch (read from its
+// source, so that a function added there and not to the list fails here)
+// and select and project.
 func TestFunctionNames(t *testing.T) {
 	for _, name := range functionNames() {
 		if builtin(name) == nil && name != "select" && name != "project" {
 			t.Errorf("%s is not a function", name)
 		}
+	}
+	file, err := goparser.ParseFile(gotoken.NewFileSet(), "funcs.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := 0
+	ast.Inspect(file, func(n ast.Node) bool {
+		if fn, ok := n.(*ast.FuncDecl); ok && fn.Name.Name != "builtin" {
+			return false
+		}
+		cc, ok := n.(*ast.CaseClause)
+		if !ok {
+			return true
+		}
+		for _, e := range cc.List {
+			lit, ok := e.(*ast.BasicLit)
+			if !ok || lit.Kind != gotoken.STRING {
+				continue
+			}
+			name, _ := strconv.Unquote(lit.Value)
+			cases++
+			if !slices.Contains(functionNames(), name) {
+				t.Errorf("builtin has %s, functionNames does not", name)
+			}
+		}
+		return true
+	})
+	if cases == 0 {
+		t.Error("no case of builtin's switch found in funcs.go")
 	}
 }
