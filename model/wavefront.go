@@ -50,6 +50,49 @@ func WavefrontDistributed(n, b, nodes, cpn int, tau, delta float64) float64 {
 	return WavefrontMulticore(blocks, blocks, nodes, block)
 }
 
+// WavefrontDistributedEvents predicts the same distributed run as
+// WavefrontDistributed, but as the masters run it: a block is released the
+// moment its two parents are done, not a round per anti-diagonal of
+// blocks, so a slot left idle at the end of one anti-diagonal starts a
+// block of the next. The blocks' graph (WavefrontBlocks) is list-scheduled
+// on nodes slots, each block holding its slot for delta plus its cells
+// (Makespan). It is never slower than WavefrontDistributed on the grid's
+// shapes, and faster when an anti-diagonal has more blocks than nodes
+// (eight workers and 1×1 blocks of a 20×20 of 50 ms cells and jobs of
+// 10 ms: 3.42 s against 4.14 s). Its cost is about the blocks times log
+// blocks.
+func WavefrontDistributedEvents(n, b, nodes, cpn int, tau, delta float64) float64 {
+	if n <= 0 || b <= 0 || nodes <= 0 {
+		return 0
+	}
+	return Makespan(WavefrontBlocks(n, b, cpn, tau), FlowPlaces{RemoteSlots: nodes, Dispatch: delta})
+}
+
+// maxEventBlocks bounds the blocks of a distributed Wavefront whose graph
+// BestWavefrontDistributed schedules block by block (a few milliseconds);
+// a block side that cuts the region into more is predicted by the
+// lock-step WavefrontDistributed.
+const maxEventBlocks = 1 << 14
+
+// BestWavefrontDistributed returns the fastest distributed n×n Wavefront
+// predicted on nodes slots of cpn cores with a job cost of delta, in
+// square blocks of at most limit cells on a side, and that side: by
+// WavefrontDistributedEvents where the region has at most maxEventBlocks
+// blocks, by WavefrontDistributed where it has more.
+func BestWavefrontDistributed(n, limit, nodes, cpn int, tau, delta float64) (float64, int) {
+	t, block := math.Inf(1), 1
+	for b := 1; b <= min(n, limit); b++ {
+		v := WavefrontDistributed(n, b, nodes, cpn, tau, delta)
+		if nb := (n + b - 1) / b; nb*nb <= maxEventBlocks {
+			v = WavefrontDistributedEvents(n, b, nodes, cpn, tau, delta)
+		}
+		if v < t {
+			t, block = v, b
+		}
+	}
+	return t, block
+}
+
 // WavefrontBlocks returns the graph of an n×n Wavefront cut into square
 // blocks of b cells on a side, as rules for Makespan, parents first: block
 // (i, j) needs (i−1, j) and (i, j−1) (and through them (i−1, j−1)), and
@@ -113,15 +156,12 @@ func (c WavefrontChoice) String() string {
 // stragglers and transfer time, so it is optimistic.
 const distributeFactor = 2
 
-// ChooseWavefront picks the block size that minimises WavefrontDistributed
-// and compares it with WavefrontMulticore on localCores.
+// ChooseWavefront picks the block size that minimises the distributed
+// prediction (BestWavefrontDistributed) and compares it with
+// WavefrontMulticore on localCores.
 func ChooseWavefront(n, localCores, nodes, cpn int, tau, delta float64) WavefrontChoice {
-	c := WavefrontChoice{Multicore: WavefrontMulticore(n, n, localCores, tau), Cluster: math.Inf(1), Block: 1}
-	for b := 1; b <= n; b++ {
-		if t := WavefrontDistributed(n, b, nodes, cpn, tau, delta); t < c.Cluster {
-			c.Cluster, c.Block = t, b
-		}
-	}
+	c := WavefrontChoice{Multicore: WavefrontMulticore(n, n, localCores, tau)}
+	c.Cluster, c.Block = BestWavefrontDistributed(n, n, nodes, cpn, tau, delta)
 	c.Distribute = c.Cluster*distributeFactor < c.Multicore
 	return c
 }

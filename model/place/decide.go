@@ -426,15 +426,11 @@ func HybridWavefront(n, local int, tau float64, c *Cluster) (seconds float64, bl
 
 // bestWavefrontBlock returns the fastest distributed Wavefront of n×n
 // cells predicted on nodes of cpn cores with a job cost of delta, in
-// square blocks of at most limit cells on a side, and that side.
+// square blocks of at most limit cells on a side, and that side, each
+// block released as soon as its inputs are done
+// (model.BestWavefrontDistributed).
 func bestWavefrontBlock(n, limit, nodes, cpn int, tau, delta float64) (float64, int) {
-	t, block := math.Inf(1), 1
-	for b := 1; b <= min(n, limit); b++ {
-		if v := model.WavefrontDistributed(n, b, nodes, cpn, tau, delta); v < t {
-			t, block = v, b
-		}
-	}
-	return t, block
+	return model.BestWavefrontDistributed(n, limit, nodes, cpn, tau, delta)
 }
 
 // hybridCells predicts a hybrid Wavefront, and the block side: this
