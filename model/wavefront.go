@@ -180,6 +180,10 @@ type WavefrontHybridInputs struct {
 	// once started beyond its cells (starting the program, reading the
 	// inputs, returning the cells).
 	Dispatch, JobCost float64
+	// Start is when the cluster takes its first block: Work Queue's
+	// workers connect to the master a run starts, and a block waits for
+	// them once, not a Dispatch every block.
+	Start float64
 }
 
 // WavefrontHybridRun is what WavefrontHybrid predicts.
@@ -193,7 +197,8 @@ type WavefrontHybridRun struct {
 // the cores here take cells one at a time as soon as their inputs are
 // done, cells of different blocks interleaving; the cluster takes, while
 // it has free slots, each block untouched here whose inputs are all done,
-// and returns it Dispatch + JobCost + T_mc(block, JobCores) later; a core
+// from Start on, and returns it Dispatch + JobCost + T_mc(block,
+// JobCores) later; a core
 // with no ready cell takes back a block still in its dispatch. Cells cost
 // CellTime each, here and there alike.
 //
@@ -232,7 +237,7 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 			h.TakeBack(away[i].block)
 			away = slices.Delete(away, i, i+1)
 		}
-		for len(away) < in.Slots {
+		for len(away) < in.Slots && now >= in.Start {
 			b, ok := h.NextBlock()
 			if !ok {
 				break
@@ -247,7 +252,12 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 				next = i
 			}
 		}
+		// The cluster's start, if it comes first, is an event too: a
+		// block ready then goes.
+		joins := now < in.Start && in.Slots > 0 && h.Undone() > 0
 		switch {
+		case joins && (cells.Len() == 0 || in.Start < cells[0].at) && (next < 0 || in.Start < away[next].end):
+			now = in.Start
 		case cells.Len() > 0 && (next < 0 || cells[0].at <= away[next].end):
 			// Cells that end together are seen together, as the
 			// master drains the results at hand before it hands out
