@@ -50,6 +50,49 @@ func WavefrontDistributed(n, b, nodes, cpn int, tau, delta float64) float64 {
 	return WavefrontMulticore(blocks, blocks, nodes, block)
 }
 
+// WavefrontDistributedEvents predicts the same distributed run as
+// WavefrontDistributed, but as the masters run it: a block is released the
+// moment its two parents are done, not a round per anti-diagonal of
+// blocks, so a slot left idle at the end of one anti-diagonal starts a
+// block of the next. The blocks' graph (WavefrontBlocks) is list-scheduled
+// on nodes slots, each block holding its slot for delta plus its cells
+// (Makespan). It is never slower than WavefrontDistributed on the grid's
+// shapes, and faster when an anti-diagonal has more blocks than nodes
+// (eight workers and 1×1 blocks of a 20×20 of 50 ms cells and jobs of
+// 10 ms: 3.42 s against 4.14 s). Its cost is about the blocks times log
+// blocks.
+func WavefrontDistributedEvents(n, b, nodes, cpn int, tau, delta float64) float64 {
+	if n <= 0 || b <= 0 || nodes <= 0 {
+		return 0
+	}
+	return Makespan(WavefrontBlocks(n, b, cpn, tau), FlowPlaces{RemoteSlots: nodes, Dispatch: delta})
+}
+
+// maxEventBlocks bounds the blocks of a distributed Wavefront whose graph
+// BestWavefrontDistributed schedules block by block (a few milliseconds);
+// a block side that cuts the region into more is predicted by the
+// lock-step WavefrontDistributed.
+const maxEventBlocks = 1 << 14
+
+// BestWavefrontDistributed returns the fastest distributed n×n Wavefront
+// predicted on nodes slots of cpn cores with a job cost of delta, in
+// square blocks of at most limit cells on a side, and that side: by
+// WavefrontDistributedEvents where the region has at most maxEventBlocks
+// blocks, by WavefrontDistributed where it has more.
+func BestWavefrontDistributed(n, limit, nodes, cpn int, tau, delta float64) (float64, int) {
+	t, block := math.Inf(1), 1
+	for b := 1; b <= min(n, limit); b++ {
+		v := WavefrontDistributed(n, b, nodes, cpn, tau, delta)
+		if nb := (n + b - 1) / b; nb*nb <= maxEventBlocks {
+			v = WavefrontDistributedEvents(n, b, nodes, cpn, tau, delta)
+		}
+		if v < t {
+			t, block = v, b
+		}
+	}
+	return t, block
+}
+
 // WavefrontBlocks returns the graph of an n×n Wavefront cut into square
 // blocks of b cells on a side, as rules for Makespan, parents first: block
 // (i, j) needs (i−1, j) and (i, j−1) (and through them (i−1, j−1)), and
@@ -113,15 +156,12 @@ func (c WavefrontChoice) String() string {
 // stragglers and transfer time, so it is optimistic.
 const distributeFactor = 2
 
-// ChooseWavefront picks the block size that minimises WavefrontDistributed
-// and compares it with WavefrontMulticore on localCores.
+// ChooseWavefront picks the block size that minimises the distributed
+// prediction (BestWavefrontDistributed) and compares it with
+// WavefrontMulticore on localCores.
 func ChooseWavefront(n, localCores, nodes, cpn int, tau, delta float64) WavefrontChoice {
-	c := WavefrontChoice{Multicore: WavefrontMulticore(n, n, localCores, tau), Cluster: math.Inf(1), Block: 1}
-	for b := 1; b <= n; b++ {
-		if t := WavefrontDistributed(n, b, nodes, cpn, tau, delta); t < c.Cluster {
-			c.Cluster, c.Block = t, b
-		}
-	}
+	c := WavefrontChoice{Multicore: WavefrontMulticore(n, n, localCores, tau)}
+	c.Cluster, c.Block = BestWavefrontDistributed(n, n, nodes, cpn, tau, delta)
 	c.Distribute = c.Cluster*distributeFactor < c.Multicore
 	return c
 }
@@ -140,6 +180,10 @@ type WavefrontHybridInputs struct {
 	// once started beyond its cells (starting the program, reading the
 	// inputs, returning the cells).
 	Dispatch, JobCost float64
+	// Start is when the cluster takes its first block: Work Queue's
+	// workers connect to the master a run starts, and a block waits for
+	// them once, not a Dispatch every block.
+	Start float64
 }
 
 // WavefrontHybridRun is what WavefrontHybrid predicts.
@@ -153,7 +197,8 @@ type WavefrontHybridRun struct {
 // the cores here take cells one at a time as soon as their inputs are
 // done, cells of different blocks interleaving; the cluster takes, while
 // it has free slots, each block untouched here whose inputs are all done,
-// and returns it Dispatch + JobCost + T_mc(block, JobCores) later; a core
+// from Start on, and returns it Dispatch + JobCost + T_mc(block,
+// JobCores) later; a core
 // with no ready cell takes back a block still in its dispatch. Cells cost
 // CellTime each, here and there alike.
 //
@@ -192,7 +237,7 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 			h.TakeBack(away[i].block)
 			away = slices.Delete(away, i, i+1)
 		}
-		for len(away) < in.Slots {
+		for len(away) < in.Slots && now >= in.Start {
 			b, ok := h.NextBlock()
 			if !ok {
 				break
@@ -207,7 +252,12 @@ func WavefrontHybrid(in WavefrontHybridInputs) WavefrontHybridRun {
 				next = i
 			}
 		}
+		// The cluster's start, if it comes first, is an event too: a
+		// block ready then goes.
+		joins := now < in.Start && in.Slots > 0 && h.Undone() > 0
 		switch {
+		case joins && (cells.Len() == 0 || in.Start < cells[0].at) && (next < 0 || in.Start < away[next].end):
+			now = in.Start
 		case cells.Len() > 0 && (next < 0 || cells[0].at <= away[next].end):
 			// Cells that end together are seen together, as the
 			// master drains the results at hand before it hands out

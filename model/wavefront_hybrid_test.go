@@ -31,6 +31,10 @@ func TestWavefrontHybrid(t *testing.T) {
 		// Work Queue: a dispatch of microseconds (nothing to take back),
 		// eight one-core workers, as in the placement bench's wq rows.
 		{"work queue workers", WavefrontHybridInputs{W: 20, H: 20, Block: 1, LocalCores: 2, Slots: 8, CellTime: tau, Dispatch: 1e-5, JobCost: 0.03}, 0, WavefrontMulticore(20, 20, 2, tau) * 0.5, true},
+		// Work Queue's workers connecting once, after Start: never, and
+		// soon.
+		{"workers that never connect", WavefrontHybridInputs{W: 7, H: 5, Block: 1, LocalCores: 1, Slots: 8, CellTime: tau, JobCost: 0.03, Start: 1e9}, 35 * tau, 0, false},
+		{"workers that connect soon", WavefrontHybridInputs{W: 20, H: 20, Block: 1, LocalCores: 2, Slots: 8, CellTime: tau, JobCost: 0.03, Start: 0.03}, 0, WavefrontMulticore(20, 20, 2, tau) * 0.5, true},
 		{"work queue, no worker connected", WavefrontHybridInputs{W: 7, H: 5, Block: 1, LocalCores: 5, Slots: 0, CellTime: tau, Dispatch: 1e-5, JobCost: 0.03}, 11 * tau, 0, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,6 +57,38 @@ func TestWavefrontHybrid(t *testing.T) {
 			alone := WavefrontHybrid(WavefrontHybridInputs{W: tc.in.W, H: tc.in.H, Block: tc.in.Block, LocalCores: tc.in.LocalCores, CellTime: tc.in.CellTime})
 			if run.Seconds > alone.Seconds+1e-9 {
 				t.Errorf("%.3f s with the cluster, %.3f s without", run.Seconds, alone.Seconds)
+			}
+		})
+	}
+}
+
+// TestWavefrontHybridStart checks that a cluster joining once, after
+// Start, is predicted as waiting for it once: no faster than joining at
+// once, no slower than joining at once and then finishing Start later,
+// and faster than the same wait charged to every block as its Dispatch.
+func TestWavefrontHybridStart(t *testing.T) {
+	const tau, cost, wait = 0.05, 0.03, 0.032
+	for _, tc := range []struct {
+		name         string
+		w, block     int
+		local, slots int
+	}{
+		{"12×12 of 1×1 blocks, eight workers", 12, 1, 2, 8},
+		{"20×20 of 2×2 blocks, eight workers", 20, 2, 2, 8},
+		{"20×20 of 1×1 blocks, one worker", 20, 1, 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := WavefrontHybridInputs{W: tc.w, H: tc.w, Block: tc.block, LocalCores: tc.local, Slots: tc.slots, CellTime: tau, JobCost: cost}
+			now := WavefrontHybrid(in).Seconds
+			in.Start = wait
+			joined := WavefrontHybrid(in).Seconds
+			in.Start, in.Dispatch = 0, wait
+			each := WavefrontHybrid(in).Seconds
+			if joined < now-1e-9 || joined > now+wait+1e-9 {
+				t.Errorf("joining after %.3f s: %.3f s, want %.3f to %.3f s", wait, joined, now, now+wait)
+			}
+			if joined >= each {
+				t.Errorf("joining after %.3f s: %.3f s, want below %.3f s with that wait for every block", wait, joined, each)
 			}
 		})
 	}

@@ -481,3 +481,39 @@ func TestSampleCallsRunsInParallel(t *testing.T) {
 		t.Errorf("sample of %d calls for a problem of one, want %d", s.Calls, parallel)
 	}
 }
+
+// On Work Queue the wait a run measures beyond the send is its workers'
+// connection to the master, once (Cluster.wavefrontDispatch); on a batch
+// system every job waits in the queue. A Wavefront's predictions say so:
+// on Work Queue they are the models' with the wait at the start, on SLURM
+// with it for every block.
+func TestDecideWavefrontDispatchOnce(t *testing.T) {
+	const n, tau, wait, cost = 12, 0.05, 0.032, 0.031
+	two := Machine{Cores: measured(2, "probed")}
+	for _, tc := range []struct {
+		kind        string
+		start, each float64
+	}{
+		{"wq", wait, 0},
+		{"slurm", 0, wait},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			c := slurm(8, 1, wait)
+			c.Kind = tc.kind
+			c.JobCost = measured(cost, "measured in a run")
+			d := DecideWavefront(WavefrontWork{N: n, CellTime: measured(tau, "sampled")}, two, c, nil, now)
+			limit := max(int(math.Sqrt(maxJobSeconds/tau)), 1)
+			hy, _ := model.BestWavefrontHybrid(model.WavefrontHybridInputs{
+				W: n, H: n, LocalCores: 2, Slots: 8, JobCores: 1,
+				CellTime: tau, Dispatch: tc.each, JobCost: cost, Start: tc.start,
+			}, limit)
+			if got := d.Predicted(Hybrid); math.Abs(got-hy.Seconds) > 1e-9 {
+				t.Errorf("hybrid predicted %.3f s, want %.3f s", got, hy.Seconds)
+			}
+			dist, _ := model.BestWavefrontDistributed(n, limit, 8, 1, tau, tc.each+cost)
+			if got := d.Predicted(Distributed); math.Abs(got-(tc.start+dist)) > 1e-9 {
+				t.Errorf("distributed predicted %.3f s, want %.3f s", got, tc.start+dist)
+			}
+		})
+	}
+}
