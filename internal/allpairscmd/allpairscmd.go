@@ -378,13 +378,9 @@ func checkNotInput(flag, path, fn string, sets ...*allpairs.Set) error {
 	if path == "" {
 		return nil
 	}
-	out, err := os.Stat(path)
-	if err != nil {
-		return nil // to be created: no input
-	}
-	is := func(p string) bool {
-		st, err := os.Stat(p)
-		return err == nil && os.SameFile(st, out)
+	is, out := cmdutil.SameFile(path)
+	if is == nil {
+		return nil
 	}
 	if is(fn) {
 		return cmdutil.Usagef("%s %s is the function: the results would overwrite it", flag, path)

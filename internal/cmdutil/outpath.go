@@ -33,3 +33,18 @@ func CheckOutputPath(flag, path string) error {
 	}
 	return nil
 }
+
+// SameFile returns a test of whether a file is the one already at path
+// (the same file, by device and inode, whatever its name) and that file's
+// description, or nil if nothing is there yet. Tools use it to refuse an
+// output that would overwrite one of the run's inputs.
+func SameFile(path string) (is func(string) bool, out fs.FileInfo) {
+	out, err := os.Stat(path)
+	if err != nil {
+		return nil, nil // to be created: no input
+	}
+	return func(p string) bool {
+		st, err := os.Stat(p)
+		return err == nil && os.SameFile(st, out)
+	}, out
+}

@@ -242,13 +242,9 @@ func (o *options) checkNotInput(flag, path string) error {
 	if path == "" || path == "-" {
 		return nil
 	}
-	out, err := os.Stat(path)
-	if err != nil {
-		return nil // to be created: no input
-	}
-	is := func(p string) bool {
-		st, err := os.Stat(p)
-		return err == nil && os.SameFile(st, out)
+	is, _ := cmdutil.SameFile(path)
+	if is == nil {
+		return nil
 	}
 	base := filepath.Base(path)
 	switch {
