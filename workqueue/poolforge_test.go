@@ -1,6 +1,7 @@
 package workqueue
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -88,8 +89,9 @@ func TestPoolForgedDecisionNotEnforced(t *testing.T) {
 // TestPoolWorkerNotSentToForgedMaster: a worker of pool "tp" that follows
 // the pool, with the masters' password, released by master A, goes to
 // master B, which the pool's signed decision gives room; not to the
-// attacker, who listens on 127.0.0.2 at B's port, publishes a record of
-// B from there and a record of the pool that gives that B 100 workers.
+// attacker, who listens on another address of 127/8 at B's port,
+// publishes a record of B from there and a record of the pool that gives
+// that B 100 workers.
 func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
 	pw := []byte("s3cret")
 	cat, a, b := poolMasters(t, pw)
@@ -109,10 +111,17 @@ func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
 	}
 	waitMinute(t, "both workers with A", func() bool { return len(a.Workers()) == 2 })
 
-	// The attacker's master: it counts who comes.
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.2", strconv.Itoa(b.Port())))
-	if err != nil {
-		t.Fatal(err)
+	// The attacker's master, on another address at B's port: it counts
+	// who comes. Another test's connection may hold that port on one
+	// address of 127/8, so the first free one of a few is the attacker's.
+	var ln net.Listener
+	var attacker string
+	for i := 2; ln == nil; i++ {
+		attacker = fmt.Sprintf("127.0.0.%d", i)
+		var err error
+		if ln, err = net.Listen("tcp", net.JoinHostPort(attacker, strconv.Itoa(b.Port()))); err != nil && i == 20 {
+			t.Fatal(err)
+		}
 	}
 	t.Cleanup(func() { ln.Close() })
 	lured := make(chan struct{}, 100)
@@ -126,12 +135,12 @@ func TestPoolWorkerNotSentToForgedMaster(t *testing.T) {
 			c.Close()
 		}
 	}()
-	testutil.SendUDPFrom(t, cat, "127.0.0.2", catalog.Record{"type": "wq_master", "project": b.cfg.Project, "name": host,
+	testutil.SendUDPFrom(t, cat, attacker, catalog.Record{"type": "wq_master", "project": b.cfg.Project, "name": host,
 		"port": b.Port(), "workers_by_pool": "tp:0"})
 	forged := catalog.Record{"type": enforce.PoolType, "name": "tp", "port": 0}
-	enforce.Sign(forged, []enforce.Assignment{{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: "127.0.0.2", Workers: 100}},
+	enforce.Sign(forged, []enforce.Assignment{{Project: b.cfg.Project, Name: host, Port: b.Port(), Address: attacker, Workers: 100}},
 		nil, t0.Add(time.Hour))
-	testutil.SendUDPFrom(t, cat, "127.0.0.2", forged)
+	testutil.SendUDPFrom(t, cat, attacker, forged)
 
 	testutil.SendUDPFrom(t, cat, "127.0.0.1", decision(1, 1, t0.Add(time.Second)))
 	waitMinute(t, "one worker released by A and serving B", func() bool {
