@@ -374,12 +374,9 @@ func (w *worker) loop(ctx context.Context) error {
 				w.log.Info("no master yet; retrying quietly", "err", err, "gives_up_after", w.cfg.ConnectTimeout)
 			}
 			w.log.Debug("no master", "err", err, "retry_in", backoff)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(backoff):
+			if err := w.backOff(ctx, &backoff); err != nil {
+				return err
 			}
-			backoff = min(2*backoff, w.cfg.MaxBackoff)
 			continue
 		}
 		if w.said["not accepted by "+addr] {
@@ -414,12 +411,9 @@ func (w *worker) loop(ctx context.Context) error {
 				return fmt.Errorf("no master accepted the worker for %v: %s: %w", w.cfg.ConnectTimeout, addr, notAccepted)
 			}
 			w.log.Debug("not accepted", "master", addr, "err", notAccepted, "retry_in", backoff)
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(backoff):
+			if err := w.backOff(ctx, &backoff); err != nil {
+				return err
 			}
-			backoff = min(2*backoff, w.cfg.MaxBackoff)
 			continue
 		case errors.Is(err, errExit):
 			w.log.Info("master said exit", "master", addr)
@@ -576,6 +570,18 @@ func (w *worker) sayUnresolved(err error) bool {
 		w.log.Warn("host name does not resolve; retrying quietly", "host", e.Name, "err", e, "gives_up_after", w.cfg.ConnectTimeout)
 	}
 	return len(names) > 0
+}
+
+// backOff waits *backoff before the next connection attempt, or until ctx
+// ends (its error), and doubles *backoff, up to MaxBackoff.
+func (w *worker) backOff(ctx context.Context, backoff *time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(*backoff):
+	}
+	*backoff = min(2**backoff, w.cfg.MaxBackoff)
+	return nil
 }
 
 // once reports whether problem is to be said: the first time since the
