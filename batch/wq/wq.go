@@ -10,7 +10,10 @@
 // workers (batch.Listener) and reports the master's capacity
 // (batch.CapacityReporter). A worker in this same process can do the work
 // of a job that carries it (batch.Job.Do) without a process: see
-// Driver.InProcess.
+// Driver.InProcess. A job whose task still waits for a worker can be taken
+// back (Driver.RemoveQueued), as a hybrid Wavefront does when this
+// machine's cores run out of cells; Work Queue reports no start, so a job
+// some worker holds is never taken back.
 package wq
 
 import (
