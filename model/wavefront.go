@@ -82,10 +82,11 @@ const maxEventBlocks = 1 << 14
 func BestWavefrontDistributed(n, limit, nodes, cpn int, tau, delta float64) (float64, int) {
 	t, block := math.Inf(1), 1
 	for b := 1; b <= min(n, limit); b++ {
-		v := WavefrontDistributed(n, b, nodes, cpn, tau, delta)
+		predict := WavefrontDistributed
 		if nb := (n + b - 1) / b; nb*nb <= maxEventBlocks {
-			v = WavefrontDistributedEvents(n, b, nodes, cpn, tau, delta)
+			predict = WavefrontDistributedEvents
 		}
+		v := predict(n, b, nodes, cpn, tau, delta)
 		if v < t {
 			t, block = v, b
 		}
@@ -198,9 +199,8 @@ type WavefrontHybridRun struct {
 // done, cells of different blocks interleaving; the cluster takes, while
 // it has free slots, each block untouched here whose inputs are all done,
 // from Start on, and returns it Dispatch + JobCost + T_mc(block,
-// JobCores) later; a core
-// with no ready cell takes back a block still in its dispatch. Cells cost
-// CellTime each, here and there alike.
+// JobCores) later; a core with no ready cell takes back a block still in
+// its dispatch. Cells cost CellTime each, here and there alike.
 //
 // Its cost is about cells × (front width + log cells): the decision
 // simulates only regions of at most maxHybridCells cells.
