@@ -20,9 +20,9 @@ import (
 
 // A hybrid Wavefront (Wavefront.HereCores) does not make this machine one
 // more slot of a batch system, or one more worker of a Work Queue master,
-// taking blocks: its cores take cells, as the
-// multicore engine does, while the cluster takes whole blocks
-// (blocks.Hybrid's policy, which model.WavefrontHybrid simulates). With
+// taking blocks: its cores take cells, as the multicore engine does, while
+// the cluster takes whole blocks (blocks.Hybrid's policy, which
+// model.WavefrontHybrid simulates). With
 // blocks as the unit, this machine's cores waited for a whole block's
 // inputs and idled at each block's first and last anti-diagonals; by cells
 // they keep the parallelism of the anti-diagonals across blocks, and the
