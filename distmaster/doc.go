@@ -26,7 +26,11 @@
 // that become ready while they are busy (the policy of wavefront/blocks'
 // Hybrid, which model.WavefrontHybrid simulates for placement); a block
 // still in the queue when the cores run out of cells is taken back, and
-// one that fails there is computed here.
+// one that fails there is computed here. On Work Queue the cells here give
+// way to a worker connected from this machine by its cores (both would
+// otherwise share them at half speed), and blocks cut before any worker
+// was known are cut again, on the same model, for the first workers to
+// join.
 //
 // Each block's cells come back as a sparse-matrix file and are appended to
 // the run's checkpoint (package sparsematrix), so that a master killed at

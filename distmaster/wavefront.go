@@ -135,8 +135,8 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 		}
 	}
 
-	problem := fmt.Sprintf("wavefront %v", rg)
-	old, err := readPlan(w.Checkpoint, problem, cfg.Explain)
+	r.problem = fmt.Sprintf("wavefront %v", rg)
+	old, err := readPlan(w.Checkpoint, r.problem, cfg.Explain)
 	if err != nil {
 		return res, err
 	}
@@ -149,11 +149,15 @@ func RunWavefront(ctx context.Context, cfg Config, w *Wavefront) (WavefrontResul
 	case w.PlacedJobSize > 0:
 		r.b = w.PlacedJobSize
 		fmt.Fprintf(cfg.Explain, "blocks of %d×%d cells, as placement chose\n", r.b, r.b)
+		if w.CellTime != nil {
+			r.tau = *w.CellTime
+			r.refit = unknownWidth(cfg.Cluster)
+		}
 	default:
 		res.Predicted = r.chooseBlock(ctx)
 	}
 	res.JobSize = r.b
-	if err := writePlan(w.Checkpoint, plan{Problem: problem, JobW: r.b, JobH: r.b}); err != nil {
+	if err := writePlan(w.Checkpoint, plan{Problem: r.problem, JobW: r.b, JobH: r.b}); err != nil {
 		return res, fmt.Errorf("checkpoint plan: %w", err)
 	}
 
@@ -214,6 +218,20 @@ type wfRun struct {
 	// vals holds the cells a hybrid run by cells (runHybrid) has and
 	// still needs for the cells it computes here; nil otherwise.
 	vals map[sparsematrix.Key][]byte
+	// problem names the run in its plan.
+	problem string
+	// tau is the function's time per cell the block side was chosen for
+	// (zero if the caller fixed the side); refit says that side was
+	// chosen for a cluster of no known width, so that a hybrid run on
+	// Work Queue chooses it again for the workers that join (runHybrid).
+	tau   place.Value
+	refit bool
+}
+
+// unknownWidth reports whether cluster c, for which a block side is
+// chosen, has no width measured or named: no hosts, or hosts assumed.
+func unknownWidth(c *place.Cluster) bool {
+	return c == nil || c.Hosts.Assumed() || c.Slots() == 0
 }
 
 func (r *wfRun) index(x, y int) int {
@@ -280,7 +298,7 @@ func (r *wfRun) job(b int, dir string) (*batch.Job, error) {
 	}
 	m := sparsematrix.NewWriter(f)
 	write := func(x, y int) error {
-		v, err := r.value(x, y)
+		v, err := r.input(x, y)
 		if err != nil {
 			return fmt.Errorf("input cell (%d,%d): %w", x, y, err)
 		}
@@ -435,6 +453,7 @@ func (r *wfRun) chooseBlock(ctx context.Context) time.Duration {
 		}
 	}
 	fmt.Fprintf(cfg.Explain, "the function takes %s per cell (%s)\n", place.Seconds(tau.V), tau.Describe(time.Now()))
+	r.tau = tau
 	d := dispatchLatency(cfg)
 	nodes := hostBound(cfg)
 	n := max(rg.W, rg.H)
@@ -468,6 +487,7 @@ func (r *wfRun) chooseHybridBlock(n int, tau, d place.Value, jobs int) time.Dura
 		c = &place.Cluster{Kind: cfg.Kind, Hosts: place.Value{V: float64(max(jobs, 1))},
 			CoresPerHost: place.Value{V: float64(k)}, Dispatch: d}
 	}
+	r.refit = unknownWidth(cfg.Cluster)
 	secs, b, detail := place.HybridWavefront(n, r.w.HereCores, tau.V, c)
 	fmt.Fprintf(cfg.Explain, "hybrid model (%d×%d cells, dispatch %s for %s: %s): predicted %s, %s\n",
 		r.w.Region.W, r.w.Region.H, place.Seconds(d.V), cfg.Kind, d.Describe(time.Now()), place.Seconds(secs), detail)

@@ -5,13 +5,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/funcs"
+	"github.com/rightsize/rightsize/internal/cmdutil"
+	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/sparsematrix"
 	"github.com/rightsize/rightsize/wavefront"
 	"github.com/rightsize/rightsize/wavefront/blocks"
@@ -33,6 +38,67 @@ import (
 // the batch system's queue when the cores run dry, and absorbs what comes
 // back. A block that fails on the cluster is not resubmitted: its cells
 // left are computed here.
+//
+// On Work Queue the loop also looks at the master's workers, at each of
+// its events and every workersLook (a worker that joins or leaves sends
+// it none). Two things follow from them. A worker that connects from this
+// machine runs its blocks on the cores the cells here run on: the cells
+// give way by its cores (as All-Pairs' own worker drains for it, see
+// internal/distcmd's OwnWorker), and take them back when it leaves, so that
+// this machine's cores are not shared at half speed by both. And blocks
+// cut before any worker was known (a side chosen for no hosts, which the
+// hybrid model makes 1×1: the cluster has no slot to fill) are cut again
+// when the first worker joins, for the workers then connected
+// (refitBlocks), so that a worker that comes late gets blocks worth
+// sending it.
+
+// workersLook is how often a hybrid run on Work Queue looks at the
+// master's workers while nothing else happens: a worker leaving this
+// machine gives its cores back to the cells here within that time.
+const workersLook = 250 * time.Millisecond
+
+// OnThisMachine returns a test of whether an address is one of this
+// machine's: a loopback address or one of its interfaces'. A Work Queue
+// worker that connects from one runs on the cores of this machine.
+func OnThisMachine() func(net.IP) bool {
+	var mine []net.IP
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok {
+				mine = append(mine, n.IP)
+			}
+		}
+	}
+	return func(ip net.IP) bool {
+		return ip.IsLoopback() || slices.ContainsFunc(mine, ip.Equal)
+	}
+}
+
+// workerCores returns the cores of workers ws that take tasks, and the
+// cores that those of them connecting from this machine (here) compute
+// on: all of them, or while draining (no new task) the cores of the tasks
+// they still hold.
+func workerCores(ws []workqueue.WorkerStats, here func(net.IP) bool) (cluster, thisMachine int) {
+	var all, mine float64
+	for _, w := range ws {
+		if !w.Draining {
+			all += w.Cores
+		}
+		host, _, err := net.SplitHostPort(w.Addr)
+		if err != nil {
+			host = w.Addr
+		}
+		if ip := net.ParseIP(host); ip == nil || !here(ip) {
+			continue
+		}
+		if w.Draining {
+			mine += w.CoresInUse
+		} else {
+			mine += w.Cores
+		}
+	}
+	return int(all), int(math.Ceil(mine))
+}
 
 // A queuedRemover is a driver that removes a job only if it has not
 // started (Work Queue's, whose workers report no start): a block taken
@@ -73,15 +139,22 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	}
 	res.Blocks = hy.Blocks()
 	slots := max(hostBound(cfg)-cfg.LocalCores, 1)
-	width := func() int { return slots }
+	// width is how many blocks may be away at once, hereBusy the cores
+	// of this machine that a worker of the cluster computes on.
+	width, hereBusy := slots, 0
 	jobs := fmt.Sprintf("up to %d jobs at once", slots)
-	if m := masterOf(cfg.Driver); m != nil {
-		// A Work Queue master's cluster is the workers connected now:
-		// a block no worker has room for is better computed here, and
-		// with none connected the run is this machine's alone.
-		width = func() int { return min(slots, int(m.Stats().CoresTotal)/max(cfg.JobCores, 1)) }
+	m := masterOf(cfg.Driver)
+	var look <-chan time.Time
+	var onThisMachine func(net.IP) bool
+	if m != nil {
 		jobs = fmt.Sprintf("as many jobs at once as its workers have cores, up to %d", slots)
+		onThisMachine = OnThisMachine()
+		t := time.NewTicker(workersLook)
+		defer t.Stop()
+		look = t.C
 	}
+	begun := time.Now()
+	var saidHere, joined bool
 	fmt.Fprintf(cfg.Explain, "%d cells to compute: this machine's %d cores take cells, the cluster (%s, %s) blocks of %d×%d that become ready while the cores are busy\n",
 		hy.Undone(), cores, cfg.Kind, jobs, r.b, r.b)
 	if err := os.RemoveAll(cfg.WorkDir); err != nil {
@@ -113,7 +186,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	r.vals = map[sparsematrix.Key][]byte{}
 	// As many as the calls in flight: a call never waits to report.
 	results := make(chan cellDone, cores)
-	free := cores
+	running := 0 // cells computed here now
 	var failures []*BlockError
 	failedBlock := map[int]bool{}
 	var ran time.Duration
@@ -261,7 +334,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	}
 
 	cellEnded := func(c cellDone) error {
-		free++
+		running--
 		flight(-1)
 		if c.err != nil {
 			if ctx.Err() != nil {
@@ -288,21 +361,49 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	}
 
 	for {
+		if m != nil {
+			// A Work Queue master's cluster is the workers connected
+			// now: a block no worker has room for is better computed
+			// here, and with none connected the run is this machine's
+			// alone.
+			all, mine := workerCores(m.Workers(), onThisMachine)
+			width, hereBusy = min(slots, all/max(cfg.JobCores, 1)), mine
+			if mine > 0 && !saidHere {
+				saidHere = true
+				fmt.Fprintf(cfg.Explain, "a worker joined from this machine (%s): its blocks run on the cores the cells here do, so the cells here take %d of %s while it is connected\n",
+					cmdutil.Plural(mine, "core"), max(cores-mine, 0), cmdutil.Plural(cores, "core"))
+			}
+			if all > 0 && !joined {
+				joined = true
+				if r.refit && len(away) == 0 {
+					if err := r.refitBlocks(hy, max(cores-mine, 0), all, time.Since(begun), res); err != nil {
+						return err
+					}
+				}
+			}
+		}
+		// This machine's cores less those a worker here computes on;
+		// with none left, one while nothing is away, for the cells of the
+		// blocks here that nothing else computes.
+		here := max(cores-hereBusy, 0)
+		if here == 0 && len(away) == 0 {
+			here = 1
+		}
 		// Cores first, then the cluster: a block a core could start now
 		// stays here.
-		for free > 0 {
+		for running < here {
 			if x, y, ok := hy.NextCell(); ok {
 				if err := start(x, y); err != nil {
 					return err
 				}
-				free--
+				running++
 				continue
 			}
 			if !takeBack() {
 				break
 			}
 		}
-		for n := width(); len(away) < n; {
+		for n := width; len(away) < n; {
 			b, ok := hy.NextBlock()
 			if !ok {
 				break
@@ -311,7 +412,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 				return err
 			}
 		}
-		if free == cores && len(away) == 0 {
+		if running == 0 && len(away) == 0 {
 			break // nothing runs, nothing can
 		}
 		select {
@@ -343,6 +444,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 					return err
 				}
 			}
+		case <-look:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
@@ -366,9 +468,11 @@ type writeError struct{ err error }
 func (e *writeError) Error() string { return "checkpoint: " + e.err.Error() }
 func (e *writeError) Unwrap() error { return e.err }
 
-// input returns the value of cell (x, y) for a cell computed here: one
-// computed by this run (here, or a block's edge from the cluster), or one
-// the run reads but does not compute.
+// input returns the value of cell (x, y) for a cell computed here or a
+// block sent: one computed by this run (here, or on the cluster), or one
+// the run reads but does not compute. A hybrid run keeps in vals every
+// cell a cell not done reads, so that blocks cut again (refitBlocks) find
+// their inputs there, not only on the edges of the blocks first cut.
 func (r *wfRun) input(x, y int) ([]byte, error) {
 	if v, ok := r.vals[sparsematrix.Key{X: x, Y: y}]; ok {
 		return v, nil
@@ -422,4 +526,51 @@ func (r *wfRun) release(x, y int) {
 // outside the region.
 func (r *wfRun) readBy(x, y int) bool {
 	return !r.w.Region.Contains(x, y) || r.have.has(r.index(x, y))
+}
+
+// refitBlocks cuts the region's blocks again, for the first workers to
+// join a hybrid run on Work Queue whose blocks were cut for a cluster of
+// no known width: the hybrid model's block side (place.HybridWavefront)
+// for this machine's cores not computing for a worker here (local), the
+// cores of the workers connected now, and a cluster that takes its first
+// block after the time the cores have run alone (elapsed). The cells keep
+// their state: a block the cores have touched stays theirs
+// (blocks.Hybrid.Resize).
+func (r *wfRun) refitBlocks(hy *blocks.Hybrid, local, workers int, elapsed time.Duration, res *WavefrontResult) error {
+	cfg := r.cfg
+	if r.tau.V <= 0 {
+		return nil
+	}
+	var c place.Cluster
+	if cfg.Cluster != nil {
+		c = *cfg.Cluster
+	}
+	c.Kind = "wq"
+	c.Hosts = place.Value{V: float64(workers), Source: "the workers connected", Measured: time.Now()}
+	c.CoresPerHost = place.Value{V: 1, Source: "the workers connected", Measured: time.Now()}
+	// Work Queue's start (place.Cluster.wavefrontDispatch) is when the
+	// workers take their first block: now, as they have joined.
+	c.Dispatch = place.Value{V: elapsed.Seconds(), Source: "the time the cores ran alone", Measured: time.Now()}
+	n := max(r.w.Region.W, r.w.Region.H)
+	secs, b, detail := place.HybridWavefront(n, local, r.tau.V, &c)
+	if limit := int(math.Sqrt(cfg.jobTimeLimit().Seconds() / r.tau.V)); b > limit {
+		b = max(limit, 1)
+	}
+	fmt.Fprintf(cfg.Explain, "the first worker joined after %v, the blocks (%d×%d) cut for no known worker: blocks of %d×%d for the workers' %s connected now (hybrid model, the cluster from %v on: predicted %s, %s)\n",
+		elapsed.Round(time.Millisecond), r.b, r.b, b, b, cmdutil.Plural(workers, "core"), elapsed.Round(time.Millisecond), place.Seconds(secs), detail)
+	if b == r.b {
+		return nil
+	}
+	if err := hy.Resize(b); err != nil {
+		return fmt.Errorf("blocks of %d×%d: %w", b, b, err)
+	}
+	r.b, r.nx = b, (r.w.Region.W+b-1)/b
+	res.JobSize, res.Blocks = b, hy.Blocks()
+	if res.Predicted > 0 && !math.IsInf(secs, 0) {
+		res.Predicted = time.Duration(secs * float64(time.Second))
+	}
+	if err := writePlan(r.w.Checkpoint, plan{Problem: r.problem, JobW: b, JobH: b}); err != nil {
+		return fmt.Errorf("checkpoint plan: %w", err)
+	}
+	return nil
 }

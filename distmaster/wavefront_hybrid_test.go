@@ -1,9 +1,13 @@
 package distmaster
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"math"
+	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +19,7 @@ import (
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/model"
 	"github.com/rightsize/rightsize/model/place"
+	"github.com/rightsize/rightsize/workqueue"
 )
 
 // TestWavefrontHybridByCells runs hybrid Wavefronts by cells (this
@@ -199,5 +204,190 @@ func TestWavefrontHybridSizedByHybridModel(t *testing.T) {
 	}
 	if res.JobSize != wantBlock || math.Abs(res.Predicted.Seconds()-want) > 1e-6 {
 		t.Errorf("blocks of %d×%d, predicted %v; want %d×%d, %.3f s", res.JobSize, res.JobSize, res.Predicted, wantBlock, wantBlock, want)
+	}
+}
+
+// TestWorkerCores: the cores of a Work Queue master's workers that take
+// tasks, and those that compute on this machine's: a worker from a
+// loopback address or this machine's interface, all its cores, or only
+// those of the tasks it holds while draining.
+func TestWorkerCores(t *testing.T) {
+	here := func(ip net.IP) bool { return ip.IsLoopback() || ip.Equal(net.ParseIP("10.1.2.3")) }
+	for _, tc := range []struct {
+		name               string
+		workers            []workqueue.WorkerStats
+		cluster, onThisOne int
+	}{
+		{"none", nil, 0, 0},
+		{"another machine's", []workqueue.WorkerStats{{Addr: "192.0.2.7:4000", Cores: 8}}, 8, 0},
+		{"loopback", []workqueue.WorkerStats{{Addr: "127.0.0.1:4000", Cores: 1}}, 1, 1},
+		{"IPv6 loopback", []workqueue.WorkerStats{{Addr: "[::1]:4000", Cores: 2}}, 2, 2},
+		{"this machine's interface", []workqueue.WorkerStats{{Addr: "10.1.2.3:4000", Cores: 4}}, 4, 4},
+		{"here and elsewhere", []workqueue.WorkerStats{
+			{Addr: "127.0.0.1:4000", Cores: 1}, {Addr: "192.0.2.7:4000", Cores: 3}, {Addr: "127.0.0.1:4001", Cores: 1},
+		}, 5, 2},
+		{"draining here, one task", []workqueue.WorkerStats{{Addr: "127.0.0.1:4000", Cores: 4, CoresInUse: 1, Draining: true}}, 0, 1},
+		{"draining here, idle", []workqueue.WorkerStats{{Addr: "127.0.0.1:4000", Cores: 4, Draining: true}}, 0, 0},
+		{"half a core here", []workqueue.WorkerStats{{Addr: "127.0.0.1:4000", Cores: 0.5}}, 0, 1},
+		{"no address", []workqueue.WorkerStats{{Addr: "", Cores: 2}}, 2, 0},
+	} {
+		cluster, mine := workerCores(tc.workers, here)
+		if cluster != tc.cluster || mine != tc.onThisOne {
+			t.Errorf("%s: %d cores, %d on this machine; want %d, %d", tc.name, cluster, mine, tc.cluster, tc.onThisOne)
+		}
+	}
+}
+
+// countedCell is a Wavefront function that counts its calls in flight,
+// the most at once in each phase of a test (the phase a call starts in),
+// and closes nth as its nth call starts.
+type countedCell struct {
+	funcs.Cell
+	mu            sync.Mutex
+	inFlight, n   int
+	phase         int
+	most          [2]int
+	nthCall       int
+	nth           chan struct{}
+	closedNth     bool
+	phaseTwoCalls int
+}
+
+func newCountedCell(fn funcs.Cell, nth int) *countedCell {
+	return &countedCell{Cell: fn, nthCall: nth, nth: make(chan struct{})}
+}
+
+func (c *countedCell) Call(ctx context.Context, x, y, d funcs.Input) ([]byte, error) {
+	c.mu.Lock()
+	c.inFlight++
+	c.n++
+	c.most[c.phase] = max(c.most[c.phase], c.inFlight)
+	if c.phase == 1 {
+		c.phaseTwoCalls++
+	}
+	if c.n == c.nthCall && !c.closedNth {
+		c.closedNth = true
+		close(c.nth)
+	}
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.inFlight--
+		c.mu.Unlock()
+	}()
+	return c.Cell.Call(ctx, x, y, d)
+}
+
+func (c *countedCell) nextPhase() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.phase = 1
+}
+
+func (c *countedCell) counts() (most [2]int, phaseTwoCalls int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.most, c.phaseTwoCalls
+}
+
+// TestWavefrontHybridGivesWayToWorkerHere: a Work Queue worker connected
+// from this machine (a real one, on 127.0.0.1) computes its blocks on the
+// cores the cells here run on: while it is connected, a hybrid run by
+// cells on two cores computes one cell at a time here, not two, and says
+// so; once it is gone (killed), two again.
+func TestWavefrontHybridGivesWayToWorkerHere(t *testing.T) {
+	// Cells of 50 ms of the program, so that two cores here would have
+	// two at once whenever two are ready.
+	fn := newCountedCell(openCell(t, testutil_writeCellScript(t, "sleep 0.05")), 4)
+	d := wqDriver(t, "wavefront", FastAbort{})
+	ws := startWorkers(t, d.Port(), 1)
+	testutil.WaitFor(t, "the worker to connect", 30*time.Second, func() bool { return d.Master().Stats().WorkersConnected == 1 })
+	p := newWavefront(t, 8)
+	p.here = 2
+	want := p.multicore(t, openCell(t, testutil_writeCellScript(t, ""))) // the same values, without the wait
+	cfg := testConfig(t, d, "wavefront")
+	var explain bytes.Buffer
+	cfg.Explain = &explain
+	type outcome struct {
+		res WavefrontResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := p.run(context.Background(), t, cfg, fn, 2)
+		done <- outcome{res, err}
+	}()
+	<-fn.nth
+	ws.kill(0)
+	testutil.WaitFor(t, "the master to see the worker go", 30*time.Second, func() bool { return len(d.Master().Workers()) == 0 })
+	fn.nextPhase()
+	out := <-done
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	t.Log(explain.String())
+	most, after := fn.counts()
+	if most[0] != 1 {
+		t.Errorf("%d cells at once here while the worker here was connected, want 1", most[0])
+	}
+	if most[1] != 2 {
+		t.Errorf("%d cells at once here (of %d calls) once the worker here had gone, want 2", most[1], after)
+	}
+	if got := p.result(t); !equalCells(got, want) {
+		t.Errorf("%d cells, want %d, or values differ", len(got), len(want))
+	}
+	if n := strings.Count(explain.String(), "a worker joined from this machine (1 core)"); n != 1 {
+		t.Errorf("the worker here is explained %d times, want once:\n%s", n, explain.String())
+	}
+}
+
+// TestWavefrontHybridRefitsBlocksForLateWorker: a hybrid run by cells on
+// Work Queue with no host listed cuts its blocks for no worker (1×1:
+// the hybrid model has no slot to fill); a worker that joins late gets
+// blocks cut again for it, by the same model with the workers connected
+// then, and the plan keeps that side for a re-run.
+func TestWavefrontHybridRefitsBlocksForLateWorker(t *testing.T) {
+	const n, tau = 12, 0.05
+	cl := &place.Cluster{Kind: "wq", CoresPerHost: place.Value{V: 1}, Dispatch: place.Value{V: 0.05}, JobCost: place.Value{V: 0.05}}
+	if _, b, _ := place.HybridWavefront(n, 2, tau, cl); b != 1 {
+		t.Fatalf("with no host the model cuts blocks of %d×%d, not 1×1: the test tells nothing", b, b)
+	}
+	fn := newCountedCell(openCell(t, testutil_writeCellScript(t, "sleep 0.05")), 4)
+	d := wqDriver(t, "wavefront", FastAbort{})
+	p := newWavefront(t, n)
+	p.here, p.cellTime = 2, &place.Value{V: tau, Source: "measured"}
+	want := p.multicore(t, openCell(t, testutil_writeCellScript(t, "")))
+	cfg := testConfig(t, d, "wavefront")
+	cfg.Kind, cfg.Cluster, cfg.LocalCores = "wq", cl, 2
+	var explain bytes.Buffer
+	cfg.Explain = &explain
+	type outcome struct {
+		res WavefrontResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := p.run(context.Background(), t, cfg, fn, 0)
+		done <- outcome{res, err}
+	}()
+	<-fn.nth // the run has begun with no worker
+	startWorkers(t, d.Port(), 1)
+	out := <-done
+	if out.err != nil {
+		t.Fatal(out.err)
+	}
+	t.Log(explain.String())
+	res := out.res
+	if res.JobSize < 2 || res.Jobs == 0 {
+		t.Errorf("blocks of %d×%d, %d sent to the worker that joined late; want larger than 1×1, and some sent", res.JobSize, res.JobSize, res.Jobs)
+	}
+	if pl, err := readPlan(p.matrix, "wavefront "+p.region().String(), io.Discard); err != nil || pl == nil || pl.JobW != res.JobSize {
+		t.Errorf("plan %+v (%v), want blocks of %d", pl, err, res.JobSize)
+	}
+	if got := p.result(t); !equalCells(got, want) {
+		t.Errorf("%d cells, want %d, or values differ", len(got), len(want))
+	}
+	if !strings.Contains(explain.String(), "the first worker joined after") {
+		t.Errorf("the new blocks are not explained:\n%s", explain.String())
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/rightsize/rightsize/distmaster"
 	"github.com/rightsize/rightsize/workqueue"
 	"github.com/rightsize/rightsize/workqueue/wire"
 	"github.com/rightsize/rightsize/workqueue/worker"
@@ -42,7 +43,7 @@ func NewOwnWorker(cfg *workqueue.Config, tool string, msgs io.Writer, log *slog.
 		tool: tool, msgs: msgs, log: log,
 		feature: "rightsize-own-worker-" + hex.EncodeToString(nonce),
 		local:   make(chan struct{}),
-		here:    onThisMachine(),
+		here:    distmaster.OnThisMachine(),
 		cores:   runtime.NumCPU(),
 	}
 	prev := cfg.Joined
@@ -113,20 +114,4 @@ func (w *OwnWorker) Start(port int, cfg workqueue.Config, inProcess func(*wire.T
 	}()
 	fmt.Fprintf(w.msgs, "%s: this machine's %d cores take tasks too, as a worker of this master\n", w.tool, w.cores)
 	return func() { cancel(); <-done }, nil
-}
-
-// onThisMachine returns a test of whether an address is one of this
-// machine's: a loopback address or one of its interfaces'.
-func onThisMachine() func(net.IP) bool {
-	var mine []net.IP
-	if addrs, err := net.InterfaceAddrs(); err == nil {
-		for _, a := range addrs {
-			if n, ok := a.(*net.IPNet); ok {
-				mine = append(mine, n.IP)
-			}
-		}
-	}
-	return func(ip net.IP) bool {
-		return ip.IsLoopback() || slices.ContainsFunc(mine, ip.Equal)
-	}
 }

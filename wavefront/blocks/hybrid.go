@@ -2,7 +2,9 @@ package blocks
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
+	"slices"
 )
 
 // Hybrid schedules a Wavefront run by two kinds of worker at once: this
@@ -147,6 +149,68 @@ func NewHybrid(region Rect, side int, isDone func(x, y int) bool) (*Hybrid, erro
 		}
 	}
 	return h, nil
+}
+
+// Resize cuts the region again into square blocks of side cells, keeping
+// every cell's state and the counts: a block with a cell handed to a core,
+// failed or done (and one not done) is here, one with every cell done
+// finished, the others untouched, and sent once their inputs are done. It
+// is for a run that cut its blocks before it knew the cluster (a Work
+// Queue master no worker had joined yet), and is refused once a block is
+// away, whose cells the cluster computes as it was cut.
+func (h *Hybrid) Resize(side int) error {
+	if side < 1 {
+		return fmt.Errorf("block side %d: blocks need at least one cell", side)
+	}
+	if slices.Contains(h.block, away) {
+		return errors.New("a block is away on the cluster: its blocks stay as they are")
+	}
+	h.side = side
+	h.nx = (h.region.W + side - 1) / side
+	h.ny = (h.region.H + side - 1) / side
+	nb := h.nx * h.ny
+	h.block = make([]place, nb)
+	h.bound = make([]int, nb)
+	h.left = make([]int, nb)
+	touched := make([]bool, nb)
+	for i, c := range h.cell {
+		x, y := h.xy(i)
+		b := h.BlockOf(x, y)
+		if c != cellDone {
+			h.left[b]++
+		}
+		if c != cellWaiting && c != cellReady {
+			touched[b] = true
+		}
+	}
+	h.readyHere = diagHeap{w: h.region.W}
+	h.readyFree = diagHeap{w: h.region.W}
+	h.sendable = diagHeap{w: h.nx}
+	for b := range h.block {
+		switch {
+		case h.left[b] == 0:
+			h.block[b] = finished
+			continue
+		case touched[b]:
+			h.block[b] = here
+		}
+		r := h.Block(b)
+		for y := r.Y - 1; y < r.Y+r.H; y++ {
+			h.bound[b] += h.notDone(r.X-1, y)
+		}
+		for x := r.X; x < r.X+r.W; x++ {
+			h.bound[b] += h.notDone(x, r.Y-1)
+		}
+		if h.bound[b] == 0 && h.block[b] == untouched {
+			heap.Push(&h.sendable, b)
+		}
+	}
+	for i, c := range h.cell {
+		if c == cellReady {
+			h.ready(h.xy(i))
+		}
+	}
+	return nil
 }
 
 // notDone is 1 if (x, y) is a cell of the region not done, else 0.

@@ -17,7 +17,7 @@ func TestHybridPolicy(t *testing.T) {
 	// Steps: "cell x,y" (NextCell must hand out that cell), "cell -"
 	// (none), "done x,y" (CellDone), "block b" / "block -" (NextBlock),
 	// "back b" (TakeBack), "away b" (BlockDone), "fail x,y" (CellFailed),
-	// "undone n".
+	// "resize side" (Resize), "undone n".
 	for _, tc := range []struct {
 		name          string
 		w, h, side    int
@@ -51,6 +51,15 @@ func TestHybridPolicy(t *testing.T) {
 			name: "a failed cell stops the cells after it", w: 2, h: 2, side: 1,
 			steps: "cell 1,1; fail 1,1; cell -; block -; undone 4",
 			here:  1,
+		},
+		{
+			// Cut in 1×1 blocks while no cluster was known, then in 2×2
+			// once one is: the block a core has touched stays here, the
+			// others go to the cluster once their inputs are done.
+			name: "blocks cut again keep the cells' states", w: 4, h: 4, side: 1,
+			steps: "cell 1,1; done 1,1; cell 2,1; resize 2; cell 1,2; block -; done 2,1; done 1,2; block -; cell 2,2; block -; " +
+				"done 2,2; block 1; block 2; block -; cell -; away 1; away 2; block 3; cell -; away 3; undone 0",
+			here: 4, sent: 3, awayCnt: 12,
 		},
 		{
 			name: "an earlier run's cells are skipped", w: 2, h: 2, side: 2, done: []cell{{1, 1}, {2, 1}},
@@ -109,6 +118,10 @@ func TestHybridPolicy(t *testing.T) {
 					h.TakeBack(n)
 				case "away":
 					h.BlockDone(n)
+				case "resize":
+					if err := h.Resize(n); err != nil {
+						t.Fatalf("step %d (%s): %v", i, step, err)
+					}
 				case "undone":
 					if h.Undone() != n {
 						t.Fatalf("step %d: %d cells undone, want %d", i, h.Undone(), n)
@@ -163,7 +176,16 @@ func TestHybridAgainstSequential(t *testing.T) {
 		cores := 1 + rng.IntN(4)
 		var running []cell
 		var away []int
+		// Half the trials cut the blocks again once, at a moment no
+		// block is away.
+		resize := trial%2 == 0
 		for h.Undone() > 0 {
+			if resize && len(away) == 0 && rng.IntN(3) == 0 {
+				if err := h.Resize(1 + rng.IntN(5)); err != nil {
+					t.Fatalf("trial %d: %v", trial, err)
+				}
+				resize = false
+			}
 			for len(running) < cores {
 				x, y, ok := h.NextCell()
 				if !ok {
@@ -209,5 +231,26 @@ func TestHybridAgainstSequential(t *testing.T) {
 				t.Fatalf("trial %d: cell %v = %d, want %d", trial, k, got[k], v)
 			}
 		}
+	}
+}
+
+// TestHybridResizeRefused: blocks are not cut again while one is away,
+// nor into blocks of no cell.
+func TestHybridResizeRefused(t *testing.T) {
+	h, err := blocks.NewHybrid(blocks.Rect{X: 1, Y: 1, W: 4, H: 4}, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Resize(0); err == nil {
+		t.Error("Resize(0) accepted")
+	}
+	if b, ok := h.NextBlock(); !ok || b != 0 {
+		t.Fatalf("NextBlock = %d, %v; want block 0", b, ok)
+	}
+	if err := h.Resize(1); err == nil {
+		t.Error("Resize(1) with block 0 away accepted")
+	}
+	if h.Blocks() != 4 {
+		t.Errorf("%d blocks after a refused Resize, want 4", h.Blocks())
 	}
 }
