@@ -21,40 +21,46 @@ mkdir -p "$out/bin"
 make -s build
 gcc -O2 -o "$out/bin/busy" bench/csrc/busy.c
 export RIGHTSIZE_CLUSTER=none
-worker=
-stop_worker() {
-  if [ -n "$worker" ]; then
-    kill "$worker" 2>/dev/null || true
-    wait "$worker" 2>/dev/null || true
-    worker=
-  fi
-}
-trap stop_worker EXIT
-# run LABEL PROG WORKER ARGS...: WORKER is none, start or late.
+# run LABEL PROG WORKER ARGS...: WORKER is none, start or late. It prints
+# the wall time, the CPU time (user + system) of every process of the run
+# (the tool's, the worker's and their children's, which bash's times
+# counts once they are reaped), the hybrid model's last prediction (the
+# blocks cut again for the workers that joined, if they were) and what
+# the run said of its blocks.
 run() {
   local label=$1 prog=$2 when=$3; shift 3
-  rm -rf "$out/R" "$out/port" "$out/end" "$out/cache" "$out/config" "$out/w"
+  rm -rf "$out/R" "$out/port" "$out/end" "$out/times" "$out/cache" "$out/config" "$out/w"
   mkdir -p "$out/R" "$out/w"
   for i in $(seq 0 "$N"); do echo "$i" > "$out/R/R.$i.0"; echo "$i" > "$out/R/R.0.$i"; done
-  local start end pid
+  local start end cpu
   start=$(date +%s.%N)
-  (
-    XDG_CACHE_HOME=$out/cache XDG_CONFIG_HOME=$out/config "$prog" "$@" "$out/bin/busy" "$out/R" 2> "$out/$label.err" > /dev/null
+  cpu=$(
+    XDG_CACHE_HOME=$out/cache XDG_CONFIG_HOME=$out/config "$prog" "$@" "$out/bin/busy" "$out/R" 2> "$out/$label.err" > /dev/null &
+    pid=$!
+    worker=
+    if [ "$when" != none ]; then
+      until [ -s "$out/port" ]; do sleep 0.01; done
+      [ "$when" = late ] && sleep "$LATE"
+      bin/workqueue worker --cores 1 -t 120 -i 0.05 -b 0.2 -q -s "$out/w" 127.0.0.1 "$(cat "$out/port")" 2> /dev/null &
+      worker=$!
+    fi
+    wait "$pid"
     date +%s.%N > "$out/end"
-  ) &
-  pid=$!
-  if [ "$when" != none ]; then
-    until [ -s "$out/port" ]; do sleep 0.01; done
-    [ "$when" = late ] && sleep "$LATE"
-    bin/workqueue worker --cores 1 -t 120 -i 0.05 -b 0.2 -q -s "$out/w" 127.0.0.1 "$(cat "$out/port")" 2> /dev/null &
-    worker=$!
-  fi
-  wait "$pid"
+    if [ -n "$worker" ]; then
+      kill "$worker"
+      wait "$worker" || true
+    fi
+    # The children's user and system time, "XmY.YYYs XmY.YYYs" on the
+    # second line; times itself in this shell (in a pipe, it would be a
+    # new process's, with no children).
+    times > "$out/times"
+    tail -1 "$out/times" | awk '{ split($1, u, /[ms]/); split($2, s, /[ms]/); printf "%.2f", u[1]*60 + u[2] + s[1]*60 + s[2] }'
+  )
   end=$(cat "$out/end")
-  stop_worker
-  printf '%-18s %6.2f s  %s %s\n' "$label" "$(echo "$end - $start" | bc)" \
-    "$(grep -o 'blocks of [0-9]*×[0-9]*: [0-9]* cells computed here.*' "$out/$label.err" | head -1)" \
-    "$(grep -o 'the first worker joined after [^:]*: blocks of [0-9]*×[0-9]*\|cells here take [0-9]* of [0-9]* cores' "$out/$label.err" | tr '\n' ';')"
+  printf '%-14s %6.2f s  cpu %6.2f s  %s  %s %s\n' "$label" "$(echo "$end - $start" | bc)" "$cpu" \
+    "$(grep -o 'predicted [0-9.]* s, cells on' "$out/$label.err" | tail -1 | cut -d, -f1)" \
+    "$(grep -o 'blocks of [0-9]*×[0-9]*: [0-9]* cells computed here, [0-9]* blocks sent' "$out/$label.err" | head -1)" \
+    "$(grep -o 'cells here take [0-9]* of [0-9]* cores' "$out/$label.err" | head -1)"
 }
 hybrid=(-T wq -p 0 -Z "$out/port" --hybrid -v)
 echo "start $(date -u +%H:%M:%S) $(uptime)"
