@@ -301,7 +301,11 @@ func TestWavefrontHybridGivesWayToWorkerHere(t *testing.T) {
 	fn := newCountedCell(openCell(t, testutil_writeCellScript(t, "sleep 0.05")), 4)
 	d := wqDriver(t, "wavefront", FastAbort{})
 	ws := startWorkers(t, d.Port(), 1)
-	testutil.WaitFor(t, "the worker to connect", 30*time.Second, func() bool { return d.Master().Stats().WorkersConnected == 1 })
+	// As the run sees the workers: it looks before its first cell.
+	testutil.WaitFor(t, "the worker to join", 30*time.Second, func() bool {
+		ws := d.Master().Workers()
+		return len(ws) == 1 && ws[0].Cores == 1
+	})
 	p := newWavefront(t, 8)
 	p.here = 2
 	want := p.multicore(t, openCell(t, testutil_writeCellScript(t, ""))) // the same values, without the wait
