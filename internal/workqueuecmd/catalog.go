@@ -39,7 +39,7 @@ is not updated over UDP, whose source address anyone can spoof.`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if port < 0 || port > 65534 {
-				return cmdutil.Usagef("bad port %d", port)
+				return cmdutil.Usagef("-p/--port %d: not a port", port)
 			}
 			srv, err := catalog.Listen(catalog.ServerConfig{
 				Addr:     net.JoinHostPort(iface, strconv.Itoa(port)),
