@@ -103,7 +103,7 @@ func TestForgedPoolRecords(t *testing.T) {
 		password string // the masters', the pool's and the workers'
 		pool     catalog.Record
 		forged   []catalog.Record
-		want     map[string]int // ForMaster
+		want     map[string]int // the workers of QuotasForMaster
 	}{
 		{"no password: the most generous record", "", signedPool("", t0, give(2)),
 			[]catalog.Record{signedPool("", t0.Add(time.Hour), give(0))}, map[string]int{"tp": 2}},
@@ -156,7 +156,7 @@ func TestForgedPoolRecords(t *testing.T) {
 			if tc.password != "" {
 				pw = []byte(tc.password)
 			}
-			got := ForMaster(NewReader(pw).Read(recs), self)
+			got := workers(QuotasForMaster(NewReader(pw).Read(recs), self))
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("the master enforces %v, want %v", got, tc.want)
 			}
@@ -177,7 +177,7 @@ func TestReplayAfterNewer(t *testing.T) {
 	r := NewReader([]byte("s3cret"))
 	old := signedPool("s3cret", t0, give(0))
 	sendFrom(t, cat, poolHost, old)
-	if got := ForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000}); got["tp"] != 0 || len(got) != 1 {
+	if got := workers(QuotasForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000})); got["tp"] != 0 || len(got) != 1 {
 		t.Fatalf("first decision: %v, want tp:0", got)
 	}
 	sendFrom(t, cat, poolHost, signedPool("s3cret", t0.Add(time.Minute), give(2)))
@@ -185,7 +185,7 @@ func TestReplayAfterNewer(t *testing.T) {
 		recs, _ := catalog.Query(context.Background(), cat, "")
 		return len(recs) == 1 && recs[0].Int(FieldDecided) == t0.Add(time.Minute).UnixMilli()
 	})
-	if got := ForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000}); got["tp"] != 2 {
+	if got := workers(QuotasForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000})); got["tp"] != 2 {
 		t.Fatalf("newer decision: %v, want tp:2", got)
 	}
 	sendFrom(t, cat, poolHost, old) // the same key: it replaces the pool's record
@@ -193,7 +193,7 @@ func TestReplayAfterNewer(t *testing.T) {
 		recs, _ := catalog.Query(context.Background(), cat, "")
 		return len(recs) == 1 && recs[0].Int(FieldDecided) == t0.UnixMilli()
 	})
-	if got := ForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000}); len(got) != 1 || got["tp"] != 2 {
+	if got := workers(QuotasForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000})); len(got) != 1 || got["tp"] != 2 {
 		t.Errorf("after the replay the master enforces %v, want tp:2, the decision honoured last", got)
 	}
 }
@@ -259,7 +259,7 @@ func TestAbsurdRecordsThroughCatalog(t *testing.T) {
 	}
 	recs := queryWhen(t, cat, 101) // the pool's, and the attacker's last 100
 	start := time.Now()
-	got := ForMaster(Decisions(recs, nil), Self{"h", 9000})
+	got := workers(QuotasForMaster(Decisions(recs, nil), Self{"h", 9000}))
 	if got["tp"] != 2 {
 		t.Errorf("under the flood the master enforces %v, want tp:2", got)
 	}
