@@ -37,6 +37,7 @@ type entry struct {
 	key     string
 	rec     Record
 	json    []byte
+	size    int    // the bytes it counts for against the limits (heldBytes)
 	source  string // the address the record was heard from
 	subnet  string // source's /24 or /64
 	seq     uint64 // when it was last updated, in updates
@@ -55,7 +56,7 @@ type entry struct {
 
 // subnet is what the store keeps of one source subnet.
 type subnet struct {
-	bytes int
+	bytes int       // the sizes of its records
 	once  list.List // its heardOnce entries, oldest first
 }
 
@@ -68,7 +69,7 @@ type store struct {
 	records  map[string]*entry
 	bySource map[string]map[string]*entry
 	bySubnet map[string]*subnet
-	total    int // bytes of JSON in records
+	total    int // the sizes of the records
 	seq      uint64
 	once     list.List   // heardOnce entries, oldest first
 	refresh  youngestTop // refreshed entries, youngest first
@@ -96,10 +97,10 @@ const (
 	droppedOverTCP
 )
 
-// put stores rec (whose JSON is js) under key, heard from source at now
-// over TCP or UDP and living until expires, replacing records as its
-// limits require.
-func (s *store) put(key string, rec Record, js []byte, source string, viaTCP bool, now, expires time.Time) outcome {
+// put stores rec (whose JSON is js) under key, counting size bytes against
+// the limits, heard from source at now over TCP or UDP and living until
+// expires, replacing records as its limits require.
+func (s *store) put(key string, rec Record, js []byte, size int, source string, viaTCP bool, now, expires time.Time) outcome {
 	old := s.records[key]
 	st := heardOnce
 	first := now
@@ -118,7 +119,7 @@ func (s *store) put(key string, rec Record, js []byte, source string, viaTCP boo
 		first = old.first
 	}
 	net := subnetOf(source)
-	victims, ok := s.room(source, net, st, old, len(js))
+	victims, ok := s.room(source, net, st, old, size)
 	if !ok {
 		return droppedFull
 	}
@@ -129,12 +130,12 @@ func (s *store) put(key string, rec Record, js []byte, source string, viaTCP boo
 		s.remove(old)
 	}
 	s.seq++
-	s.insert(&entry{key: key, rec: rec, json: js, source: source, subnet: net, seq: s.seq, first: first, expires: expires, standing: st})
+	s.insert(&entry{key: key, rec: rec, json: js, size: size, source: source, subnet: net, seq: s.seq, first: first, expires: expires, standing: st})
 	return stored
 }
 
 // room returns the records to remove so that a record of standing st and
-// size bytes of JSON from source, in net, fits in every limit, replacing
+// size from source, in net, fits in every limit, replacing
 // old (nil for a new key), which is not among them. It chooses them all
 // before any is removed, and reports false, choosing none, if the record
 // cannot fit: a record that fails one limit must not have displaced
@@ -168,11 +169,11 @@ func (s *store) room(source, net string, st standing, old *entry, size int) (vic
 	}
 	grow := size
 	if old != nil {
-		grow -= len(old.json)
+		grow -= old.size
 	}
 	freed := 0 // by the chosen records, all from net until the total's walk
 	for _, v := range victims {
-		freed += len(v.json)
+		freed += v.size
 	}
 	if s.subnetBytes(net)-freed+grow > s.maxPerSubnet {
 		sn := s.bySubnet[net]
@@ -185,7 +186,7 @@ func (s *store) room(source, net string, st standing, old *entry, size int) (vic
 				return fail()
 			}
 			choose(v)
-			freed += len(v.json)
+			freed += v.size
 		}
 	}
 	var young *youngestWalk
@@ -202,7 +203,7 @@ func (s *store) room(source, net string, st standing, old *entry, size int) (vic
 			return fail()
 		}
 		choose(v)
-		freed += len(v.json)
+		freed += v.size
 	}
 	return victims, true
 }
@@ -285,7 +286,7 @@ func (s *store) sourceVictim(source string, st standing) *entry {
 	return v
 }
 
-// subnetBytes returns the bytes of JSON in the records from net.
+// subnetBytes returns the sizes of the records from net.
 func (s *store) subnetBytes(net string) int {
 	if sn := s.bySubnet[net]; sn != nil {
 		return sn.bytes
@@ -304,8 +305,8 @@ func (s *store) insert(e *entry) {
 		sn = &subnet{}
 		s.bySubnet[e.subnet] = sn
 	}
-	sn.bytes += len(e.json)
-	s.total += len(e.json)
+	sn.bytes += e.size
+	s.total += e.size
 	switch e.standing {
 	case heardOnce:
 		e.once = s.once.PushBack(e)
@@ -324,8 +325,8 @@ func (s *store) remove(e *entry) {
 		}
 	}
 	sn := s.bySubnet[e.subnet]
-	sn.bytes -= len(e.json)
-	s.total -= len(e.json)
+	sn.bytes -= e.size
+	s.total -= e.size
 	switch e.standing {
 	case heardOnce:
 		s.once.Remove(e.once)

@@ -170,7 +170,7 @@ func TestStoreStanding(t *testing.T) {
 						size = 100
 					}
 					js := make([]byte, size)
-					if got := s.put(st.key, Record{}, js, src, st.tcp, now, now.Add(time.Hour)); got != st.want {
+					if got := s.put(st.key, Record{}, js, len(js), src, st.tcp, now, now.Add(time.Hour)); got != st.want {
 						t.Errorf("put %s at %v: outcome %d, want %d", st.key, st.at, got, st.want)
 					}
 				}
@@ -197,8 +197,8 @@ func checkStore(t *testing.T, s *store) {
 		if e.key != k || s.bySource[e.source][k] != e {
 			t.Errorf("record %s not indexed by its key and source", k)
 		}
-		total += len(e.json)
-		subnetBytes[e.subnet] += len(e.json)
+		total += e.size
+		subnetBytes[e.subnet] += e.size
 		switch e.standing {
 		case heardOnce:
 			once++
@@ -229,7 +229,7 @@ func TestStoreFloodKeepsIndexes(t *testing.T) {
 		key := fmt.Sprint(i * 7919 % 300)
 		src := fmt.Sprintf("10.0.%d.%d", i%3, i%7)
 		js := make([]byte, 50+i%150)
-		s.put(key, Record{}, js, src, i%11 == 0, now, now.Add(time.Duration(i%50)*time.Second))
+		s.put(key, Record{}, js, len(js), src, i%11 == 0, now, now.Add(time.Duration(i%50)*time.Second))
 		if i%1000 == 0 {
 			s.sweep(now)
 		}
