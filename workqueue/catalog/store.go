@@ -73,7 +73,7 @@ type store struct {
 	seq      uint64
 	once     list.List   // heardOnce entries, oldest first
 	refresh  youngestTop // refreshed entries, youngest first
-	chosen   []*entry    // room's answer, kept to be reused
+	chosen   []*entry    // room's answer, its array kept to be reused
 }
 
 func newStore(maxPerSource, maxPerSubnet, maxTotal int) *store {
@@ -126,6 +126,7 @@ func (s *store) put(key string, rec Record, js []byte, size int, source string, 
 	for _, v := range victims {
 		s.remove(v)
 	}
+	clear(victims) // kept for the next put: let the removed go
 	if old != nil {
 		s.remove(old)
 	}
@@ -135,8 +136,8 @@ func (s *store) put(key string, rec Record, js []byte, size int, source string, 
 }
 
 // room returns the records to remove so that a record of standing st and
-// size from source, in net, fits in every limit, replacing
-// old (nil for a new key), which is not among them. It chooses them all
+// size from source, in net, fits in every limit, replacing old (nil for a
+// new key), which is not among them. It chooses them all
 // before any is removed, and reports false, choosing none, if the record
 // cannot fit: a record that fails one limit must not have displaced
 // another under an earlier one. Within each limit it takes the records
