@@ -221,14 +221,14 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		if f.Password != "" {
 			pw, err := wire.ReadPasswordFile(f.Password, warn)
 			if err != nil {
-				return nil, nil, fmt.Errorf("password: %w", err)
+				return nil, nil, cmdutil.Usagef("--password: %w", err)
 			}
 			wq.Password = pw // as the workers read it: the whole file
 		}
 		if f.SSLCert != "" {
 			tc, err := wire.ServerTLS(f.SSLCert, f.SSLKey, warn)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, cmdutil.Usagef("--ssl-cert: %w", err)
 			}
 			wq.TLS = tc
 		}
