@@ -71,6 +71,7 @@ func Command(s cmdutil.Streams) *cobra.Command { return newCommand(s, funcs.NewR
 
 func newCommand(s cmdutil.Streams, reg *funcs.Registry) *cobra.Command {
 	var o options
+	o.dist.Tool = "allpairs"
 	cmd := &cobra.Command{
 		Use:   "allpairs [flags] FUNC A B",
 		Short: "Compare every item of set A with every item of set B",

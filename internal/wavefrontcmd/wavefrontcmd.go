@@ -77,6 +77,7 @@ type options struct {
 
 func newCommand(s cmdutil.Streams) *cobra.Command {
 	o := &options{streams: s}
+	o.dist.Tool = "wavefront"
 	cmd := &cobra.Command{
 		Use:   "wavefront [flags] FUNC Rdir",
 		Short: "Compute a two-dimensional recurrence R[i,j] = F(R[i-1,j], R[i,j-1], R[i-1,j-1])",
