@@ -72,6 +72,11 @@ type Flags struct {
 	// Shapes are the candidate job shapes of --shapes, CORESxWALL,...
 	Shapes string
 
+	// Tool is the command's name (allpairs, wavefront): placement reads,
+	// and a run saves, the job cost of the tool's own jobs
+	// (cluster.SaveJobCost).
+	Tool string
+
 	// Cluster, JobCores and Predicted are set by placement: the
 	// cluster's measured inputs, for the models that size the jobs, the
 	// cores each job takes (Decision.JobCores) and the run's predicted
