@@ -28,7 +28,7 @@ if [ -z "${WQ_WORKERS:-}" ]; then
 fi
 go build -o "$out/bin/placement" ./bench/placement
 workers=()
-trap 'kill "${workers[@]}" 2>/dev/null' EXIT
+trap 'kill "${workers[@]}" 2>/dev/null || true' EXIT
 for ms in 50 200; do
   port=$((20000 + RANDOM % 20000))
   workers=()

@@ -157,38 +157,56 @@ func TestCCToolsReadsLargeCatalogAnswers(t *testing.T) {
 
 // TestCatalogSeesFirstTasks: a master reports to the catalog at start, when
 // it has no tasks, and then once an AdvertiseInterval (an hour here); tasks
-// submitted after its first report are reported at once, not an interval
-// later. The catalog here is the test's own socket.
+// submitted after its first report are reported FirstTasksDelay later, not
+// an interval later, the burst submitted meanwhile counted. The catalog
+// here is the test's own socket.
 func TestCatalogSeesFirstTasks(t *testing.T) {
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	pc.SetDeadline(time.Now().Add(30 * time.Second))
-	report := func() catalog.Record {
-		t.Helper()
-		buf := make([]byte, 64<<10)
-		n, _, err := pc.ReadFrom(buf)
-		if err != nil {
-			t.Fatalf("no catalog report: %v", err)
-		}
-		var rec catalog.Record
-		if err := json.Unmarshal(buf[:n], &rec); err != nil {
-			t.Fatal(err)
-		}
-		return rec
-	}
-	m := startMaster(t, Config{Project: projectName(t), Catalogs: []string{pc.LocalAddr().String()}, AdvertiseInterval: time.Hour})
-	if rec := report(); rec.Int("tasks_waiting") != 0 {
-		t.Fatalf("first report: %v", rec)
-	}
-	for range 5 {
-		if _, err := m.Submit(&Task{Command: "true"}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if rec := report(); rec.Int("tasks_waiting") != 5 {
-		t.Errorf("the report after the tasks came shows %d waiting, want 5", rec.Int("tasks_waiting"))
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration // Config.FirstTasksDelay
+		least time.Duration // the report comes no sooner
+	}{
+		{"default", 0, time.Second},
+		{"set", 1500 * time.Millisecond, 1500 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pc.Close()
+			pc.SetDeadline(time.Now().Add(30 * time.Second))
+			report := func() catalog.Record {
+				t.Helper()
+				buf := make([]byte, 64<<10)
+				n, _, err := pc.ReadFrom(buf)
+				if err != nil {
+					t.Fatalf("no catalog report: %v", err)
+				}
+				var rec catalog.Record
+				if err := json.Unmarshal(buf[:n], &rec); err != nil {
+					t.Fatal(err)
+				}
+				return rec
+			}
+			m := startMaster(t, Config{Project: projectName(t), Catalogs: []string{pc.LocalAddr().String()},
+				AdvertiseInterval: time.Hour, FirstTasksDelay: tc.delay})
+			if rec := report(); rec.Int("tasks_waiting") != 0 {
+				t.Fatalf("first report: %v", rec)
+			}
+			submitted := time.Now()
+			for range 5 {
+				if _, err := m.Submit(&Task{Command: "true"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rec := report()
+			if waited := time.Since(submitted); waited < tc.least {
+				t.Errorf("the report came %v after the first task, want %v or more", waited, tc.least)
+			}
+			if rec.Int("tasks_waiting") != 5 {
+				t.Errorf("the report after the tasks came shows %d waiting, want 5", rec.Int("tasks_waiting"))
+			}
+		})
 	}
 }

@@ -72,6 +72,12 @@ type Config struct {
 	CatalogNetwork string
 	// AdvertiseInterval is the time between catalog updates (default 60 s).
 	AdvertiseInterval time.Duration
+	// FirstTasksDelay is how long after tasks arrive at an empty queue the
+	// master sends an update, rather than leaving the catalog to show it
+	// empty until the next AdvertiseInterval: long enough to count the
+	// burst of submissions that usually follows the first (default 1 s;
+	// negative: none).
+	FirstTasksDelay time.Duration
 	// Password, if set, is the password file's content (see
 	// wire.ReadPasswordFile); workers must answer the CCTools challenge with
 	// the same one. The master proves that it holds the password only to a
@@ -162,6 +168,9 @@ func (c *Config) validate() error {
 	}
 	if c.AdvertiseInterval <= 0 {
 		c.AdvertiseInterval = time.Minute
+	}
+	if c.FirstTasksDelay == 0 {
+		c.FirstTasksDelay = time.Second
 	}
 	if c.KeepaliveInterval <= 0 {
 		c.KeepaliveInterval = 120 * time.Second
@@ -753,12 +762,14 @@ func (m *Master) advertise() {
 		case <-reads:
 			send = false
 		case <-m.queueFilled:
-			// A second's grace, so that the report counts the burst
-			// of submissions that follows the first.
-			select {
-			case <-time.After(time.Second):
-			case <-m.done:
-				return
+			if m.cfg.FirstTasksDelay > 0 {
+				t := time.NewTimer(m.cfg.FirstTasksDelay)
+				select {
+				case <-t.C:
+				case <-m.done:
+					t.Stop()
+					return
+				}
 			}
 		case <-m.done:
 			return

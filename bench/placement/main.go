@@ -41,6 +41,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -112,8 +113,11 @@ func main() {
 			grid = append(grid, problem{"makeflow", n, ms})
 		}
 	}
+	grid = slices.DeleteFunc(grid, func(p problem) bool {
+		return !strings.Contains(p.String(), *only) || *napMS != 0 && p.napMS != *napMS
+	})
 	kind := strings.Fields(*spec)[0]
-	warm, err := warmUp(*bin, *nap, filepath.Join(*dir, "warm"), *spec, kind, *napMS)
+	warm, err := warmUp(*bin, *nap, filepath.Join(*dir, "warm"), *spec, kind, *napMS, warmTools(grid))
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -122,9 +126,6 @@ func main() {
 	fmt.Println("|---|---|---|---|---|---|---|---|")
 	var all [][]run
 	for _, p := range grid {
-		if !strings.Contains(p.String(), *only) || *napMS != 0 && p.napMS != *napMS {
-			continue
-		}
 		var runs []run
 		for round := range max(*repeat, 1) {
 			rs, err := runProblem(*bin, *nap, filepath.Join(*dir, fmt.Sprintf("%s-%d-%d", p.tool, p.n, p.napMS), strconv.Itoa(round)), *spec, kind, warm, p)
@@ -143,27 +144,59 @@ func main() {
 	fmt.Printf("\npredicted against measured: %s\n", *png)
 }
 
-// warmUp runs one small problem on the cluster, so that its dispatch
-// latency is measured (by a probe job) and cached, as it is for a user
-// after the first run of the hour; it returns the cache file. napMS, if
-// not 0, is what the function naps here, as it does on Work Queue workers
-// started with that NAP_MS: the job cost the run measures is then what
-// its jobs cost beyond their cells.
-func warmUp(bin, nap, dir, spec, kind string, napMS int) ([]byte, error) {
+// warmTools are the tools whose small problem the warm-up runs for grid:
+// those of its problems that keep a job cost of their own (All-Pairs,
+// Wavefront), All-Pairs last, so that a Makeflow, which keeps none and
+// borrows the latest, borrows All-Pairs' (its jobs are processes too);
+// All-Pairs alone when there are none (the warm-up then measures the
+// dispatch only).
+func warmTools(grid []problem) []string {
+	var tools []string
+	for _, tool := range []string{"wavefront", "allpairs"} {
+		if slices.ContainsFunc(grid, func(p problem) bool { return p.tool == tool }) {
+			tools = append(tools, tool)
+		}
+	}
+	if len(tools) == 0 {
+		tools = []string{"allpairs"}
+	}
+	return tools
+}
+
+// warmUp runs one small problem of each of tools on the cluster, so that
+// its dispatch latency is measured (by a probe job) and each tool's job
+// cost, and cached, as they are for a user after the first run of the
+// hour; it returns the cache file. napMS, if not 0, is what the function
+// naps here, as it does on Work Queue workers started with that NAP_MS:
+// the job cost a run measures is then what its jobs cost beyond their
+// cells.
+func warmUp(bin, nap, dir, spec, kind string, napMS int, tools []string) ([]byte, error) {
 	if err := os.RemoveAll(dir); err != nil {
 		return nil, err
 	}
-	p := problem{"allpairs", 2, 1}
-	if err := makeInputs(dir, nap, p); err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(filepath.Join(bin, "allpairs"), "-T", kind, "-q", "-o", filepath.Join(dir, "out.txt"), nap, filepath.Join(dir, "A"), filepath.Join(dir, "A"))
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "RIGHTSIZE_CLUSTER="+spec)
-	if napMS != 0 {
-		cmd.Env = append(cmd.Env, "NAP_MS="+strconv.Itoa(napMS))
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("warm-up: %v\n%s", err, out)
+	for _, tool := range tools {
+		// A Wavefront of a few blocks, an All-Pairs of a few jobs.
+		p := problem{tool, 2, 1}
+		args := []string{"-T", kind}
+		work := filepath.Join(dir, tool)
+		if tool == "wavefront" {
+			p.n = 4
+			args = append(args, nap, filepath.Join(work, "R"))
+		} else {
+			args = append(args, "-q", "-o", filepath.Join(work, "out.txt"), nap, filepath.Join(work, "A"), filepath.Join(work, "A"))
+		}
+		if err := makeInputs(work, nap, p); err != nil {
+			return nil, err
+		}
+		cmd := exec.Command(filepath.Join(bin, tool), args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(dir, "cache"), "RIGHTSIZE_CLUSTER="+spec)
+		if napMS != 0 {
+			cmd.Env = append(cmd.Env, "NAP_MS="+strconv.Itoa(napMS))
+		}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("warm-up of %s: %v\n%s", tool, err, out)
+		}
 	}
 	return os.ReadFile(filepath.Join(dir, "cache", "rightsize", "cluster.json"))
 }

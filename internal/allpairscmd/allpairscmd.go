@@ -71,6 +71,7 @@ func Command(s cmdutil.Streams) *cobra.Command { return newCommand(s, funcs.NewR
 
 func newCommand(s cmdutil.Streams, reg *funcs.Registry) *cobra.Command {
 	var o options
+	o.dist.Tool = "allpairs"
 	cmd := &cobra.Command{
 		Use:   "allpairs [flags] FUNC A B",
 		Short: "Compare every item of set A with every item of set B",
@@ -147,7 +148,9 @@ in the catalog), and predicts the run on this machine, distributed on the
 cluster, and hybrid (this machine's cores take jobs as one more worker from
 the start while the cluster's arrive). It runs where it predicts fastest,
 staying here unless the cluster is predicted more than 5% and half a second
-faster. --explain prints what it measured and where each input came from,
+faster (hybrid: only 5% when the cluster's width and dispatch are measured or
+given, not assumed, since this machine's cores work from the start).
+--explain prints what it measured and where each input came from,
 each prediction, the choice and its reason, and after the run the prediction
 against the time taken; -v says the choice in one line. Each run's prediction and time are
 kept in ~/.cache/rightsize/runs.jsonl, and the next run of the same function

@@ -38,6 +38,8 @@ func TestDistributedFlagErrors(t *testing.T) {
 		{[]string{"-T", "wq", "--fast-abort", "0.5"}, "at least 1"},
 		{[]string{"-T", "wq", "--retries", "-1"}, "negative"},
 		{[]string{"-T", "slurm", "--password", pw}, "-T wq only"},
+		{[]string{"-T", "wq", "-p", "0", "--password", pw + ".missing"}, "--password: " + pw + ".missing: no such file or directory"},
+		{[]string{"-T", "wq", "-p", "0", "--ssl-cert", pw, "--ssl-key", pw}, "--ssl-cert: TLS certificate"},
 		{[]string{"-T", "wq", "-p", "70000"}, "not a port"},
 	}
 	for _, tt := range tests {

@@ -72,6 +72,11 @@ type Flags struct {
 	// Shapes are the candidate job shapes of --shapes, CORESxWALL,...
 	Shapes string
 
+	// Tool is the command's name (allpairs, wavefront): placement reads,
+	// and a run saves, the job cost of the tool's own jobs
+	// (cluster.SaveJobCost).
+	Tool string
+
 	// Cluster, JobCores and Predicted are set by placement: the
 	// cluster's measured inputs, for the models that size the jobs, the
 	// cores each job takes (Decision.JobCores) and the run's predicted
@@ -221,14 +226,14 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		if f.Password != "" {
 			pw, err := wire.ReadPasswordFile(f.Password, warn)
 			if err != nil {
-				return nil, nil, fmt.Errorf("password: %w", err)
+				return nil, nil, cmdutil.Usagef("--password: %w", err)
 			}
 			wq.Password = pw // as the workers read it: the whole file
 		}
 		if f.SSLCert != "" {
 			tc, err := wire.ServerTLS(f.SSLCert, f.SSLKey, warn)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, cmdutil.Usagef("--ssl-cert: %w", err)
 			}
 			wq.TLS = tc
 		}

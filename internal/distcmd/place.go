@@ -33,7 +33,7 @@ func (f *Flags) FindCluster(ctx context.Context) (*place.Cluster, error) {
 }
 
 func (f *Flags) findCluster(ctx context.Context, probe bool) (*place.Cluster, error) {
-	o := cluster.Options{Kind: f.BatchType, Project: f.Project, Probe: probe}
+	o := cluster.Options{Kind: f.BatchType, Project: f.Project, Probe: probe, Tool: f.Tool}
 	if f.portSet {
 		o.Port = f.Port
 	}
@@ -107,7 +107,8 @@ func (f *Flags) useNamed(c *place.Cluster) {
 
 // SaveJobCost keeps what the run's jobs cost beyond their work — their
 // mean running time less cellsPerJob cells of cellTime seconds — as the
-// measurement of the cluster it placed the run on, for the next decision.
+// measurement of f.Tool's jobs on the cluster it placed the run on, for
+// the tool's next decision.
 func (f *Flags) SaveJobCost(meanJob time.Duration, cellsPerJob, cellTime float64) {
 	if f.Cluster == nil || meanJob <= 0 {
 		return
@@ -115,7 +116,7 @@ func (f *Flags) SaveJobCost(meanJob time.Duration, cellsPerJob, cellTime float64
 	cost := max(meanJob.Seconds()-cellsPerJob*cellTime, 0)
 	// Best effort: a lost measurement only leaves the next decision with
 	// the older one.
-	cluster.SaveJobCost(cluster.Options{}, f.BatchType, cost)
+	cluster.SaveJobCost(cluster.Options{Tool: f.Tool}, f.BatchType, cost)
 }
 
 // SaveDispatch keeps the dispatch latency a Work Queue run measured (its

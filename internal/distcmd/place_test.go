@@ -2,6 +2,7 @@ package distcmd
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -69,5 +70,29 @@ func TestSaveDispatch(t *testing.T) {
 				t.Errorf("dispatch %v (%q), want %v (%q)", got.V, got.Source, tc.want.V, tc.want.Source)
 			}
 		})
+	}
+}
+
+// TestSaveJobCostPerTool: a run's job cost is kept as its tool's, which
+// that tool's next decision reads; another tool borrows it and says so.
+func TestSaveJobCostPerTool(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	t.Setenv("RIGHTSIZE_CLUSTER", "wq hosts=8")
+	f := Flags{Tool: "wavefront", BatchType: "wq", Cluster: &place.Cluster{Kind: "wq"}}
+	// Blocks of 4 cells of 50 ms took 215 ms on average: 15 ms a block.
+	f.SaveJobCost(215*time.Millisecond, 4, 0.05)
+	for _, tc := range []struct {
+		tool, source string
+	}{
+		{"wavefront", "measured in a run of wavefront"},
+		{"allpairs", "measured in a run of wavefront (allpairs has none of its own yet)"},
+	} {
+		c, err := cluster.Find(context.Background(), cluster.Options{Tool: tc.tool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.JobCost; math.Abs(got.V-0.015) > 1e-9 || got.Source != tc.source {
+			t.Errorf("%s: job cost %v (%q), want 0.015 (%q)", tc.tool, got.V, got.Source, tc.source)
+		}
 	}
 }

@@ -192,7 +192,7 @@ func newCommand(s cmdutil.Streams) *cobra.Command {
 	f.StringVar(&o.reportPath, "report", "", "write an HTML report of the run to `FILE` at its end: a timeline of the rules, their CPU and memory, the critical path, placement's prediction, the failures")
 	f.IntVarP(&o.maxLocal, "max-local", "j", 0, "most rules running at once on this machine (default: number of CPUs)")
 	f.IntVarP(&o.maxRemote, "max-remote", "J", 0, "most rules running at once on a batch system (default 1000 for wq, 100 otherwise)")
-	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
+	f.StringVarP(&o.clean, "clean", "c", "", "remove what the workflow made, as `MODE` says: all (default), outputs (MAKEFLOW_OUTPUTS, or the files no rule reads) or intermediates (the rest); runs nothing")
 	f.Lookup("clean").NoOptDefVal = "all"
 	f.StringVarP(&o.logPath, "makeflow-log", "l", "", "transaction log (default WORKFLOW.makeflowlog)")
 	f.BoolVarP(&o.retry, "retry", "R", false, "retry failed rules up to 5 times")
@@ -665,14 +665,14 @@ func newBatch(bt batchType, o *options, dir string, portSet bool, out, errOut io
 		if o.passwordFile != "" {
 			pw, err := wire.ReadPasswordFile(inDir(dir, o.passwordFile), warn)
 			if err != nil {
-				return nil, nil, fmt.Errorf("--password: %w", err)
+				return nil, nil, cmdutil.Usagef("--password: %w", err)
 			}
 			cfg.Password = pw
 		}
 		if o.sslCert != "" {
 			tc, err := wire.ServerTLS(inDir(dir, o.sslCert), inDir(dir, o.sslKey), warn)
 			if err != nil {
-				return nil, nil, fmt.Errorf("--ssl-cert: %w", err)
+				return nil, nil, cmdutil.Usagef("--ssl-cert: %w", err)
 			}
 			cfg.TLS = tc
 		}

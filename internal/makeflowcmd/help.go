@@ -126,7 +126,9 @@ WHERE IT RUNS
   runs the rules sent to it, or all of them with -T local, on this machine's
   local batch driver, that wide and that slow to start them, for trying
   placement out. It runs where it predicts fastest, staying here unless the
-  cluster is predicted more than 5% and half a second faster, and says so in
+  cluster is predicted more than 5% and half a second faster (hybrid: only
+  5% when the cluster's width and dispatch are measured or given, not
+  assumed, since this machine's cores work from the start), and says so in
   a line when the workflow leaves this machine.
   --explain prints the inputs and where each came from, the critical path, the
   total work, each prediction and the choice, and after the run the

@@ -152,7 +152,7 @@ func (o *options) place(ctx context.Context, wf *makeflow.Workflow, dir, logPath
 	if forced {
 		kind = bt.name
 	}
-	copts := cluster.Options{Kind: kind, Project: o.project}
+	copts := cluster.Options{Kind: kind, Project: o.project, Tool: "makeflow"}
 	cl, err := cluster.Find(ctx, copts)
 	if err != nil {
 		return nil, bt, fmt.Errorf("finding the cluster: %w", err)

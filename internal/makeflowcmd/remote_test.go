@@ -339,6 +339,8 @@ func TestRemoteUsageErrors(t *testing.T) {
 		{[]string{"-T", "local", "--password", "pw", "w.mf"}, "--password is for the Work Queue master of -T wq, not -T local"},
 		{[]string{"-T", "slurm", "--ssl-cert", "c", "--ssl-key", "k", "w.mf"}, "--ssl-cert is for the Work Queue master of -T wq, not -T slurm"},
 		{[]string{"-T", "wq", "--ssl-cert", "c", "w.mf"}, "--ssl-cert and --ssl-key go together"},
+		{[]string{"-T", "wq", "-p", "0", "--password", "missing.pw", "w.mf"}, "makeflow: --password: missing.pw: no such file or directory"},
+		{[]string{"-T", "wq", "-p", "0", "--ssl-cert", "c", "--ssl-key", "k", "w.mf"}, "makeflow: --ssl-cert: TLS certificate: "},
 		{[]string{"-T", "wq", "-B", "--exclusive", "w.mf"}, "-B is for -T slurm, sge or condor, not -T wq"},
 		{[]string{"-T", "wq", "--shared-fs", "data", "w.mf"}, "--shared-fs data: must be an absolute path"},
 		{[]string{"-T", "wq", "-F", "0.5", "w.mf"}, "-F 0.5: the fast-abort multiplier must be at least 1"},

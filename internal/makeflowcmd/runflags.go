@@ -39,8 +39,8 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 	f.IntVarP(&r.priority, "priority", "P", 0, "-T wq: the master's priority `N`, advertised with -N: a worker serving several projects prefers the highest (ignored with another -T, as CCTools does)")
 	r.submitTimeout = makeflow.DefaultSubmitTimeout
 	f.StringVar(&r.monitor, "monitor", "", "write what each rule used (peak memory, CPU and wall time, the size of its outputs) to `DIR`/resource-rule-N.summary as CCTools' resource monitor does, and sum it up at the end")
-	f.StringVar(&r.archive, "archive", "", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout; `DIR`, given as --archive=DIR or as --archive DIR WORKFLOW, defaults to --archive-dir's)")
-	f.Lookup("archive").NoOptDefVal = archiveBare
+	f.Var(archiveValue{&r.archive}, "archive", "reuse a rule's outputs from the archive when its command, the contents of its inputs and its outputs' names are the same, and keep there what rules make (CCTools' layout), in --archive-dir's directory, or in DIR given as --archive=DIR or as --archive DIR WORKFLOW")
+	f.Lookup("archive").NoOptDefVal = "true"
 	f.StringVar(&r.archiveDir, "archive-dir", "", "the archive's directory (default /tmp/makeflow.archive.UID)")
 	f.BoolVar(&r.archiveRead, "archive-read", false, "reuse outputs from the archive, but keep nothing there")
 	f.BoolVar(&r.archiveWrite, "archive-write", false, "keep outputs in the archive, but reuse nothing from it")
@@ -53,6 +53,34 @@ func (r *runFlags) define(f *pflag.FlagSet) {
 
 // archiveBare is the value of --archive given without a directory.
 const archiveBare = " "
+
+// archiveValue is --archive's value: a directory, or archiveBare for the
+// flag given without one. Its type is "bool", with "true" given bare, so
+// that the help shows "--archive" and its usage says how a directory is
+// given, rather than pflag's "--archive DIR[=" "]" for a string whose
+// value may be left out; --archive=false turns it off again.
+type archiveValue struct{ dir *string }
+
+func (v archiveValue) String() string {
+	if v.dir == nil {
+		return ""
+	}
+	return *v.dir
+}
+
+func (v archiveValue) Set(s string) error {
+	switch s {
+	case "true":
+		*v.dir = archiveBare
+	case "false":
+		*v.dir = ""
+	default:
+		*v.dir = s
+	}
+	return nil
+}
+
+func (v archiveValue) Type() string { return "bool" }
 
 // checkWorkflowArg reports a workflow argument that is the directory a
 // bare --archive was meant to take ("makeflow --archive DIR", with no

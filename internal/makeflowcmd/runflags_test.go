@@ -6,9 +6,12 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/spf13/pflag"
 
 	"github.com/rightsize/rightsize/internal/cmdutil"
 )
@@ -181,6 +184,37 @@ func TestArchiveDirArg(t *testing.T) {
 		if got := archiveDirArg(flags, tt.args); !slices.Equal(got, tt.want) {
 			t.Errorf("archiveDirArg(%q) = %q, want %q", tt.args, got, tt.want)
 		}
+	}
+}
+
+// TestArchiveValue: --archive bare (or =true) asks for the archive in
+// --archive-dir's directory, =DIR in DIR, =false for none; the help shows
+// it as a flag whose value may be left out, not pflag's DIR[=" "].
+func TestArchiveValue(t *testing.T) {
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--archive"}, archiveBare},
+		{[]string{"--archive=true"}, archiveBare},
+		{[]string{"--archive=arch"}, "arch"},
+		{[]string{"--archive=arch", "--archive=false"}, ""},
+		{nil, ""},
+	}
+	for _, tt := range tests {
+		var r runFlags
+		f := pflag.NewFlagSet("makeflow", pflag.ContinueOnError)
+		r.define(f)
+		if err := f.Parse(tt.args); err != nil || r.archive != tt.want {
+			t.Errorf("%q: archive %q (%v), want %q", tt.args, r.archive, err, tt.want)
+		}
+	}
+	var r runFlags
+	f := pflag.NewFlagSet("makeflow", pflag.ContinueOnError)
+	r.define(f)
+	usage := f.FlagUsages()
+	if line := regexp.MustCompile(`(?m)^ *--archive .*$`).FindString(usage); !strings.HasPrefix(strings.TrimSpace(line), "--archive  ") {
+		t.Errorf("help line %q, want --archive and its usage", line)
 	}
 }
 

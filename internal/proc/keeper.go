@@ -47,9 +47,12 @@
 // which names the table too); the keeper kills the processes holding the
 // number of a record still reserved, and their groups. It looks only once
 // every process being started has exec'd: each holds a copy of the pipe to
-// the keeper until then. This costs a caller one string (the variable)
-// per process, and the keeper a search of /proc/PID/environ at the end,
-// when a record is still reserved.
+// the keeper until then. This costs a caller the variable written among
+// the strings given to posix_spawn (a copy of the environment's list only
+// for this process's environment, or without cgo), a new keeper process
+// every million reservations (so that no mark is given twice: see
+// markVar), and the keeper a search of /proc/PID/environ at the end, when
+// a record is still reserved.
 //
 // What a Keeper does not do: it does not follow a process that leaves its
 // group (setsid, setpgid), unless it carries the mark of a record still
@@ -89,7 +92,7 @@ const (
 	slotSize = 8
 	maxSlots = 1 << 16
 	maxPgid  = 9999999
-	maxMarks = 1000000 // marks are numbered modulo this
+	maxMarks = 1000000 // marks per token: the six digits' numbers
 )
 
 // markVar is the environment variable that marks a process Spawn starts
@@ -98,6 +101,13 @@ const (
 // number. A program killed between the spawn and Set leaves the record
 // reserved, and the keeper kills the processes whose environment holds its
 // mark.
+//
+// No mark is given twice: a process keeps its mark long after its record
+// is set, and so do its descendants, some of which may have left its group
+// (a daemon) and must not be taken for the process of a later record
+// reserved under the same mark. When a token's numbers are used up, the
+// Keeper takes a new token, and a new keeper process that looks for it
+// takes over (newTokenLocked).
 const markVar = "RIGHTSIZE_KEEPER"
 
 // shell runs the keeper script.
@@ -203,7 +213,7 @@ type Keeper struct {
 	mem   []byte   // table, mapped
 	gen   uint64   // counts tables, so that a Slot of a closed one is ignored
 	token string   // markVar=TOKEN, naming the table in marks
-	marks int32    // the next mark number
+	marks int32    // the next mark number under token; maxMarks: none left
 	free  []int32  // free records below next, reused last-in first-out
 	next  int32    // records at and above next have never been used
 	inUse int
@@ -237,17 +247,28 @@ type Slot struct {
 	token string // markVar=TOKEN, the table's
 }
 
+// markDigits is the length of a mark's number in an environment entry,
+// its dot included.
+const markDigits = 7
+
+// digits returns the slot's mark number as it ends its environment entry:
+// ".NNNNNN".
+func (s Slot) digits() [markDigits]byte {
+	digits := [markDigits]byte{'.', '0', '0', '0', '0', '0', '0'}
+	for i, n := len(digits)-1, s.mark; n > 0; i-- {
+		digits[i] = byte('0' + n%10)
+		n /= 10
+	}
+	return digits
+}
+
 // markEntry returns the environment entry that marks the slot's process,
 // markVar=TOKEN.NNNNNN, or "" for the zero Slot.
 func (s Slot) markEntry() string {
 	if s.token == "" {
 		return ""
 	}
-	digits := [7]byte{'.', '0', '0', '0', '0', '0', '0'}
-	for i, n := len(digits)-1, s.mark; n > 0; i-- {
-		digits[i] = byte('0' + n%10)
-		n /= 10
-	}
+	digits := s.digits()
 	return s.token + string(digits[:])
 }
 
@@ -268,6 +289,11 @@ func (k *Keeper) Reserve() (Slot, error) {
 	if err := k.startLocked(); err != nil {
 		return Slot{}, err
 	}
+	if k.marks == maxMarks {
+		if err := k.newTokenLocked(); err != nil {
+			return Slot{}, err
+		}
+	}
 	var i int32
 	switch n := len(k.free); {
 	case n > 0:
@@ -283,7 +309,7 @@ func (k *Keeper) Reserve() (Slot, error) {
 	// The record says "reserved" with the mark's number before the
 	// process can exist.
 	mark := k.marks
-	k.marks = (k.marks + 1) % maxMarks
+	k.marks++
 	rec := [slotSize]byte{'p', '0', '0', '0', '0', '0', '0', '\n'}
 	for j, n := slotSize-2, mark; n > 0; j-- {
 		rec[j] = byte('0' + n%10)
@@ -379,6 +405,19 @@ func (k *Keeper) Hold(files ...*os.File) error {
 	if k.kp == nil {
 		return nil
 	}
+	return k.handOverLocked("")
+}
+
+// handOverLocked starts a new keeper process, holding the files of
+// k.held and looking for the marks of token (unless it is "", which keeps
+// the table's token; a new token numbers marks from 0 again), and ends
+// the old one without its killing anything. It first waits for the spawns
+// under way to end, and has Reserve wait until it is done: a process being
+// spawned has a copy of the pipe to the old keeper and not of the one to
+// the new keeper, which could otherwise read the table, should the program
+// die, before that process has its mark in place; and its mark is under
+// the old token.
+func (k *Keeper) handOverLocked(token string) error {
 	for k.handing {
 		k.waitLocked()
 	}
@@ -390,23 +429,45 @@ func (k *Keeper) Hold(files ...*os.File) error {
 		k.handing = false
 		k.idle.Broadcast()
 	}()
+	oldToken, oldMarks := k.token, k.marks
+	if token != "" {
+		k.token, k.marks = token, 0
+	}
 	old := k.kp
-	if old == nil { // Closed while this waited
+	if old == nil {
+		// Closed while this waited, or left with nothing to keep by an
+		// earlier Hold: no keeper looks for the old token's marks.
 		return nil
 	}
 	k.kp = nil
-	if k.inUse > 0 || len(k.dirs) > 0 {
-		// Something is registered: the new keeper must be there before
-		// the old one leaves. (Should the program die in between, both
-		// kill the same groups.)
+	if k.inUse > 0 || len(k.dirs) > 0 || token != "" {
+		// Something is registered, or a Reserve needs the keeper: the
+		// new keeper must be there before the old one leaves. (Should
+		// the program die in between, both kill the same groups.)
 		if err := k.startLocked(); err != nil {
 			k.kp = old
+			k.token, k.marks = oldToken, oldMarks
 			return err
 		}
 	}
 	io.WriteString(old.w, ".\n")
 	old.stop()
 	return nil
+}
+
+// newTokenLocked gives the table a new token, and so mark numbers from 0
+// again, once the old token's are used up (see markVar), and makes sure a
+// keeper process runs. The keeper process is told the token it looks for
+// when it starts, so a new one takes over.
+func (k *Keeper) newTokenLocked() error {
+	token, err := newToken()
+	if err != nil {
+		return fmt.Errorf("process keeper: %w", err)
+	}
+	if err := k.handOverLocked(token); err != nil {
+		return err
+	}
+	return k.startLocked()
 }
 
 // Close ends the keeper process as if the program had died: it kills the
@@ -511,15 +572,24 @@ func (k *Keeper) newTable() error {
 		f.Close()
 		return err
 	}
-	var token [8]byte
-	if _, err := rand.Read(token[:]); err != nil {
+	token, err := newToken()
+	if err != nil {
 		unix.Munmap(mem)
 		f.Close()
 		return err
 	}
 	k.table, k.mem = f, mem
-	k.token = markVar + "=" + hex.EncodeToString(token[:])
+	k.token, k.marks = token, 0
 	return nil
+}
+
+// newToken returns a new markVar=TOKEN, TOKEN random.
+func newToken() (string, error) {
+	var token [8]byte
+	if _, err := rand.Read(token[:]); err != nil {
+		return "", err
+	}
+	return markVar + "=" + hex.EncodeToString(token[:]), nil
 }
 
 // newTableFile returns an empty file that no other process can open by

@@ -434,3 +434,76 @@ func TestSweepTemp(t *testing.T) {
 		t.Errorf("RemoveDir left %s", live)
 	}
 }
+
+// TestMarkNotGivenTwice: a process spawned with a mark keeps it after its
+// record is released (as a daemon that left its group does); a million
+// reservations later (a token's numbers), the record reserved next has a
+// mark of its own, and the keeper, run with that record still reserved as
+// at the program's death, kills the process spawned for it and not the
+// old one.
+func TestMarkNotGivenTwice(t *testing.T) {
+	var k Keeper
+	defer k.Close()
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devnull.Close()
+	argv := []string{"sleep", "1000"}
+	files := [3]*os.File{devnull, devnull, devnull}
+	reap := func(pid int) {
+		t.Cleanup(func() {
+			syscall.Kill(pid, syscall.SIGKILL)
+			syscall.Wait4(pid, nil, 0, nil)
+		})
+	}
+
+	s, err := k.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := Spawn("/bin/sleep", argv, &SpawnAttr{Files: files, Slot: s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reap(old)
+	s.Release()
+	for range maxMarks - 1 {
+		r, err := k.Reserve()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r.Release()
+	}
+	next, err := k.Reserve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.markEntry() == s.markEntry() {
+		t.Errorf("mark %s given twice", s.markEntry())
+	}
+	// Spawned with the mark and not registered: the program died
+	// between the two.
+	pid, err := spawn("/bin/sleep", argv, &SpawnAttr{Files: files, Slot: next})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reap(pid)
+	if err := k.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []struct {
+		name   string
+		pid    int
+		killed bool
+	}{{"the process of the reserved record", pid, true}, {"the process of the same number's first mark", old, false}} {
+		var status syscall.WaitStatus
+		got, err := syscall.Wait4(p.pid, &status, syscall.WNOHANG, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", p.name, err)
+		}
+		if killed := got == p.pid && status.Signaled(); killed != p.killed {
+			t.Errorf("%s: killed %v, want %v", p.name, killed, p.killed)
+		}
+	}
+}

@@ -51,19 +51,16 @@ func Spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
 }
 
 // spawnWith is Spawn starting the process with start: spawn, or forkExec
-// for the tests of a build without cgo.
-func spawnWith(start func(path string, argv []string, attr *SpawnAttr, env []string) (int, error),
+// for the tests of a build without cgo. Each puts attr.Slot's mark into
+// the environment it gives the process.
+func spawnWith(start func(path string, argv []string, attr *SpawnAttr) (int, error),
 	path string, argv []string, attr *SpawnAttr) (int, error) {
 	for _, f := range attr.Files {
 		if f == nil {
 			return 0, &os.PathError{Op: "fork/exec", Path: path, Err: errors.New("missing standard file")}
 		}
 	}
-	env := attr.Env
-	if mark := attr.Slot.markEntry(); mark != "" {
-		env = withMark(env, mark)
-	}
-	pid, err := start(path, argv, attr, env)
+	pid, err := start(path, argv, attr)
 	if err == nil {
 		attr.Slot.Set(pid)
 		return pid, nil
@@ -81,7 +78,8 @@ func spawnWith(start func(path string, argv []string, attr *SpawnAttr, env []str
 
 // withMark returns env (nil: this process's environment) with mark, a
 // markVar=VALUE entry, in place of any markVar entry: a copy, as the
-// caller's slice may be shared.
+// caller's slice may be shared. Only forkExec needs it: spawn writes the
+// mark among the strings it hands to posix_spawn.
 func withMark(env []string, mark string) []string {
 	if env == nil {
 		env = os.Environ()
@@ -100,10 +98,12 @@ func isMark(kv string) bool {
 	return len(kv) > len(markVar) && kv[len(markVar)] == '=' && kv[:len(markVar)] == markVar
 }
 
-// forkExec is Spawn through syscall.ForkExec, which holds Go's fork lock,
-// with environment env (nil: this process's).
-func forkExec(path string, argv []string, attr *SpawnAttr, env []string) (int, error) {
-	if env == nil {
+// forkExec is Spawn through syscall.ForkExec, which holds Go's fork lock.
+func forkExec(path string, argv []string, attr *SpawnAttr) (int, error) {
+	env := attr.Env
+	if mark := attr.Slot.markEntry(); mark != "" {
+		env = withMark(env, mark)
+	} else if env == nil {
 		env = os.Environ()
 	}
 	return syscall.ForkExec(path, argv, &syscall.ProcAttr{

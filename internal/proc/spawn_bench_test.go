@@ -23,7 +23,7 @@ func BenchmarkSpawn(b *testing.B) {
 		start func() (int, error)
 	}{
 		{"posix_spawn", func() (int, error) { return Spawn("/bin/true", argv, attr) }},
-		{"fork_exec", func() (int, error) { return forkExec("/bin/true", argv, attr, nil) }},
+		{"fork_exec", func() (int, error) { return forkExec("/bin/true", argv, attr) }},
 	} {
 		startAndReap := func(b *testing.B) {
 			pid, err := bc.start()
@@ -160,29 +160,5 @@ func BenchmarkSpawnKept(b *testing.B) {
 				}
 			})
 		}
-	}
-}
-
-// BenchmarkMark is what marking a process adds to a spawn in this
-// process: the copy of its environment with the mark (withMark), for this
-// process's environment (nil) and a given one of the same size.
-func BenchmarkMark(b *testing.B) {
-	var k Keeper
-	defer k.Close()
-	s, err := k.Reserve()
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Release()
-	b.Logf("%d variables", len(os.Environ()))
-	for _, env := range []struct {
-		name string
-		env  []string
-	}{{"environ", nil}, {"env", os.Environ()}} {
-		b.Run(env.name, func(b *testing.B) {
-			for b.Loop() {
-				withMark(env.env, s.markEntry())
-			}
-		})
 	}
 }

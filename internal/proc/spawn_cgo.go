@@ -89,6 +89,7 @@ static int rs_spawn(pid_t *pid, const char *path, char *const argv[], char *cons
 import "C"
 
 import (
+	"os"
 	"runtime"
 	"sync"
 	"syscall"
@@ -105,12 +106,11 @@ var handledSignals = sync.OnceValue(func() *C.sigset_t {
 	return set
 })
 
-// spawn starts the process with environment env (nil: this process's)
-// with posix_spawn, or with forkExec for a directory this C library cannot
-// set.
-func spawn(path string, argv []string, attr *SpawnAttr, env []string) (int, error) {
+// spawn starts the process with posix_spawn, or with forkExec for a
+// directory this C library cannot set.
+func spawn(path string, argv []string, attr *SpawnAttr) (int, error) {
 	if attr.Dir != "" && C.RS_HAVE_ADDCHDIR == 0 {
-		return forkExec(path, argv, attr, env)
+		return forkExec(path, argv, attr)
 	}
 	var fds [3]int
 	for i, f := range attr.Files {
@@ -134,7 +134,7 @@ func spawn(path string, argv []string, attr *SpawnAttr, env []string) (int, erro
 	if dir == "." {
 		dir = "" // a chdir that changes nothing is a system call saved
 	}
-	block := newCStrings(path, dir, argv, env)
+	block := newCStrings(path, dir, argv, attr.Env, attr.Slot)
 	defer C.free(block.mem)
 	var pid C.pid_t
 	r := C.rs_spawn(&pid, block.path, block.argv, block.envp, block.dir,
@@ -156,7 +156,9 @@ func dupCloexec(fd int) (int, error) {
 
 // cStrings are the C strings and pointer arrays of one spawn, all in one
 // C allocation: C may not be given Go memory that holds Go pointers, and
-// one malloc costs less than one per string.
+// one malloc costs less than one per string. The environment's strings
+// are copied there anyway, so the mark is written there too, in place of
+// any markVar entry, rather than into a Go copy of the environment.
 type cStrings struct {
 	mem       unsafe.Pointer
 	path, dir *C.char // dir is nil for ""
@@ -164,10 +166,17 @@ type cStrings struct {
 	envp      **C.char // nil for a nil environment
 }
 
-func newCStrings(path, dir string, argv, env []string) cStrings {
+func newCStrings(path, dir string, argv, env []string, mark Slot) cStrings {
+	marked := mark.token != ""
+	if marked && env == nil {
+		env = os.Environ()
+	}
 	nptr := len(argv) + 1
 	if env != nil {
 		nptr += len(env) + 1
+	}
+	if marked {
+		nptr++ // one more than needed if env has a mark to replace
 	}
 	size := len(path) + 1 + len(dir) + 1
 	for _, s := range argv {
@@ -176,14 +185,19 @@ func newCStrings(path, dir string, argv, env []string) cStrings {
 	for _, s := range env {
 		size += len(s) + 1
 	}
+	if marked {
+		size += len(mark.token) + markDigits + 1
+	}
 	ptrSize := int(unsafe.Sizeof((*C.char)(nil)))
 	mem := C.malloc(C.size_t(nptr*ptrSize + size))
 	ptrs := unsafe.Slice((**C.char)(mem), nptr)
 	bytes := unsafe.Slice((*byte)(unsafe.Add(mem, nptr*ptrSize)), size)
 	off := 0
-	put := func(s string) *C.char {
+	put := func(s ...string) *C.char {
 		p := (*C.char)(unsafe.Pointer(&bytes[off]))
-		off += copy(bytes[off:], s)
+		for _, s := range s {
+			off += copy(bytes[off:], s)
+		}
 		bytes[off] = 0
 		off++
 		return p
@@ -199,11 +213,27 @@ func newCStrings(path, dir string, argv, env []string) cStrings {
 	cs.argv = &ptrs[0]
 	if env != nil {
 		envPtrs := ptrs[len(argv)+1:]
-		for i, s := range env {
-			envPtrs[i] = put(s)
+		n := 0
+		for _, s := range env {
+			if !marked || !isMark(s) {
+				envPtrs[n] = put(s)
+				n++
+			}
 		}
-		envPtrs[len(env)] = nil
+		if marked {
+			digits := mark.digits()
+			envPtrs[n] = put(mark.token, string(digits[:]))
+			n++
+		}
+		envPtrs[n] = nil
 		cs.envp = &envPtrs[0]
 	}
 	return cs
+}
+
+// spawnStrings builds and frees what spawn gives posix_spawn for attr:
+// BenchmarkMark's measure of what a spawn costs this process before the
+// system call.
+func spawnStrings(path string, argv []string, attr *SpawnAttr) {
+	C.free(newCStrings(path, attr.Dir, argv, attr.Env, attr.Slot).mem)
 }

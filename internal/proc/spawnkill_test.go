@@ -45,7 +45,7 @@ func spawnOne(way string, k *Keeper, devnull *os.File) (int, error) {
 	return 0, fmt.Errorf("no way %q", way)
 }
 
-func spawnKept(k *Keeper, devnull *os.File, start func(string, []string, *SpawnAttr, []string) (int, error)) (int, error) {
+func spawnKept(k *Keeper, devnull *os.File, start func(string, []string, *SpawnAttr) (int, error)) (int, error) {
 	s, err := k.Reserve()
 	if err != nil {
 		return 0, err

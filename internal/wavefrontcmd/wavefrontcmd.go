@@ -77,6 +77,7 @@ type options struct {
 
 func newCommand(s cmdutil.Streams) *cobra.Command {
 	o := &options{streams: s}
+	o.dist.Tool = "wavefront"
 	cmd := &cobra.Command{
 		Use:   "wavefront [flags] FUNC Rdir",
 		Short: "Compute a two-dimensional recurrence R[i,j] = F(R[i-1,j], R[i,j-1], R[i-1,j-1])",
@@ -123,7 +124,9 @@ cores, in blocks on the cluster, and hybrid (this machine's cores take cells
 from the start, the cluster the blocks that become ready while they are
 busy). It runs
 where it predicts fastest, staying here unless the cluster is predicted
-more than 5% and half a second faster. --explain prints what it measured
+more than 5% and half a second faster (hybrid: only 5% when the cluster's
+width and dispatch are measured or given, not assumed, since this
+machine's cores work from the start). --explain prints what it measured
 and where each input came from, each prediction, the choice and its
 reason, and after the run the prediction against the time taken; -v says
 the choice in one line. Each run's

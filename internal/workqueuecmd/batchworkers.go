@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -97,7 +98,16 @@ func (b *batchWorkers) setWorker(w *factory.Worker) error {
 	if b.workerBinary != "" {
 		path, err := exec.LookPath(b.workerBinary)
 		if err != nil {
-			return fmt.Errorf("worker binary: %w", err)
+			// exec.Error says the name again, and a PathError its path.
+			var ee *exec.Error
+			var pe *fs.PathError
+			if errors.As(err, &ee) {
+				err = ee.Err
+			}
+			if errors.As(err, &pe) {
+				err = pe.Err
+			}
+			return cmdutil.Usagef("--worker-binary %s: %w", b.workerBinary, err)
 		}
 		if path, err = filepath.Abs(path); err != nil {
 			return fmt.Errorf("worker binary: %w", err)

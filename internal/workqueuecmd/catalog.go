@@ -29,9 +29,11 @@ above (as CCTools' catalog_server does), and answers HTTP queries on --port:
 /query.json, /query/<base64 filter>, and a text summary at /.
 
 It believes whoever sends a record, as CCTools' does, but bounds what it
-keeps so that its answer stays readable: a record of at most 64 KiB of JSON
-(a CCTools master's is about 2.4 KB), at most 100 records per sending
-address, 4 MiB per /24 (or /64) subnet and 16 MiB in all. Beyond a bound, a
+keeps so that its answer stays readable and its memory bounded: a record of
+at most 64 KiB of JSON (a CCTools master's is about 2.4 KB), at most 100
+records per sending address, 16 MiB of memory per /24 (or /64) subnet and
+64 MiB in all, a record's memory estimated from what it holds (from 2.2 to
+15 times its JSON; about 34,000 records of 400 bytes fit). Beyond a bound, a
 new record replaces the oldest record heard only once; masters that
 advertise at their interval, and those heard over TCP, are kept through a
 flood of new records from any number of addresses. A record heard over TCP
@@ -39,7 +41,7 @@ is not updated over UDP, whose source address anyone can spoof.`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if port < 0 || port > 65534 {
-				return cmdutil.Usagef("bad port %d", port)
+				return cmdutil.Usagef("-p/--port %d: not a port", port)
 			}
 			srv, err := catalog.Listen(catalog.ServerConfig{
 				Addr:     net.JoinHostPort(iface, strconv.Itoa(port)),

@@ -14,7 +14,6 @@ import (
 	"github.com/rightsize/rightsize/batch"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/workqueue/factory"
-	"github.com/rightsize/rightsize/workqueue/wire"
 )
 
 // sgeWorkerMemory is about the address space, in MB, that this program's
@@ -102,7 +101,7 @@ cluster, the submit host's name, not 127.0.0.1.`,
 		"run this worker program (e.g. CCTools' work_queue_worker) instead of this program's worker command",
 		"candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first")
 	f.StringVarP(&o.project, "manager-name", "M", "", "serve the masters of this project (regular expression), found through the catalog")
-	f.StringVarP(&o.passwordFile, "password", "P", "", "password file shared with the masters")
+	f.StringVarP(&o.passwordFile, "password", "P", "", "password `FILE` shared with the masters")
 	f.BoolVar(&o.ssl, "ssl", false, "the masters want TLS: the factory and its workers connect with --ssl")
 	f.StringVar(&o.sslCA, "ssl-ca", "", "likewise, trusting only a master certificate in `FILE` or signed by one there (workers get --ssl-ca too)")
 	f.IntVarP(&o.limits.Min, "min", "w", 0, "fewest workers to keep submitted")
@@ -173,8 +172,11 @@ func (o *factoryOptions) config(args []string) (factory.Config, error) {
 	if err := o.setWorker(&cfg.Worker); err != nil {
 		return cfg, err
 	}
+	if err := checkPasswordFile(o.passwordFile); err != nil {
+		return cfg, err
+	}
 	if o.ssl || o.sslCA != "" {
-		tc, err := wire.ClientTLS(o.sslCA)
+		tc, err := clientTLS(o.sslCA)
 		if err != nil {
 			return cfg, err
 		}

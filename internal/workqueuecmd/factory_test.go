@@ -49,8 +49,6 @@ func TestFactoryFailures(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--worker-binary", "/nonexistent/worker"}, "worker binary"},
-		{[]string{"--password", "/nonexistent/pw"}, "password"},
 		// More cores than this machine's slots: every job is refused.
 		{[]string{"--min", "1", "--cores", "100000", "--max-failures", "2"}, "giving up after 2 failures in a row"},
 	}

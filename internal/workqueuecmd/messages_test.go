@@ -21,6 +21,14 @@ func TestBadInputMessages(t *testing.T) {
 		t.Fatal(err)
 	}
 	missing := filepath.Join(dir, "missing")
+	policy := filepath.Join(dir, "policy")
+	if err := os.WriteFile(policy, []byte("max_workers: 4\ndistribution: a=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	badPolicy := filepath.Join(dir, "bad-policy")
+	if err := os.WriteFile(badPolicy, []byte("max_workers 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		code int
@@ -34,7 +42,18 @@ func TestBadInputMessages(t *testing.T) {
 		{[]string{"worker", "-o", filepath.Join(missing, "log"), "h", "1"}, cmdutil.ExitUsage, "-o " + filepath.Join(missing, "log") + ": directory " + missing + " does not exist"},
 		{[]string{"worker", "--foreman", "-Z", filepath.Join(missing, "port"), "h", "1"}, cmdutil.ExitUsage, "-Z " + filepath.Join(missing, "port") + ": directory " + missing + " does not exist"},
 		{[]string{"worker", "-i", "10", "-b", "1", "h", "1"}, cmdutil.ExitUsage, "-b/--max-backoff 1s is shorter than -i/--min-backoff 10s"},
-		{[]string{"worker", "--password", missing, "h", "1"}, cmdutil.ExitFailure, "--password: " + missing + ": no such file or directory"},
+		{[]string{"worker", "--password", missing, "h", "1"}, cmdutil.ExitUsage, "--password: " + missing + ": no such file or directory"},
+		{[]string{"worker", "--password", file, "h", "1"}, cmdutil.ExitUsage, "--password: password file " + file + " is empty"},
+		{[]string{"worker", "--ssl-ca", missing, "h", "1"}, cmdutil.ExitUsage, "--ssl-ca: TLS CA: " + missing + ": no such file or directory"},
+		{[]string{"worker", "--ssl-ca", file, "h", "1"}, cmdutil.ExitUsage, "--ssl-ca: TLS CA " + file + ": no PEM certificate in it"},
+		{[]string{"factory", "-T", "local", "--password", missing, "h", "1"}, cmdutil.ExitUsage, "--password: " + missing + ": no such file or directory"},
+		{[]string{"factory", "-T", "local", "--ssl-ca", missing, "h", "1"}, cmdutil.ExitUsage, "--ssl-ca: TLS CA: " + missing + ": no such file or directory"},
+		{[]string{"factory", "-T", "local", "--worker-binary", missing, "h", "1"}, cmdutil.ExitUsage, "--worker-binary " + missing + ": no such file or directory"},
+		{[]string{"factory", "-T", "local", "--worker-binary", "no-such-worker-program", "h", "1"}, cmdutil.ExitUsage, "--worker-binary no-such-worker-program: executable file not found in $PATH"},
+		{[]string{"pool", "-T", "local", "--policy", policy, "--worker-binary", file}, cmdutil.ExitUsage, "--worker-binary " + file + ": permission denied"},
+		{[]string{"pool", "-T", "local", "--policy", missing}, cmdutil.ExitUsage, "--policy " + missing + ": no such file or directory"},
+		{[]string{"pool", "-T", "local", "--policy", badPolicy}, cmdutil.ExitFailure, badPolicy + ":1: "},
+		{[]string{"pool", "-T", "local", "--policy", policy, "--password", missing}, cmdutil.ExitUsage, "--password: " + missing + ": no such file or directory"},
 		{[]string{"status", "-M", "a["}, cmdutil.ExitUsage, "-M a[: not a regular expression: missing closing ]"},
 		{[]string{"status", "onlyhost"}, cmdutil.ExitUsage, "onlyhost: give a master as HOST PORT or HOST:PORT"},
 		{[]string{"status", "127.0.0.1:x"}, cmdutil.ExitUsage, `bad port "x"`},

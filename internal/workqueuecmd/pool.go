@@ -1,6 +1,8 @@
 package workqueuecmd
 
 import (
+	"errors"
+	"io/fs"
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -103,7 +105,7 @@ hosts must reach them there.`,
 		"candidate worker job shapes CORESxWALL,... (e.g. 4x2h,16x30m): each job takes the one predicted to finish first (the policy's shapes: key wins)")
 	f.StringVar(&o.cfg.PolicyFile, "policy", "", "the policy `FILE` (required)")
 	f.StringVar(&o.cfg.Name, "name", "", "the pool's name, told to the masters and in the catalog (default HOSTNAME-PID)")
-	f.StringVarP(&o.cfg.PasswordFile, "password", "P", "", "password file shared with the masters; it also signs the published decision, which masters with it follow only signed")
+	f.StringVarP(&o.cfg.PasswordFile, "password", "P", "", "password `FILE` shared with the masters; it also signs the published decision, which masters with it follow only signed")
 	f.BoolVar(&o.cfg.Stay, "stay", false, "keep each worker with the master it was submitted for, instead of moving to the masters the decision gives room")
 	f.Var(cmdutil.Seconds(&o.cfg.Interval), "interval", "how often to read the catalog and publish the decision (default 10s)")
 	o.log.add(cmd)
@@ -124,6 +126,18 @@ func (o *poolOptions) config() (pool.Config, error) {
 		return cfg, cmdutil.Usagef("--max-pending and --tasks-per-worker must not be negative, --max-failures at least 1")
 	case cfg.Worker.Cores < 0 || cfg.Worker.MemoryMB < 0 || cfg.Worker.DiskMB < 0:
 		return cfg, cmdutil.Usagef("worker resources must not be negative")
+	}
+	// Read now, so that a policy file that cannot be opened is a usage
+	// error naming the flag; one that says something wrong is an input
+	// error at its file:line. Run reads it again.
+	if _, err := pool.ReadPolicy(cfg.PolicyFile); err != nil {
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			return cfg, cmdutil.Usagef("--policy %s: %w", cfg.PolicyFile, pe.Err)
+		}
+		return cfg, err
+	}
+	if err := checkPasswordFile(cfg.PasswordFile); err != nil {
+		return cfg, err
 	}
 	var err error
 	if cfg.Shapes, err = o.parseShapes(); err != nil {

@@ -2,6 +2,7 @@ package workqueuecmd
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -162,7 +163,7 @@ to the foreman once and from it to each of its workers once.`,
 	f.Var(cmdutil.Seconds(&o.connect), "connect-timeout", "exit after this long without a master (default 15m)")
 	f.VarP(cmdutil.Seconds(&o.minBackoff), "min-backoff", "i", "first pause between connection attempts (default 1s)")
 	f.VarP(cmdutil.Seconds(&o.maxBackoff), "max-backoff", "b", "longest pause between connection attempts (default 60s)")
-	f.StringVarP(&o.passwordFile, "password", "P", "", "password file shared with the master")
+	f.StringVarP(&o.passwordFile, "password", "P", "", "password `FILE` shared with the master")
 	f.BoolVar(&o.ssl, "ssl", false, "connect to the master over TLS (as CCTools' --ssl: any certificate)")
 	f.StringVar(&o.sslCA, "ssl-ca", "", "connect over TLS and trust only a master certificate in `FILE` or signed by one there")
 	f.BoolVar(&o.singleShot, "single-shot", false, "exit after the first session with a master")
@@ -265,18 +266,43 @@ func (o *workerOptions) config(args []string, warn func(string)) (worker.Config,
 	if o.passwordFile != "" {
 		pw, err := wire.ReadPasswordFile(o.passwordFile, warn)
 		if err != nil {
-			return cfg, fmt.Errorf("--password: %w", err)
+			return cfg, cmdutil.Usagef("--password: %w", err)
 		}
 		cfg.Password = pw
 	}
 	if o.ssl || o.sslCA != "" {
-		tc, err := wire.ClientTLS(o.sslCA)
+		tc, err := clientTLS(o.sslCA)
 		if err != nil {
 			return cfg, err
 		}
 		cfg.TLS = tc
 	}
 	return cfg, nil
+}
+
+// clientTLS is wire.ClientTLS for --ssl (caFile "") or --ssl-ca: a CA file
+// that cannot be read or holds no certificate is a usage error naming the
+// flag.
+func clientTLS(caFile string) (*tls.Config, error) {
+	tc, err := wire.ClientTLS(caFile)
+	if err != nil {
+		return nil, cmdutil.Usagef("--ssl-ca: %w", err)
+	}
+	return tc, nil
+}
+
+// checkPasswordFile reads the --password file name, if any, so that one
+// that cannot be read, or is empty, is a usage error naming the flag
+// before anything starts; the library given its name reads it again when
+// it needs it (and warns then if others can read it).
+func checkPasswordFile(name string) error {
+	if name == "" {
+		return nil
+	}
+	if _, err := wire.ReadPasswordFile(name, nil); err != nil {
+		return cmdutil.Usagef("--password: %w", err)
+	}
+	return nil
 }
 
 // projectPattern compiles the project pattern of flag, anchored as

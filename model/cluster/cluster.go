@@ -26,7 +26,10 @@
 // limit hold the cores — is no prediction and counts as a probe's longest
 // wait, two minutes.
 // Probes, and the figures runs measure (SaveDispatch, SaveBandwidth,
-// SaveJobCost), are kept in ~/.cache/rightsize/cluster.json.
+// SaveJobCost), are kept in ~/.cache/rightsize/cluster.json, per batch
+// type; the job cost, what a job costs beyond its work, per tool too: a
+// tool with no figure of its own borrows the latest another tool measured
+// on that batch type, and says so.
 package cluster
 
 import (
@@ -76,6 +79,10 @@ type Options struct {
 	Catalogs []string
 	// Bin is where the batch system's commands are; "" means $PATH.
 	Bin string
+	// Tool names the program placing or measuring a run (allpairs,
+	// wavefront, makeflow): each keeps a job cost of its own, since its
+	// jobs do different work beyond their cells (see SaveJobCost).
+	Tool string
 }
 
 func (o Options) getenv(name string) string {
@@ -346,10 +353,7 @@ func Find(ctx context.Context, o Options) (*place.Cluster, error) {
 	if m.Bandwidth > 0 {
 		c.Bandwidth = place.Value{V: m.Bandwidth, Source: "measured in a run", Measured: m.BandwidthAt}
 	}
-	c.JobCost = place.Value{V: assumedJobCost}
-	if !m.JobCostAt.IsZero() {
-		c.JobCost = place.Value{V: m.JobCost, Source: "measured in a run", Measured: m.JobCostAt}
-	}
+	c.JobCost = m.jobCost(o.Tool)
 	return c, nil
 }
 

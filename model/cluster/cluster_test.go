@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -562,5 +563,81 @@ func TestSlurmQueueWait(t *testing.T) {
 				t.Errorf("dispatch from %q, want %q", got, tc.source)
 			}
 		})
+	}
+}
+
+// TestJobCostPerTool: each tool is placed with the job cost its own runs
+// measured; a tool with none borrows the latest another tool's (or an
+// older cache's, which named no tool), saying whose it is; a cache
+// written before job costs were kept per tool reads without error.
+func TestJobCostPerTool(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	const (
+		old      = `{"wq": {"job_cost_s": 0.07, "job_cost_at": "2026-11-24T11:00:00Z"}}`
+		perTool  = `{"wq": {"job_cost_by_tool": {"allpairs": {"s": 0.07, "at": "2026-11-24T11:50:00Z"}, "wavefront": {"s": 0.015, "at": "2026-11-24T11:40:00Z"}}}}`
+		both     = `{"wq": {"job_cost_s": 0.2, "job_cost_at": "2026-11-24T11:55:00Z", "job_cost_by_tool": {"allpairs": {"s": 0.07, "at": "2026-11-24T11:50:00Z"}}}}`
+		oldFirst = `{"wq": {"job_cost_s": 0.2, "job_cost_at": "2026-11-24T10:00:00Z", "job_cost_by_tool": {"allpairs": {"s": 0.07, "at": "2026-11-24T11:50:00Z"}}}}`
+	)
+	for _, tc := range []struct {
+		name, cache, tool string
+		want              float64
+		source            string // Describe's, at now; "" for assumed
+	}{
+		{"nothing kept", `{}`, "wavefront", assumedJobCost, ""},
+		{"old cache, no tool asks", old, "", 0.07, "measured in a run, 1 h old"},
+		{"old cache, a tool asks", old, "wavefront", 0.07, "measured in a run of a tool not recorded (wavefront has none of its own yet), 1 h old"},
+		{"its own figure, though older", perTool, "wavefront", 0.015, "measured in a run of wavefront, 20 min old"},
+		{"its own figure", perTool, "allpairs", 0.07, "measured in a run of allpairs, 10 min old"},
+		{"another tool's latest", perTool, "makeflow", 0.07, "measured in a run of allpairs (makeflow has none of its own yet), 10 min old"},
+		{"no tool asks: the latest", perTool, "", 0.07, "measured in a run of allpairs, 10 min old"},
+		{"the old figure is later", both, "wavefront", 0.2, "measured in a run of a tool not recorded (wavefront has none of its own yet), 5 min old"},
+		{"the old figure is earlier", oldFirst, "wavefront", 0.07, "measured in a run of allpairs (wavefront has none of its own yet), 10 min old"},
+		{"a damaged cache is empty", `{"wq": {"job_cost_by_tool": 3}}`, "wavefront", assumedJobCost, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(t, map[string]string{EnvVar: "wq hosts=8"}, "", "")
+			o.Now, o.Tool = func() time.Time { return now }, tc.tool
+			if err := os.WriteFile(filepath.Join(o.CacheDir, "cluster.json"), []byte(tc.cache), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c, err := Find(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := ""
+			if !c.JobCost.Assumed() {
+				src = c.JobCost.Describe(now)
+			}
+			if c.JobCost.V != tc.want || src != tc.source {
+				t.Errorf("job cost %v (%q), want %v (%q)", c.JobCost.V, src, tc.want, tc.source)
+			}
+		})
+	}
+}
+
+// TestSaveJobCostPerTool: a tool's run saves its own job cost, leaving
+// the other tools' and an older cache's figure as they were.
+func TestSaveJobCostPerTool(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	o := options(t, map[string]string{EnvVar: "wq hosts=8"}, "", "")
+	o.Now = func() time.Time { return now }
+	if err := os.WriteFile(filepath.Join(o.CacheDir, "cluster.json"),
+		[]byte(`{"wq": {"dispatch_s": 0.03, "dispatch_at": "2026-11-24T11:00:00Z", "dispatch_by": "measured in a run", "job_cost_s": 0.07, "job_cost_at": "2026-11-24T11:00:00Z"}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []struct {
+		tool string
+		cost float64
+	}{{"allpairs", 0.07}, {"wavefront", 0.015}, {"wavefront", 0.012}} {
+		o := o
+		o.Tool = s.tool
+		if err := SaveJobCost(o, "wq", s.cost); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e := readCache(o)["wq"]
+	want := map[string]measurement{"allpairs": {0.07, now}, "wavefront": {0.012, now}}
+	if !maps.Equal(e.JobCosts, want) || e.JobCost != 0.07 || e.Dispatch != 0.03 {
+		t.Errorf("cache entry %+v, want job costs %v beside the old figure and the dispatch", e, want)
 	}
 }

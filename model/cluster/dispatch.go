@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -18,14 +20,27 @@ import (
 
 // cached is what cluster.json keeps of one batch type.
 type cached struct {
-	Dispatch    float64   `json:"dispatch_s,omitempty"`
-	Submit      float64   `json:"submit_s,omitempty"`
-	DispatchAt  time.Time `json:"dispatch_at,omitzero"`
-	DispatchBy  string    `json:"dispatch_by,omitempty"` // "probe job", "measured in a run"
-	JobCost     float64   `json:"job_cost_s,omitempty"`
-	JobCostAt   time.Time `json:"job_cost_at,omitzero"`
-	Bandwidth   float64   `json:"bandwidth_bps,omitempty"`
-	BandwidthAt time.Time `json:"bandwidth_at,omitzero"`
+	Dispatch   float64   `json:"dispatch_s,omitempty"`
+	Submit     float64   `json:"submit_s,omitempty"`
+	DispatchAt time.Time `json:"dispatch_at,omitzero"`
+	DispatchBy string    `json:"dispatch_by,omitempty"` // "probe job", "measured in a run"
+	// JobCost and JobCostAt are a job cost saved without a tool's name:
+	// by a run of an older version, which kept one figure per batch
+	// type, or by a caller that names no tool.
+	JobCost   float64   `json:"job_cost_s,omitempty"`
+	JobCostAt time.Time `json:"job_cost_at,omitzero"`
+	// JobCosts are the job costs runs measured, by tool: a job of each
+	// tool does different work beyond its cells (a Wavefront block here
+	// cost a fifth of an All-Pairs job on the same workers).
+	JobCosts    map[string]measurement `json:"job_cost_by_tool,omitempty"`
+	Bandwidth   float64                `json:"bandwidth_bps,omitempty"`
+	BandwidthAt time.Time              `json:"bandwidth_at,omitzero"`
+}
+
+// A measurement is a figure a run measured, and when.
+type measurement struct {
+	V  float64   `json:"s"`
+	At time.Time `json:"at"`
 }
 
 // cacheFresh is how long a measured dispatch latency is used before a
@@ -101,11 +116,53 @@ func SaveDispatch(o Options, kind string, seconds float64) error {
 	})
 }
 
-// SaveJobCost records what a run measured a job to cost on kind's hosts
-// beyond its work (its mean running time less its cells' time).
+// SaveJobCost records what a run of o.Tool measured a job to cost on
+// kind's hosts beyond its work (its mean running time less its cells'
+// time), as that tool's figure; with no tool, as the batch type's figure
+// of no tool.
 func SaveJobCost(o Options, kind string, seconds float64) error {
 	now := o.now()
-	return updateCache(o, kind, func(e *cached) { e.JobCost, e.JobCostAt = seconds, now })
+	return updateCache(o, kind, func(e *cached) {
+		if o.Tool == "" {
+			e.JobCost, e.JobCostAt = seconds, now
+			return
+		}
+		if e.JobCosts == nil {
+			e.JobCosts = map[string]measurement{}
+		}
+		e.JobCosts[o.Tool] = measurement{V: seconds, At: now}
+	})
+}
+
+// jobCost returns the job cost tool should be placed with on the batch
+// type whose cache entry is e: its own figure; else the latest another
+// tool's run measured (or one kept without a tool's name), saying whose
+// it is; else the assumed one.
+func (e cached) jobCost(tool string) place.Value {
+	if m, ok := e.JobCosts[tool]; ok && tool != "" {
+		return place.Value{V: m.V, Source: "measured in a run of " + tool, Measured: m.At}
+	}
+	var v place.Value
+	if !e.JobCostAt.IsZero() {
+		v = place.Value{V: e.JobCost, Source: "measured in a run", Measured: e.JobCostAt}
+		if tool != "" {
+			v.Source += " of a tool not recorded"
+		}
+	}
+	// Each tool in turn, in name order, so that a tie is decided alike
+	// every time.
+	for _, other := range slices.Sorted(maps.Keys(e.JobCosts)) {
+		if m := e.JobCosts[other]; v.Assumed() || m.At.After(v.Measured) {
+			v = place.Value{V: m.V, Source: "measured in a run of " + other, Measured: m.At}
+		}
+	}
+	switch {
+	case v.Assumed():
+		return place.Value{V: assumedJobCost}
+	case tool != "":
+		v.Source += fmt.Sprintf(" (%s has none of its own yet)", tool)
+	}
+	return v
 }
 
 // SaveBandwidth records the bandwidth (bytes per second) a run measured

@@ -140,38 +140,82 @@ func Seconds(s float64) string {
 // apart.
 const localMargin = 0.05
 
-// localMinGain is the least time, in seconds, a cluster mode must be
+// localMinGain is the least time, in seconds, a distributed run must be
 // predicted to save before it is chosen over this machine: a run shorter
-// than that is over before a cluster could matter, and the models' error
-// on such times (a sampled call of a few milliseconds on a loaded machine)
-// is larger than the gain.
+// than that is over before a cluster could matter, the models' error on
+// such times (a sampled call of a few milliseconds on a loaded machine)
+// is larger than the gain, and a dispatch that goes wrong (a queue that
+// fills, workers slower than measured) leaves the whole run waiting. A
+// hybrid run needs it only on a cluster whose width or dispatch is
+// assumed (see hybridSafe).
 const localMinGain = 0.5
 
+// hybridSafe reports whether a hybrid run on c needs only localMargin to
+// be chosen over this machine, not localMinGain: c's width and dispatch
+// are known — measured (the connected workers, a listing, a probe, an
+// earlier run) or given by the user — not assumed. A hybrid run keeps this
+// machine's cores busy from its first second, cell by cell or job by job
+// as multicore would, and hands the cluster only work they would have
+// waited for, so a cluster slower than its figures costs it little; what
+// remains is the risk of figures nobody measured.
+func (c *Cluster) hybridSafe() bool {
+	return !c.Hosts.Assumed() && !c.Dispatch.Assumed()
+}
+
 // choose picks the fastest prediction, preferring multicore within
-// localMargin and localMinGain (this machine is the one without queues,
-// stragglers or lost workers) and hybrid to distributed within localMargin
-// (this machine's cores start at once), and says why.
+// localMargin (and, for a distributed run, or a hybrid one on a cluster
+// not measured, within localMinGain: this machine is the one without
+// queues, stragglers or lost workers) and hybrid to distributed within
+// localMargin (this machine's cores start at once), and says why.
 func (d *Decision) choose() {
 	local, dist, hy := d.Predictions[0], d.Predictions[1], d.Predictions[2]
+	switch {
+	case d.Cluster == nil:
+		d.Mode, d.Reason = Multicore, "there is no cluster (name one in RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster)"
+		return
+	case d.Cluster.Slots() == 0:
+		d.Mode, d.Reason = Multicore, "the cluster has no hosts free now"
+		return
+	}
 	best := hy
 	if dist.Seconds*(1+localMargin) < hy.Seconds {
 		best = dist
 	}
-	switch {
-	case d.Cluster == nil:
-		d.Mode, d.Reason = Multicore, "there is no cluster (name one in RIGHTSIZE_CLUSTER or ~/.config/rightsize/cluster)"
-	case d.Cluster.Slots() == 0:
-		d.Mode, d.Reason = Multicore, "the cluster has no hosts free now"
-	case local.Seconds <= best.Seconds:
-		d.Mode, d.Reason = Multicore, "this machine is predicted fastest"
-	case local.Seconds <= best.Seconds*(1+localMargin):
-		d.Mode, d.Reason = Multicore, fmt.Sprintf("the %s run is predicted less than %.0f%% faster", best.Mode, 100*localMargin)
-	case local.Seconds-best.Seconds < localMinGain:
-		d.Mode, d.Reason = Multicore, fmt.Sprintf("the %s run is predicted to save less than %.1f s", best.Mode, localMinGain)
-	default:
-		d.Mode = best.Mode
-		d.Reason = fmt.Sprintf("predicted %.1f× faster than this machine alone", local.Seconds/best.Seconds)
+	reason, ok := d.beats(best, local)
+	if !ok && best.Mode == Distributed {
+		// Distributed would be faster still, but not by enough to leave
+		// this machine: hybrid may be, keeping its cores busy.
+		if _, hok := d.beats(hy, local); hok {
+			best, ok = hy, true
+		}
 	}
+	if !ok {
+		d.Mode, d.Reason = Multicore, reason
+		return
+	}
+	d.Mode = best.Mode
+	d.Reason = fmt.Sprintf("predicted %.1f× faster than this machine alone", local.Seconds/best.Seconds)
+	if best.Mode == Hybrid && local.Seconds-best.Seconds < localMinGain {
+		d.Reason += fmt.Sprintf("; it saves under %.1f s, but a hybrid run on a cluster of measured width and dispatch needs only the %.0f%%: this machine's cores work from its start", localMinGain, 100*localMargin)
+	}
+}
+
+// beats reports whether cluster mode p is predicted enough faster than
+// this machine alone (local) to be chosen, and if not, why.
+func (d *Decision) beats(p, local Prediction) (string, bool) {
+	switch {
+	case local.Seconds <= p.Seconds:
+		return "this machine is predicted fastest", false
+	case local.Seconds <= p.Seconds*(1+localMargin):
+		return fmt.Sprintf("the %s run is predicted less than %.0f%% faster", p.Mode, 100*localMargin), false
+	case local.Seconds-p.Seconds >= localMinGain:
+		return "", true
+	case p.Mode == Hybrid && d.Cluster.hybridSafe():
+		return "", true
+	case p.Mode == Hybrid:
+		return fmt.Sprintf("the hybrid run is predicted to save less than %.1f s, on a cluster whose width or dispatch is assumed", localMinGain), false
+	}
+	return fmt.Sprintf("the %s run is predicted to save less than %.1f s", p.Mode, localMinGain), false
 }
 
 // apply corrects the model's prediction for mode m on backend by what

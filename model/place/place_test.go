@@ -517,3 +517,71 @@ func TestDecideWavefrontDispatchOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestChooseMargins: to leave this machine a cluster mode must be
+// predicted more than 5% faster; a distributed run must save half a
+// second too, and so must a hybrid one on a cluster whose width or
+// dispatch is assumed, while a hybrid run on a measured cluster, whose
+// cores here work from its start, needs only the 5%.
+func TestChooseMargins(t *testing.T) {
+	known := func() *Cluster {
+		c := slurm(8, 1, 0.03)
+		c.Kind, c.Named = "wq", "RIGHTSIZE_CLUSTER"
+		c.Hosts = measured(8, "RIGHTSIZE_CLUSTER")
+		return c
+	}
+	assumedDispatch := known()
+	assumedDispatch.Dispatch = Value{V: 0.05}
+	assumedHosts := known()
+	assumedHosts.Hosts = Value{V: 8}
+	for _, tc := range []struct {
+		name                string
+		c                   *Cluster
+		local, dist, hybrid float64
+		want                Mode
+		reason              string
+	}{
+		// The Work Queue grid's 6×6 of 50 ms: hybrid 0.71 s against 0.98 s.
+		{"hybrid saves 0.3 s on a measured cluster", known(), 1.08, 1.44, 0.69, Hybrid, "needs only the 5%"},
+		{"hybrid saves 0.3 s, dispatch assumed", assumedDispatch, 1.08, 1.44, 0.69, Multicore, "width or dispatch is assumed"},
+		{"hybrid saves 0.3 s, hosts assumed", assumedHosts, 1.08, 1.44, 0.69, Multicore, "width or dispatch is assumed"},
+		{"hybrid under 5% faster", known(), 1.0, 1.44, 0.96, Multicore, "less than 5% faster"},
+		{"hybrid slower", known(), 1.0, 1.44, 1.1, Multicore, "this machine is predicted fastest"},
+		{"distributed saves 0.3 s", known(), 1.08, 0.7, 0.9, Hybrid, "needs only the 5%"},
+		{"distributed saves 0.3 s, hybrid too little", known(), 1.08, 0.7, 1.05, Multicore, "distributed run is predicted to save less than 0.5 s"},
+		{"distributed saves 0.3 s, cluster assumed", assumedDispatch, 1.08, 0.7, 0.9, Multicore, "distributed run is predicted to save less than 0.5 s"},
+		{"distributed saves 2 s", assumedDispatch, 4, 2, 2.5, Distributed, "2.0× faster"},
+		{"hybrid saves 2 s, cluster assumed", assumedDispatch, 4, 2.5, 2, Hybrid, "2.0× faster than this machine alone"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decision{Cluster: tc.c, Predictions: []Prediction{
+				{Mode: Multicore, Seconds: tc.local}, {Mode: Distributed, Seconds: tc.dist}, {Mode: Hybrid, Seconds: tc.hybrid},
+			}}
+			d.choose()
+			if d.Mode != tc.want || !strings.Contains(d.Reason, tc.reason) {
+				t.Errorf("chose %v (%s), want %v (%q)", d.Mode, d.Reason, tc.want, tc.reason)
+			}
+		})
+	}
+}
+
+// TestDecideWavefrontSmallHybrid: the Work Queue grid's 6×6 Wavefront of
+// 50 ms cells, on eight one-core workers whose dispatch and job cost
+// earlier runs measured, goes hybrid (it took 0.71 s against multicore's
+// 0.98 s), though it saves less than half a second.
+func TestDecideWavefrontSmallHybrid(t *testing.T) {
+	two := Machine{Cores: measured(2, "this machine's CPUs")}
+	wq := slurm(8, 1, 0.03)
+	wq.Kind, wq.Hosts = "wq", measured(8, "RIGHTSIZE_CLUSTER")
+	wq.Dispatch = Value{V: 0.03, Source: "measured in a run", Measured: now.Add(-time.Minute)}
+	wq.JobCost = Value{V: 0.015, Source: "measured in a run of wavefront", Measured: now.Add(-time.Minute)}
+	d := DecideWavefront(WavefrontWork{N: 6, CellTime: measured(0.05, "sampled")}, two, wq, nil, now)
+	if d.Mode != Hybrid || d.Block < 1 {
+		var b strings.Builder
+		d.Explain(&b)
+		t.Fatalf("chose %v, block %d; want hybrid\n%s", d.Mode, d.Block, b.String())
+	}
+	if gain := d.Predicted(Multicore) - d.Predicted(Hybrid); gain >= localMinGain {
+		t.Errorf("hybrid predicted to save %.2f s: not a case of the smaller gain", gain)
+	}
+}

@@ -45,6 +45,12 @@ type Result struct {
 	// attempts whose result was taken. Utilisation is their ratio.
 	WorkerSeconds, CoreSeconds, BusyCoreSeconds float64
 	Utilisation                                 float64
+	// IdleAfterSeconds is the time the factory's workers still connected
+	// at the end stay on, idle, until their idle timeout ends them (the
+	// factory never removes a worker): what the run still costs after its
+	// makespan, which WorkerSeconds does not count. Seed 000's Table 4.2
+	// counts it in its worker time.
+	IdleAfterSeconds float64
 	// MBToWorkers and MBFromWorkers are the data moved.
 	MBToWorkers, MBFromWorkers float64
 	// Events is how many simulated events were handled.
@@ -57,6 +63,10 @@ type Result struct {
 type Sample struct {
 	Time                                float64
 	Workers, Running, Waiting, Finished int
+	// Target is the workers the factory wants, submitted or running, and
+	// Capacity the master's capacity as the factory last read it (0: none
+	// yet); both 0 without a factory.
+	Target, Capacity int
 }
 
 // String writes the result as "name value" lines.
@@ -82,6 +92,9 @@ func (r *Result) String() string {
 	line("makespan", "%.3f s", r.Makespan)
 	line("utilisation", "%.1f%%", 100*r.Utilisation)
 	line("worker time", "%s, %s", amount(r.WorkerSeconds, "worker"), amount(r.CoreSeconds, "core"))
+	if r.IdleAfterSeconds > 0 {
+		line("idle after", "%s until the factory's workers time out", amount(r.IdleAfterSeconds, "worker"))
+	}
 	line("busy core time", "%s", amount(r.BusyCoreSeconds, "core"))
 	line("transferred", "%.1f MB to workers, %.1f MB from them", r.MBToWorkers, r.MBFromWorkers)
 	line("attempts", "%d (%d copies, %d fast aborts, %d late reports)", r.Attempts, r.Copies, r.FastAborts, r.Discarded)

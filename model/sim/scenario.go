@@ -118,7 +118,8 @@ type Factory struct {
 	FailStart float64 `json:"fail_start"`
 	// Decision is the factory's policy, D1 to D6 (factory.Policy; default
 	// D3), with MaxChange (workers a minute) and DefaultCapacity (tasks):
-	// the master's capacity is measured as the real master measures it.
+	// the factory reads the capacity the real master advertises
+	// (capacity_tasks), measured as the real master measures it.
 	Decision        string  `json:"decision"`
 	MaxChange       float64 `json:"max_change"`
 	DefaultCapacity int     `json:"default_capacity"`

@@ -128,6 +128,7 @@ func (w *simWorker) connected() bool { return w.joined >= 0 && w.left < 0 }
 type attempt struct {
 	task    sched.TaskID
 	w       *simWorker
+	sentMB  float64 // its inputs the master sent, shared ones included
 	cores   float64
 	start   float64 // when it started running on the worker
 	exec    float64 // how long it ran, once it has reported
@@ -144,13 +145,19 @@ type engine struct {
 	events  eventHeap
 	masters []*master
 	plan    *factory.Plan
-	// capacity is the master's estimate (Eq. 4.5), as the real master
-	// keeps it, for the factory's decisions.
+	// capacity is the master's window of finished tasks, as the real
+	// master keeps it; the factory decides on what it advertises of it
+	// (advertised).
 	capacity capacity.Window
-	tasks    []simTask
+	// advertisedCapacity is what the factory read at its last look (0:
+	// none yet).
+	advertisedCapacity int
+	tasks              []simTask
 	// sharedInput numbers each task group's shared input, the same for
-	// groups that name the same one.
+	// groups that name the same one; sharedKey is the scheduler's name of
+	// each number's input.
 	sharedInput []int32
+	sharedKey   []string
 	workers     []*simWorker // by ID - 1
 	queueWait   sampler      // the factory's batch queue
 	lrm         *lrm         // or its LRM
@@ -257,9 +264,11 @@ func (e *engine) setup() error {
 	}
 	e.plainTasks = total
 	e.sharedInput = make([]int32, len(sc.Tasks))
+	e.sharedKey = make([]string, len(sc.Tasks))
 	named := map[string]int32{}
 	for gi, g := range sc.Tasks {
 		e.sharedInput[gi] = int32(gi)
+		e.sharedKey[gi] = fmt.Sprint("shared-", gi)
 		if g.SharedInput != "" {
 			if first, ok := named[g.SharedInput]; ok {
 				e.sharedInput[gi] = first
@@ -440,8 +449,14 @@ func (e *engine) schedTask(id sched.TaskID) sched.Task {
 		return sched.Task{ID: id, Category: e.blocks.b.Kind}
 	}
 	g := &e.sc.Tasks[t.group]
-	return sched.Task{ID: id, Category: g.Category,
+	st := sched.Task{ID: id, Category: g.Category,
 		Need: sched.Resources{Cores: g.Cores, MemoryMB: g.MemoryMB, DiskMB: g.DiskMB}}
+	if g.SharedInputMB > 0 {
+		// A cached input, as the real master tells its scheduler: a
+		// worker that holds it is preferred.
+		st.Inputs = []sched.Input{{Key: e.sharedKey[e.sharedInput[t.group]], Size: int64(g.SharedInputMB * 1e6)}}
+	}
+	return st
 }
 
 // apply carries out the scheduler's actions in the simulated world.
@@ -496,9 +511,12 @@ func (e *engine) apply(acts []sched.Action) {
 				// What the master measures of it, for its capacity: its
 				// share of the master's network time (workqueue's
 				// shareClock), which on the simulated interface, one
-				// transfer at a time, is its own transfers' time.
+				// transfer at a time, is its own transfers' time: the
+				// inputs it sent, a shared input the worker did not hold
+				// yet included (the real master times every input it
+				// sends), and its outputs.
 				e.capacity.Add(capacity.Sample{Exec: seconds(at.exec),
-					Transfer: seconds((t.inMB + t.outMB) / e.sc.Master.Bandwidth), Think: seconds(e.sc.Master.TaskCost)})
+					Transfer: seconds((at.sentMB + t.outMB) / e.sc.Master.Bandwidth), Think: seconds(e.sc.Master.TaskCost)})
 			}
 			delete(w.attempts, a.Task)
 			e.idle(w)
@@ -561,7 +579,7 @@ func (e *engine) dispatch(d sched.Dispatch) {
 	}
 	e.res.MBToWorkers += mb
 	start := e.transfer(m.free, mb, w) + w.g.TaskCost
-	at := &attempt{task: d.Task, w: w, cores: d.Alloc.Cores, start: start, running: true}
+	at := &attempt{task: d.Task, w: w, sentMB: mb, cores: d.Alloc.Cores, start: start, running: true}
 	if t.live == 0 {
 		e.running++
 	}
@@ -663,8 +681,9 @@ func (e *engine) factory(now time.Time) {
 			busy++
 		}
 	}
-	if c, ok := e.capacity.Capacity(busy); ok && c >= 1 {
-		d.Capacities = []factory.MasterCapacity{{Tasks: d.Tasks, Capacity: int(min(c, 1e9))}}
+	e.advertisedCapacity = e.advertised(busy)
+	if e.advertisedCapacity > 0 {
+		d.Capacities = []factory.MasterCapacity{{Tasks: d.Tasks, Capacity: e.advertisedCapacity}}
 	}
 	e.plan.Observe(d, now)
 	if e.lrm != nil {
@@ -696,6 +715,18 @@ func (e *engine) factory(now time.Time) {
 	}
 }
 
+// advertised is the capacity the master advertises (capacity_tasks,
+// workqueue.Stats.CapacityTasks) with busy workers, which the real factory
+// reads: the workers it keeps busy (capacity.Window.Workers), in whole
+// workers, at least 1; 0 before a task has finished.
+func (e *engine) advertised(busy int) int {
+	c, ok := e.capacity.Workers(busy)
+	if !ok {
+		return 0
+	}
+	return int(max(1, min(c, 1e9)))
+}
+
 // sample adds a point to the timeline, at most every sampleEvery; when
 // the timeline grows past maxSamples it keeps every other point and
 // samples half as often.
@@ -704,9 +735,13 @@ func (e *engine) sample() {
 	if e.now < e.nextSample {
 		return
 	}
-	e.res.Timeline = append(e.res.Timeline, Sample{Time: e.now, Workers: e.connected,
+	s := Sample{Time: e.now, Workers: e.connected,
 		Running: e.running, Waiting: e.submitted - e.finished - e.failed - e.running - e.fetching,
-		Finished: e.finished})
+		Finished: e.finished, Capacity: e.advertisedCapacity}
+	if e.plan != nil {
+		s.Target = e.plan.Counts().Target
+	}
+	e.res.Timeline = append(e.res.Timeline, s)
 	if len(e.res.Timeline) > maxSamples {
 		tl := e.res.Timeline
 		for i := range len(tl) / 2 {
@@ -736,6 +771,9 @@ func (e *engine) result() *Result {
 		if w.connected() {
 			r.WorkerSeconds += r.Makespan - w.joined
 			r.CoreSeconds += w.g.Cores * (r.Makespan - w.joined)
+			if w.job != "" && !r.Unfinished && w.idleSince >= 0 {
+				r.IdleAfterSeconds += max(0, w.idleSince+e.sc.Factory.IdleTimeout-r.Makespan)
+			}
 		}
 	}
 	if r.CoreSeconds > 0 {

@@ -18,11 +18,13 @@
 // UDP is one-way and its source address is the sender's claim: anyone
 // can send updates from any address, and the catalog cannot ask back
 // (CCTools' protocol has no answer). So the server bounds what it holds,
-// so that no sender can make its answer unreadable: a record's size
-// (ServerConfig.MaxRecord), records per address (MaxPerSource), bytes per
-// /24 or /64 subnet (MaxPerSubnet, a quarter of the whole by default) and
-// bytes in all (MaxTotal). When a new record would pass a bound, the
-// record's standing decides what it may replace:
+// so that no sender can make its answer unreadable or its memory run out:
+// a record's size (ServerConfig.MaxRecord, of JSON), records per address
+// (MaxPerSource), memory per /24 or /64 subnet (MaxPerSubnet, a quarter of
+// the whole by default) and memory in all (MaxTotal), a record's memory
+// estimated from what it is made of (from 2.2 to 15 times its JSON). When
+// a new record would pass a bound, the record's standing decides what it
+// may replace:
 //
 //   - heard once: heard over UDP once, or only within a second of its
 //     first update. A flood from spoofed addresses is made of these.
@@ -37,9 +39,10 @@
 // heard most recently, so that a flood's go before those of masters that
 // were advertising before it began; and at its address's bound, any of
 // that address's. Nothing else replaces a record over TCP. A record that
-// may replace none is dropped. Updates of
-// records held are taken as long as they fit. Records that are not updated
-// expire (ServerConfig.Lifetime).
+// may replace none, or cannot fit in every bound by replacing what it may,
+// is dropped, and replaces nothing. Updates of records held are taken as
+// long as they fit. Records that are not updated expire
+// (ServerConfig.Lifetime).
 //
 // What this guarantees:
 //
@@ -50,8 +53,8 @@
 //   - A master that starts during a flood of new records is listed at its
 //     first update, and stays listed if its second comes before the flood
 //     has sent as many new records as the catalog holds: for a flood of
-//     400-byte records, 16 MiB holds about 40,000, so a flood of up to
-//     about 650 new records a second against a master advertising every
+//     400-byte records, 64 MiB holds about 34,000, so a flood of up to
+//     about 570 new records a second against a master advertising every
 //     minute. A faster flood pushes it out between its updates (the
 //     server itself takes far more; see bench/RESULTS.md).
 //   - A flood that refreshes its records as a master does fills the

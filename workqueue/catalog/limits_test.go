@@ -119,17 +119,39 @@ func TestRecordsPerSource(t *testing.T) {
 	}
 }
 
+// storedSize returns what the server counts rec for against its limits,
+// sent from src.
+func storedSize(t *testing.T, src string, rec Record) int {
+	t.Helper()
+	body, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Server{cfg: ServerConfig{Lifetime: time.Hour, MaxRecord: 64 << 10, Now: time.Now}, store: newStore(100, 1<<30, 1<<30)}
+	s.update(body, &net.UDPAddr{IP: net.ParseIP(src), Port: 9000}, false)
+	if len(s.store.records) != 1 {
+		t.Fatalf("the record of %v was not stored", rec)
+	}
+	return s.store.total
+}
+
+// floodTotal is a MaxTotal that holds about 95 of the flood's records.
+func floodTotal(t *testing.T) int {
+	return 95 * storedSize(t, floodSource(0), floodRecord(0, ""))
+}
+
 // TestTotalLimit: when the records fill MaxTotal, the masters already
 // listed keep updating theirs, and a new record replaces the oldest of
 // those heard once.
 func TestTotalLimit(t *testing.T) {
-	_, _, addr := startServerWith(t, ServerConfig{MaxTotal: 10 << 10, MaxPerSubnet: 10 << 10})
 	pad := strings.Repeat("x", 1500)
+	size := storedSize(t, "127.0.0.2", Record{"type": "wq_master", "port": 1000, "pad": pad})
+	limit := 6*size + size/2
+	_, _, addr := startServerWith(t, ServerConfig{MaxTotal: limit, MaxPerSubnet: limit})
 	for i := range 10 {
 		sendFrom(t, fmt.Sprintf("127.0.0.%d", 2+i), addr, Record{"type": "wq_master", "port": 1000 + i, "pad": pad})
 	}
-	// Each record is about 1.6 KB: six fit in 10 KiB, the last six sent.
-	// An update of one of them still lands.
+	// Six fit, the last six sent. An update of one of them still lands.
 	sendFrom(t, "127.0.0.8", addr, Record{"type": "wq_master", "port": 1006, "pad": pad, "tasks_waiting": 7})
 	waitQuery(t, addr, "tasks_waiting == 7", "the update of a listed master", func(recs []Record) bool { return len(recs) == 1 })
 	recs, err := Query(context.Background(), addr, "")
@@ -278,8 +300,7 @@ func standings(s *Server) map[standing]int {
 // flood has sent as many records as the catalog holds, stays listed.
 func TestFloodFromManyAddresses(t *testing.T) {
 	const interval = time.Minute
-	srv, clk, addr := startServerWith(t, ServerConfig{MaxTotal: 40 << 10})
-	// About a hundred of the flood's records fill 40 KiB.
+	srv, clk, addr := startServerWith(t, ServerConfig{MaxTotal: floodTotal(t)})
 	held := func() int { return len(srv.Records()) }
 
 	old := Record{"type": "wq_master", "project": "old", "port": 1000, "seq": 1}
@@ -318,7 +339,7 @@ func TestFloodFromManyAddresses(t *testing.T) {
 // UDP cannot replace; a master advertising over TCP is still listed, and
 // UDP updates claiming its address do not change its record.
 func TestTCPMasterDuringRefreshedFlood(t *testing.T) {
-	srv, clk, addr := startServerWith(t, ServerConfig{MaxTotal: 40 << 10})
+	srv, clk, addr := startServerWith(t, ServerConfig{MaxTotal: floodTotal(t)})
 	// 200 records, of which the last hundred or so fit, then all again
 	// in reverse: those held are refreshed and the others, new, find no
 	// record heard once to replace.
@@ -329,9 +350,16 @@ func TestTCPMasterDuringRefreshedFlood(t *testing.T) {
 	}
 	// A marker, a refresh of a record held, sent last: once it is
 	// stored, every update sent before it has been read.
+	// (Of a record still held: the master over TCP replaces one.)
 	marker := func(mark string) {
-		rec := floodRecord(199, mark)
-		sendUntil(t, floodSource(199), addr, rec, "the marker "+mark, func(r []Record) bool { return hasField(r, "pad", rec.String("pad")) })
+		i := 199
+		for _, r := range srv.Records() {
+			if r.String("project") == "flood" {
+				i = int(r.Int("port")) - 20000
+			}
+		}
+		rec := floodRecord(i, mark)
+		sendUntil(t, floodSource(i), addr, rec, "the marker "+mark, func(r []Record) bool { return hasField(r, "pad", rec.String("pad")) })
 	}
 	marker("flooded")
 	refreshHeardOnce(t, srv, clk, addr)
@@ -364,7 +392,8 @@ func hasField(recs []Record, key, value string) bool {
 // its own network's addresses, spoofed or not), refreshed, holds at most
 // MaxPerSubnet; masters elsewhere are listed as they start.
 func TestSubnetFloodLeavesRoom(t *testing.T) {
-	srv, clk, addr := startServerWith(t, ServerConfig{MaxTotal: 40 << 10})
+	total := floodTotal(t)
+	srv, clk, addr := startServerWith(t, ServerConfig{MaxTotal: total})
 	pad := strings.Repeat("s", 300)
 	send := func(i int) {
 		sendFrom(t, fmt.Sprintf("127.0.9.%d", 1+i), addr, Record{"type": "wq_master", "project": "subnet", "port": 20000 + i, "pad": pad})
@@ -385,14 +414,10 @@ func TestSubnetFloodLeavesRoom(t *testing.T) {
 	if err != nil || len(recs) != 20 {
 		t.Errorf("%d new masters listed (%v), want 20", len(recs), err)
 	}
-	bytes := 0
-	for _, r := range srv.Records() {
-		if r.String("project") == "subnet" {
-			js, _ := json.Marshal(r)
-			bytes += len(js)
-		}
-	}
-	if limit := (40 << 10) / 4; bytes > limit || bytes < limit/2 {
+	srv.mu.Lock()
+	bytes := srv.store.subnetBytes(subnetOf("127.0.9.1"))
+	srv.mu.Unlock()
+	if limit := total / 4; bytes > limit || bytes < limit/2 {
 		t.Errorf("the subnet holds %d bytes; want most of its share, %d, and no more", bytes, limit)
 	}
 }

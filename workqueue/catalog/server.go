@@ -40,15 +40,19 @@ type ServerConfig struct {
 	// one more established than itself.
 	MaxPerSource int
 	// MaxPerSubnet bounds the records from one subnet (/24 for IPv4, /64
-	// for IPv6), as JSON (default a quarter of MaxTotal), so that a sender
+	// for IPv6), in bytes of memory as MaxTotal counts them (default a
+	// quarter of MaxTotal), so that a sender
 	// who can use any address of its own network, spoofed or not, cannot
 	// fill the catalog: a new record beyond it replaces the subnet's
 	// oldest record heard only once, or is dropped.
 	MaxPerSubnet int
-	// MaxTotal bounds all records together, as JSON (default 16 MiB, a
-	// quarter of what Query reads): beyond it, a new record replaces the
-	// least established one it outranks (see the package doc), or is
-	// dropped.
+	// MaxTotal bounds all records together, in bytes of the memory they
+	// take, as estimated from what each is made of: a record is held as
+	// JSON and decoded, and indexed, in from 2.2 times its JSON (one long
+	// string) to 15 times (a few short fields; 4.5 for a flood's record
+	// of 400 bytes). Default 64 MiB, what Query reads, which the records'
+	// JSON cannot pass. Beyond it, a new record replaces the least
+	// established one it outranks (see the package doc), or is dropped.
 	MaxTotal int
 	// Logger receives the server's log (default: discarded).
 	Logger *slog.Logger
@@ -102,7 +106,7 @@ func Listen(cfg ServerConfig) (*Server, error) {
 		cfg.MaxPerSource = 100
 	}
 	if cfg.MaxTotal <= 0 {
-		cfg.MaxTotal = 16 << 20
+		cfg.MaxTotal = 64 << 20
 	}
 	if cfg.MaxPerSubnet <= 0 {
 		cfg.MaxPerSubnet = cfg.MaxTotal / 4
@@ -260,13 +264,14 @@ func (s *Server) update(body []byte, from net.Addr, viaTCP bool) {
 	if u := rec.String("uuid"); u != "" {
 		key += ":" + u
 	}
+	size := heldBytes(key, rec, js)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if now.Sub(s.lastSweep) >= time.Second {
 		s.lastSweep = now
 		s.store.sweep(now)
 	}
-	switch s.store.put(key, rec, js, host, viaTCP, now, now.Add(life)) {
+	switch s.store.put(key, rec, js, size, host, viaTCP, now, now.Add(life)) {
 	case droppedFull:
 		if now.Sub(s.lastFull) >= time.Minute {
 			s.lastFull = now
@@ -399,7 +404,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	// One record per line inside the array, as CCTools writes it. Every
-	// record was checked when it came in, and all of them fit in MaxTotal.
+	// record was checked when it came in, and all of them fit in MaxTotal,
+	// which counts each for more than its JSON and the ",\n" after it.
 	var b bytes.Buffer
 	b.WriteString("[\n")
 	n := 0

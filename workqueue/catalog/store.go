@@ -37,6 +37,7 @@ type entry struct {
 	key     string
 	rec     Record
 	json    []byte
+	size    int    // the bytes it counts for against the limits (heldBytes)
 	source  string // the address the record was heard from
 	subnet  string // source's /24 or /64
 	seq     uint64 // when it was last updated, in updates
@@ -49,11 +50,13 @@ type entry struct {
 	once, subnetOnce *list.Element
 	// While refreshed: its index in the store's heap of such records.
 	index int
+	// While put chooses the records a new one replaces: chosen.
+	doomed bool
 }
 
 // subnet is what the store keeps of one source subnet.
 type subnet struct {
-	bytes int
+	bytes int       // the sizes of its records
 	once  list.List // its heardOnce entries, oldest first
 }
 
@@ -66,10 +69,11 @@ type store struct {
 	records  map[string]*entry
 	bySource map[string]map[string]*entry
 	bySubnet map[string]*subnet
-	total    int // bytes of JSON in records
+	total    int // the sizes of the records
 	seq      uint64
 	once     list.List   // heardOnce entries, oldest first
 	refresh  youngestTop // refreshed entries, youngest first
+	chosen   []*entry    // room's answer, its array kept to be reused
 }
 
 func newStore(maxPerSource, maxPerSubnet, maxTotal int) *store {
@@ -93,10 +97,10 @@ const (
 	droppedOverTCP
 )
 
-// put stores rec (whose JSON is js) under key, heard from source at now
-// over TCP or UDP and living until expires, replacing records as its
-// limits require.
-func (s *store) put(key string, rec Record, js []byte, source string, viaTCP bool, now, expires time.Time) outcome {
+// put stores rec (whose JSON is js) under key, counting size bytes against
+// the limits, heard from source at now over TCP or UDP and living until
+// expires, replacing records as its limits require.
+func (s *store) put(key string, rec Record, js []byte, size int, source string, viaTCP bool, now, expires time.Time) outcome {
 	old := s.records[key]
 	st := heardOnce
 	first := now
@@ -115,66 +119,148 @@ func (s *store) put(key string, rec Record, js []byte, source string, viaTCP boo
 		first = old.first
 	}
 	net := subnetOf(source)
-	if old == nil && len(s.bySource[source]) >= s.maxPerSource {
-		v := s.sourceVictim(source, st)
-		if v == nil {
-			return droppedFull
-		}
+	victims, ok := s.room(source, net, st, old, size)
+	if !ok {
+		return droppedFull
+	}
+	for _, v := range victims {
 		s.remove(v)
 	}
-	grow := len(js)
-	if old != nil {
-		grow -= len(old.json)
-	}
-	for s.subnetBytes(net)+grow > s.maxPerSubnet {
-		sn := s.bySubnet[net]
-		if sn == nil {
-			return droppedFull
-		}
-		v := frontExcept(&sn.once, old)
-		if v == nil {
-			return droppedFull
-		}
-		s.remove(v)
-	}
-	for s.total+grow > s.maxTotal {
-		v := s.victim(st, old)
-		if v == nil {
-			return droppedFull
-		}
-		s.remove(v)
-	}
+	clear(victims) // kept for the next put: let the removed go
 	if old != nil {
 		s.remove(old)
 	}
 	s.seq++
-	s.insert(&entry{key: key, rec: rec, json: js, source: source, subnet: net, seq: s.seq, first: first, expires: expires, standing: st})
+	s.insert(&entry{key: key, rec: rec, json: js, size: size, source: source, subnet: net, seq: s.seq, first: first, expires: expires, standing: st})
 	return stored
 }
 
-// victim returns the record a record of standing st may replace when the
-// store is full, never except: the oldest heard once, or for a record over
-// TCP, the refreshed record first heard most recently (a flood's before a
-// master's that was advertising before the flood began). It returns nil if
-// there is none.
-func (s *store) victim(st standing, except *entry) *entry {
-	if v := frontExcept(&s.once, except); v != nil {
-		return v
+// room returns the records to remove so that a record of standing st and
+// size from source, in net, fits in every limit, replacing old (nil for a
+// new key), which is not among them. It chooses them all
+// before any is removed, and reports false, choosing none, if the record
+// cannot fit: a record that fails one limit must not have displaced
+// another under an earlier one. Within each limit it takes the records
+// the package doc says a new record replaces, in that order: at the
+// source's limit its least established (sourceVictim); at the subnet's
+// the subnet's oldest heard once; at the total's the oldest heard once,
+// then, for a record over TCP, the refreshed ones first heard most
+// recently.
+func (s *store) room(source, net string, st standing, old *entry, size int) (victims []*entry, ok bool) {
+	victims = s.chosen[:0]
+	defer func() { s.chosen = victims[:0] }()
+	// Chosen records are marked doomed so that the later limits' walks
+	// pass over them; the marks are cleared if the record does not fit.
+	choose := func(e *entry) {
+		e.doomed = true
+		victims = append(victims, e)
 	}
-	if st != overTCP || len(s.refresh) == 0 {
-		return nil
+	fail := func() ([]*entry, bool) {
+		for _, v := range victims {
+			v.doomed = false
+		}
+		return nil, false
 	}
-	if v := s.refresh[0]; v != except {
-		return v
+	if old == nil && len(s.bySource[source]) >= s.maxPerSource {
+		v := s.sourceVictim(source, st)
+		if v == nil {
+			return fail()
+		}
+		choose(v)
 	}
-	// except is on top: the next youngest is one of its children.
-	var v *entry
-	for _, e := range s.refresh[1:min(3, len(s.refresh))] {
-		if v == nil || e.first.After(v.first) {
-			v = e
+	grow := size
+	if old != nil {
+		grow -= old.size
+	}
+	freed := 0 // by the chosen records, all from net until the total's walk
+	for _, v := range victims {
+		freed += v.size
+	}
+	if s.subnetBytes(net)-freed+grow > s.maxPerSubnet {
+		sn := s.bySubnet[net]
+		if sn == nil {
+			return fail()
+		}
+		for el := sn.once.Front(); s.subnetBytes(net)-freed+grow > s.maxPerSubnet; {
+			var v *entry
+			if v, el = nextFree(el, old); v == nil {
+				return fail()
+			}
+			choose(v)
+			freed += v.size
 		}
 	}
-	return v
+	var young *youngestWalk
+	for el := s.once.Front(); s.total-freed+grow > s.maxTotal; {
+		var v *entry
+		v, el = nextFree(el, old)
+		if v == nil && st == overTCP {
+			if young == nil {
+				young = newYoungestWalk(s.refresh)
+			}
+			v = young.nextFree(old)
+		}
+		if v == nil {
+			return fail()
+		}
+		choose(v)
+		freed += v.size
+	}
+	return victims, true
+}
+
+// nextFree returns the first entry of the list from el on that is neither
+// except nor doomed, and the element after it; nil if there is none.
+func nextFree(el *list.Element, except *entry) (*entry, *list.Element) {
+	for ; el != nil; el = el.Next() {
+		if e := el.Value.(*entry); e != except && !e.doomed {
+			return e, el.Next()
+		}
+	}
+	return nil, nil
+}
+
+// youngestWalk reads a youngestTop's entries youngest first without
+// changing it: frontier is a heap of the indexes that may hold the next
+// one (at first the root; once an index is read, its children join).
+type youngestWalk struct {
+	h        youngestTop
+	frontier []int
+}
+
+func newYoungestWalk(h youngestTop) *youngestWalk {
+	w := &youngestWalk{h: h}
+	if len(h) > 0 {
+		w.frontier = []int{0}
+	}
+	return w
+}
+
+// nextFree returns the youngest entry not read yet that is neither except
+// nor doomed; nil if there is none.
+func (w *youngestWalk) nextFree(except *entry) *entry {
+	for len(w.frontier) > 0 {
+		i := heap.Pop(w).(int)
+		for _, c := range []int{2*i + 1, 2*i + 2} {
+			if c < len(w.h) {
+				heap.Push(w, c)
+			}
+		}
+		if e := w.h[i]; e != except && !e.doomed {
+			return e
+		}
+	}
+	return nil
+}
+
+func (w *youngestWalk) Len() int           { return len(w.frontier) }
+func (w *youngestWalk) Less(i, j int) bool { return w.h.Less(w.frontier[i], w.frontier[j]) }
+func (w *youngestWalk) Swap(i, j int)      { w.frontier[i], w.frontier[j] = w.frontier[j], w.frontier[i] }
+func (w *youngestWalk) Push(x any)         { w.frontier = append(w.frontier, x.(int)) }
+func (w *youngestWalk) Pop() any {
+	i := w.frontier[len(w.frontier)-1]
+	w.frontier = w.frontier[:len(w.frontier)-1]
+	return i
 }
 
 // sourceVictim returns the record of source's that a new one of standing
@@ -201,22 +287,12 @@ func (s *store) sourceVictim(source string, st standing) *entry {
 	return v
 }
 
-// subnetBytes returns the bytes of JSON in the records from net.
+// subnetBytes returns the sizes of the records from net.
 func (s *store) subnetBytes(net string) int {
 	if sn := s.bySubnet[net]; sn != nil {
 		return sn.bytes
 	}
 	return 0
-}
-
-// frontExcept returns the first entry in l that is not except.
-func frontExcept(l *list.List, except *entry) *entry {
-	for el := l.Front(); el != nil; el = el.Next() {
-		if e := el.Value.(*entry); e != except {
-			return e
-		}
-	}
-	return nil
 }
 
 func (s *store) insert(e *entry) {
@@ -230,8 +306,8 @@ func (s *store) insert(e *entry) {
 		sn = &subnet{}
 		s.bySubnet[e.subnet] = sn
 	}
-	sn.bytes += len(e.json)
-	s.total += len(e.json)
+	sn.bytes += e.size
+	s.total += e.size
 	switch e.standing {
 	case heardOnce:
 		e.once = s.once.PushBack(e)
@@ -250,8 +326,8 @@ func (s *store) remove(e *entry) {
 		}
 	}
 	sn := s.bySubnet[e.subnet]
-	sn.bytes -= len(e.json)
-	s.total -= len(e.json)
+	sn.bytes -= e.size
+	s.total -= e.size
 	switch e.standing {
 	case heardOnce:
 		s.once.Remove(e.once)

@@ -8,8 +8,8 @@ import (
 )
 
 // TestStoreStanding drives the store with logical time: which records a
-// full catalog keeps and which it drops. Every record is 100 bytes; unless
-// a step names its source, each key comes from an address of its own
+// full catalog keeps and which it drops. Unless a step says otherwise, a
+// record is 100 bytes and each key comes from an address of its own
 // subnet.
 func TestStoreStanding(t *testing.T) {
 	type step struct {
@@ -17,6 +17,7 @@ func TestStoreStanding(t *testing.T) {
 		key    string
 		source string // default: one of its own per key
 		tcp    bool
+		size   int // default 100
 		want   outcome
 	}
 	once := func(at time.Duration, keys ...string) []step {
@@ -106,6 +107,41 @@ func TestStoreStanding(t *testing.T) {
 			steps: [][]step{{{key: "a", source: "2001:db8::1"}, {key: "b", source: "2001:db8::2"}, {key: "c", source: "2001:db8::3"}, {key: "d", source: "2001:db8:0:1::1"}}},
 			kept:  []string{"b", "c", "d"},
 		},
+		{
+			name:      "a record that fails the total after its address's limit displaces nothing",
+			perSource: 1, of: 300,
+			steps: [][]step{{{key: "a", source: "10.0.0.1"}, {key: "b"}, {key: "c"}, {at: 2 * time.Second, key: "b"}, {at: 2 * time.Second, key: "c"},
+				{at: 3 * time.Second, key: "x", source: "10.0.0.1", size: 250, want: droppedFull}}},
+			kept: []string{"a", "b", "c"},
+		},
+		{
+			name:      "a record larger than its subnet's share displaces nothing",
+			perSubnet: 200, of: 1000,
+			steps: [][]step{{{key: "a", source: "10.0.0.1"}, {key: "x", source: "10.0.0.2", size: 250, want: droppedFull}}},
+			kept:  []string{"a"},
+		},
+		{
+			name:      "a record that fails the total after its subnet's limit displaces nothing",
+			perSubnet: 200, of: 300,
+			steps: [][]step{{{key: "a", source: "10.0.0.1"}, {key: "b"}, {key: "c"}, {at: 2 * time.Second, key: "b"}, {at: 2 * time.Second, key: "c"},
+				{at: 3 * time.Second, key: "x", source: "10.0.0.2", size: 150, want: droppedFull}}},
+			kept: []string{"a", "b", "c"},
+		},
+		{
+			name: "a record over TCP replaces as many refreshed records as it needs, first heard last first",
+			of:   400,
+			steps: [][]step{once(0, "a"), once(10*time.Second, "b"), once(20*time.Second, "c"), once(30*time.Second, "d"),
+				once(40*time.Second, "c", "a", "d", "b"), {{at: 50 * time.Second, key: "e", tcp: true, size: 200}}},
+			kept: []string{"a", "b", "e"},
+		},
+		{
+			name:      "a record over TCP at its address's limit replaces that record and the next first heard last",
+			perSource: 1, of: 300,
+			steps: [][]step{once(0, "b"), once(10*time.Second, "c"), {{at: 20 * time.Second, key: "a", source: "10.0.0.1"}},
+				once(30*time.Second, "b", "c"), {{at: 30 * time.Second, key: "a", source: "10.0.0.1"}},
+				{{at: 40 * time.Second, key: "x", source: "10.0.0.1", tcp: true, size: 200}}},
+			kept: []string{"b", "x"},
+		},
 	}
 	base := time.Unix(1_800_000_000, 0)
 	for _, tt := range tests {
@@ -129,8 +165,12 @@ func TestStoreStanding(t *testing.T) {
 						src = sources[st.key]
 					}
 					now := base.Add(st.at)
-					js := make([]byte, 100)
-					if got := s.put(st.key, Record{}, js, src, st.tcp, now, now.Add(time.Hour)); got != st.want {
+					size := st.size
+					if size == 0 {
+						size = 100
+					}
+					js := make([]byte, size)
+					if got := s.put(st.key, Record{}, js, len(js), src, st.tcp, now, now.Add(time.Hour)); got != st.want {
 						t.Errorf("put %s at %v: outcome %d, want %d", st.key, st.at, got, st.want)
 					}
 				}
@@ -157,8 +197,8 @@ func checkStore(t *testing.T, s *store) {
 		if e.key != k || s.bySource[e.source][k] != e {
 			t.Errorf("record %s not indexed by its key and source", k)
 		}
-		total += len(e.json)
-		subnetBytes[e.subnet] += len(e.json)
+		total += e.size
+		subnetBytes[e.subnet] += e.size
 		switch e.standing {
 		case heardOnce:
 			once++
@@ -189,7 +229,7 @@ func TestStoreFloodKeepsIndexes(t *testing.T) {
 		key := fmt.Sprint(i * 7919 % 300)
 		src := fmt.Sprintf("10.0.%d.%d", i%3, i%7)
 		js := make([]byte, 50+i%150)
-		s.put(key, Record{}, js, src, i%11 == 0, now, now.Add(time.Duration(i%50)*time.Second))
+		s.put(key, Record{}, js, len(js), src, i%11 == 0, now, now.Add(time.Duration(i%50)*time.Second))
 		if i%1000 == 0 {
 			s.sweep(now)
 		}

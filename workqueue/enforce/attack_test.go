@@ -103,7 +103,7 @@ func TestForgedPoolRecords(t *testing.T) {
 		password string // the masters', the pool's and the workers'
 		pool     catalog.Record
 		forged   []catalog.Record
-		want     map[string]int // ForMaster
+		want     map[string]int // the workers of QuotasForMaster
 	}{
 		{"no password: the most generous record", "", signedPool("", t0, give(2)),
 			[]catalog.Record{signedPool("", t0.Add(time.Hour), give(0))}, map[string]int{"tp": 2}},
@@ -156,7 +156,7 @@ func TestForgedPoolRecords(t *testing.T) {
 			if tc.password != "" {
 				pw = []byte(tc.password)
 			}
-			got := ForMaster(NewReader(pw).Read(recs), self)
+			got := workers(QuotasForMaster(NewReader(pw).Read(recs), self))
 			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 				t.Errorf("the master enforces %v, want %v", got, tc.want)
 			}
@@ -177,7 +177,7 @@ func TestReplayAfterNewer(t *testing.T) {
 	r := NewReader([]byte("s3cret"))
 	old := signedPool("s3cret", t0, give(0))
 	sendFrom(t, cat, poolHost, old)
-	if got := ForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000}); got["tp"] != 0 || len(got) != 1 {
+	if got := workers(QuotasForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000})); got["tp"] != 0 || len(got) != 1 {
 		t.Fatalf("first decision: %v, want tp:0", got)
 	}
 	sendFrom(t, cat, poolHost, signedPool("s3cret", t0.Add(time.Minute), give(2)))
@@ -185,7 +185,7 @@ func TestReplayAfterNewer(t *testing.T) {
 		recs, _ := catalog.Query(context.Background(), cat, "")
 		return len(recs) == 1 && recs[0].Int(FieldDecided) == t0.Add(time.Minute).UnixMilli()
 	})
-	if got := ForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000}); got["tp"] != 2 {
+	if got := workers(QuotasForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000})); got["tp"] != 2 {
 		t.Fatalf("newer decision: %v, want tp:2", got)
 	}
 	sendFrom(t, cat, poolHost, old) // the same key: it replaces the pool's record
@@ -193,7 +193,7 @@ func TestReplayAfterNewer(t *testing.T) {
 		recs, _ := catalog.Query(context.Background(), cat, "")
 		return len(recs) == 1 && recs[0].Int(FieldDecided) == t0.UnixMilli()
 	})
-	if got := ForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000}); len(got) != 1 || got["tp"] != 2 {
+	if got := workers(QuotasForMaster(r.Read(queryWhen(t, cat, 1)), Self{"h", 9000})); len(got) != 1 || got["tp"] != 2 {
 		t.Errorf("after the replay the master enforces %v, want tp:2, the decision honoured last", got)
 	}
 }
@@ -235,8 +235,9 @@ func TestAbsurdPoolRecords(t *testing.T) {
 }
 
 // TestAbsurdRecordsThroughCatalog: a 10 MB assignment list never reaches a
-// reader (the catalog drops it), and a flood of the largest pool records
-// the catalog takes from one host leaves the pool's own decision read.
+// reader (the catalog drops it), and a flood of as many pool records as
+// the catalog takes from one host, of the pool's subnet, leaves the pool's
+// own decision read.
 func TestAbsurdRecordsThroughCatalog(t *testing.T) {
 	cat := testutil.StartCatalog(t)
 	sendFrom(t, cat, poolHost, signedPool("", time.Now(), Assignment{Project: "p", Name: "h", Port: 9000, Address: poolHost, Workers: 2}))
@@ -245,10 +246,14 @@ func TestAbsurdRecordsThroughCatalog(t *testing.T) {
 	if err := catalog.Send(context.Background(), cat, "tcp", big); err != nil {
 		t.Logf("sending 10 MB: %v", err) // the catalog may close early
 	}
-	// The flood: 200 records of "tp" near the size limit, from the
-	// attacker's host, each giving 0 to the master.
+	// The flood: 200 records of "tp" of 200 assignments each, giving 0
+	// to the master, from the attacker's host. Each is 15 KB of JSON and
+	// about 120 KB of the catalog's memory, which it counts: the last 100
+	// (an address's bound) fit in the subnet's share, 16 MiB, beside the
+	// pool's. (Of 500 assignments, near the size limit, about 50 would,
+	// and the next would replace the pool's record, heard once.)
 	var as []Assignment
-	for i := range 250 {
+	for i := range 100 {
 		as = append(as, Assignment{Project: "p", Name: "h", Port: 9000, Address: poolHost})
 		as = append(as, Assignment{Project: "p", Name: fmt.Sprintf("other%d", i), Port: 9000, Address: attackerHost})
 	}
@@ -259,7 +264,7 @@ func TestAbsurdRecordsThroughCatalog(t *testing.T) {
 	}
 	recs := queryWhen(t, cat, 101) // the pool's, and the attacker's last 100
 	start := time.Now()
-	got := ForMaster(Decisions(recs, nil), Self{"h", 9000})
+	got := workers(QuotasForMaster(Decisions(recs, nil), Self{"h", 9000}))
 	if got["tp"] != 2 {
 		t.Errorf("under the flood the master enforces %v, want tp:2", got)
 	}

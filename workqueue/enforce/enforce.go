@@ -256,21 +256,12 @@ type Self struct {
 	Port int
 }
 
-// ForMaster returns, for each pool that has decided about master self,
-// the workers it gives it: the decisions a master enforces. A master
-// knows itself by name and port only, so of several assignments that
-// name it (under other projects or addresses, as a forgery merged into
-// the pool's decision would), the one giving it most counts.
-func ForMaster(ds []Decision, self Self) map[string]int {
-	out := map[string]int{}
-	for pool, q := range QuotasForMaster(ds, self) {
-		out[pool] = q.Workers
-	}
-	return out
-}
-
-// QuotasForMaster is ForMaster with the unit each pool counts its workers
-// in: what a master enforces when its pools' workers differ in cores.
+// QuotasForMaster returns, for each pool that has decided about master
+// self, the workers it gives it and the unit it counts them in: the
+// decisions a master enforces (Enforcer.DecidedQuotas). A master knows
+// itself by name and port only, so of several assignments that name it
+// (under other projects or addresses, as a forgery merged into the pool's
+// decision would), the one giving it most counts.
 func QuotasForMaster(ds []Decision, self Self) map[string]Quota {
 	out := map[string]Quota{}
 	for _, d := range ds {

@@ -95,17 +95,28 @@ func TestChoose(t *testing.T) {
 	}
 }
 
-func TestForMaster(t *testing.T) {
+// TestQuotasForMaster: a master enforces, of each pool's decision, the
+// assignment that names it by name and port, the largest if several do.
+func TestQuotasForMaster(t *testing.T) {
 	ds := Decisions(records(t,
 		poolRecord("a", Assignment{Project: "p", Name: "h", Port: 1, Workers: 2}, Assignment{Project: "q", Name: "h", Port: 2, Workers: 5}),
 		poolRecord("b", Assignment{Project: "p", Name: "h", Port: 1, Workers: 0}),
 		catalog.Record{"type": PoolType, "name": "c", "assignments": "garbage"},
 		master("p", "h", 1, ""),
 	), nil)
-	got := ForMaster(ds, Self{Name: "h", Port: 1})
+	got := workers(QuotasForMaster(ds, Self{Name: "h", Port: 1}))
 	if len(got) != 2 || got["a"] != 2 || got["b"] != 0 {
-		t.Errorf("ForMaster = %v, want a:2 b:0", got)
+		t.Errorf("QuotasForMaster = %v, want a:2 b:0", got)
 	}
+}
+
+// workers is the workers each pool gives, of its quota.
+func workers(byPool map[string]Quota) map[string]int {
+	out := make(map[string]int, len(byPool))
+	for pool, q := range byPool {
+		out[pool] = q.Workers
+	}
+	return out
 }
 
 // TestSurplus: the workers a master stops feeding and releases, on logical

@@ -9,7 +9,7 @@ import (
 
 // An Enforcer is a master's side of the pools' decisions (seed 000
 // §4.5.1) as a state machine on logical time: the master tells it what
-// happens — a pool's decision received (Decided), a worker joined or gone
+// happens — a pool's decision received (DecidedQuotas), a worker joined or gone
 // (Joined, Left), the tasks a worker holds changed, a task done
 // (Holds) — with the time it happened, and does the Actions it answers
 // at once. So a worker beyond its pool's decision is drained (given no
@@ -102,20 +102,10 @@ type Joining struct {
 	Cores float64
 }
 
-// Decided records, at now, the workers each pool gives the master: its
-// decisions as the catalog has them now (a pool absent has none, and its
-// workers are never beyond it).
-func (e *Enforcer) Decided(byPool map[string]int, now time.Time) []Action {
-	quotas := make(map[string]Quota, len(byPool))
-	for pool, n := range byPool {
-		quotas[pool] = Quota{Workers: n}
-	}
-	return e.DecidedQuotas(quotas, now)
-}
-
-// DecidedQuotas is Decided with the unit each pool counts its workers in
-// (QuotasForMaster): a worker then counts as the pool's workers its cores
-// make.
+// DecidedQuotas records, at now, the workers each pool gives the master
+// and the unit it counts them in (QuotasForMaster; a worker counts as the
+// pool's workers its cores make): its decisions as the catalog has them
+// now (a pool absent has none, and its workers are never beyond it).
 func (e *Enforcer) DecidedQuotas(byPool map[string]Quota, now time.Time) []Action {
 	e.decisions = maps.Clone(byPool)
 	if e.decisions == nil {

@@ -17,7 +17,20 @@ type ev struct {
 }
 
 func decided(byPool map[string]int) func(*Enforcer, time.Time) []Action {
-	return func(e *Enforcer, now time.Time) []Action { return e.Decided(byPool, now) }
+	return func(e *Enforcer, now time.Time) []Action { return e.DecidedQuotas(quotas(byPool), now) }
+}
+
+// quotas is byPool, the workers each pool gives, as the quotas of pools
+// whose workers count one each.
+func quotas(byPool map[string]int) map[string]Quota {
+	if byPool == nil {
+		return nil
+	}
+	out := make(map[string]Quota, len(byPool))
+	for pool, n := range byPool {
+		out[pool] = Quota{Workers: n}
+	}
+	return out
 }
 
 func joined(id int, pool, key string, holds int) func(*Enforcer, time.Time) []Action {
@@ -142,11 +155,11 @@ func TestEnforcerActive(t *testing.T) {
 		t.Error("active without a decision")
 	}
 	e.Joined(Joining{ID: 1, Pool: "p", Holds: 1}, t0)
-	e.Decided(map[string]int{"p": 0}, t0)
+	e.DecidedQuotas(map[string]Quota{"p": {Workers: 0}}, t0)
 	if !e.Active() || e.Draining() != 1 {
 		t.Errorf("active %v, draining %d; want true, 1", e.Active(), e.Draining())
 	}
-	e.Decided(nil, t0)
+	e.DecidedQuotas(nil, t0)
 	if e.Active() || e.Draining() != 0 {
 		t.Errorf("without decisions: active %v, draining %d; want false, 0", e.Active(), e.Draining())
 	}
