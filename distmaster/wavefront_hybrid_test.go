@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,6 +20,8 @@ import (
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/model"
 	"github.com/rightsize/rightsize/model/place"
+	"github.com/rightsize/rightsize/wavefront"
+	"github.com/rightsize/rightsize/wavefront/blocks"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
@@ -393,5 +396,68 @@ func TestWavefrontHybridRefitsBlocksForLateWorker(t *testing.T) {
 	}
 	if !strings.Contains(explain.String(), "the first worker joined after") {
 		t.Errorf("the new blocks are not explained:\n%s", explain.String())
+	}
+}
+
+// TestRefitBlocks: blocks cut for no worker are cut again, when the first
+// workers join, to the hybrid model's side for this machine's cores left
+// to the cells, the workers' cores, and a cluster that starts when they
+// joined (measured in logical seconds here); the run's side, its count of
+// blocks and its plan follow. A run whose cell time is unknown keeps its
+// blocks.
+func TestRefitBlocks(t *testing.T) {
+	const n = 20
+	assumed := &place.Cluster{Kind: "wq", CoresPerHost: place.Value{V: 1}, Dispatch: place.Value{V: 0.05}, JobCost: place.Value{V: 0.05}}
+	for _, tc := range []struct {
+		name           string
+		tau            float64
+		local, workers int
+		elapsed        time.Duration
+		wallTime       time.Duration // the chosen shape's: a job may take half of it
+	}{
+		{"one worker at once, two cores here", 0.05, 2, 1, 0, 0},
+		{"one worker after a second, one core here", 0.05, 1, 1, time.Second, 0},
+		{"eight workers", 0.05, 2, 8, 500 * time.Millisecond, 0},
+		{"slow cells, jobs of at most a second", 0.4, 2, 1, 0, 2 * time.Second},
+		{"cell time unknown", 0, 2, 1, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			region := wavefront.Rect{X: 1, Y: 1, W: n, H: n}
+			hy, err := blocks.NewHybrid(region, 1, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			checkpoint := filepath.Join(t.TempDir(), "R.matrix")
+			cfg := &Config{Explain: io.Discard, Cluster: assumed, wallTime: tc.wallTime}
+			r := &wfRun{w: &Wavefront{Region: region, Checkpoint: checkpoint}, cfg: cfg, b: 1, nx: n,
+				problem: "wavefront " + region.String(), tau: place.Value{V: tc.tau}}
+			res := &WavefrontResult{JobSize: 1, Blocks: n * n, Predicted: time.Second}
+			if err := r.refitBlocks(hy, tc.local, tc.workers, tc.elapsed, res); err != nil {
+				t.Fatal(err)
+			}
+			want, secs := 1, 1.0
+			if tc.tau > 0 {
+				c := place.Cluster{Kind: "wq", Hosts: place.Value{V: float64(tc.workers)}, CoresPerHost: place.Value{V: 1},
+					Dispatch: place.Value{V: tc.elapsed.Seconds()}, JobCost: assumed.JobCost}
+				secs, want, _ = place.HybridWavefront(n, tc.local, tc.tau, &c)
+				if limit := int(math.Sqrt(cfg.jobTimeLimit().Seconds() / tc.tau)); want > limit {
+					want = limit
+				}
+			}
+			nb := (n + want - 1) / want
+			if r.b != want || r.nx != nb || hy.Blocks() != nb*nb || res.JobSize != want || res.Blocks != nb*nb {
+				t.Errorf("side %d, %d blocks a row, %d blocks (result: %d, %d); want %d, %d, %d", r.b, r.nx, hy.Blocks(), res.JobSize, res.Blocks, want, nb, nb*nb)
+			}
+			if want != 1 && math.Abs(res.Predicted.Seconds()-secs) > 1e-6 {
+				t.Errorf("predicted %v, want the new blocks' %.3f s", res.Predicted, secs)
+			}
+			pl, err := readPlan(checkpoint, r.problem, io.Discard)
+			switch {
+			case want == 1 && pl != nil:
+				t.Errorf("plan %+v written for blocks that did not change", pl)
+			case want != 1 && (err != nil || pl == nil || pl.JobW != want):
+				t.Errorf("plan %+v (%v), want blocks of %d", pl, err, want)
+			}
+		})
 	}
 }
