@@ -2,11 +2,13 @@ package wavefrontcmd_test
 
 import (
 	"bytes"
+	"fmt"
 	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -170,5 +172,65 @@ cat "$1" "$2" "$3" | cksum | cut -d' ' -f1`)
 		if !strings.Contains(errs, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, errs)
 		}
+	}
+}
+
+// TestHybridWorkerJoinsLate: `wavefront -T wq --hybrid` with no host
+// listed starts with blocks cut for no worker; a real worker on 127.0.0.1
+// that joins once the run has begun gets the blocks cut again for it (on
+// this machine's two cores, larger than 1×1), the cells here give way to
+// it by its core, and the run computes what multicore does.
+func TestHybridWorkerJoinsLate(t *testing.T) {
+	const n = 12
+	bin := t.TempDir()
+	fn := testutil.WriteScript(t, bin, "f", "sleep 0.05\ncat \"$1\" \"$2\" \"$3\" | cksum | cut -d' ' -f1")
+	quick := testutil.WriteScript(t, bin, "g", "cat \"$1\" \"$2\" \"$3\" | cksum | cut -d' ' -f1") // the same values
+	clean := makeRdir(t, n, n)
+	if out, err := wavefront(t, quick, clean).CombinedOutput(); err != nil {
+		t.Fatalf("multicore run: %v\n%s", err, out)
+	}
+	want := load(t, filepath.Join(clean, "R.matrix"))
+
+	dir := makeRdir(t, n, n)
+	portFile := filepath.Join(t.TempDir(), "port")
+	var out bytes.Buffer
+	master := wavefront(t, "-T", "wq", "-p", "0", "-Z", portFile, "--hybrid", "-v", fn, dir)
+	master.Env = append(os.Environ(), "XDG_CACHE_HOME="+t.TempDir(), "XDG_CONFIG_HOME="+t.TempDir(), "RIGHTSIZE_CLUSTER=none")
+	master.Stdout, master.Stderr = &out, &out
+	if err := master.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var port []byte
+	testutil.WaitFor(t, "the master to listen", time.Minute, func() bool {
+		port, _ = os.ReadFile(portFile)
+		return len(port) > 0
+	})
+	w := exec.Command(filepath.Join(binDir, "workqueue"), "worker", "--cores", "1", "-s", t.TempDir(), "-t", "60", "-i", "0.05", "-b", "0.2", "-q",
+		"127.0.0.1", strings.TrimSpace(string(port)))
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Process.Signal(syscall.SIGTERM); w.Wait() })
+	if err := master.Wait(); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	if got := load(t, filepath.Join(dir, "R.matrix")); !maps.EqualFunc(got, want, bytes.Equal) {
+		t.Errorf("%d cells, want %d, or values differ", len(got), len(want))
+	}
+	text := out.String()
+	var side int
+	if i := strings.Index(text, "the first worker joined after "); i < 0 {
+		t.Fatalf("the blocks were not cut again for the worker:\n%s", text)
+	} else if _, err := fmt.Sscanf(text[i+strings.Index(text[i:], ": blocks of "):], ": blocks of %d×", &side); err != nil {
+		t.Fatalf("the new block side is not said (%v):\n%s", err, text)
+	}
+	if !strings.Contains(text, fmt.Sprintf("blocks of %d×%d: ", side, side)) {
+		t.Errorf("the summary is not of the new blocks of %d×%d:\n%s", side, side, text)
+	}
+	if runtime.NumCPU() == 2 && side < 2 {
+		t.Errorf("blocks of %d×%d for a worker beside this machine's one core left to the cells; want larger:\n%s", side, side, text)
+	}
+	if !strings.Contains(text, fmt.Sprintf("the cells here take %d of", runtime.NumCPU()-1)) {
+		t.Errorf("the cells here are not said to give way to the worker:\n%s", text)
 	}
 }
