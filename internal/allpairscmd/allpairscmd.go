@@ -206,6 +206,8 @@ take jobs too. With -T wq, start workers with
 	f.IntVarP(&o.y, "ystart", "Y", 1, "sub-problem: first column (item of B), counted from 1")
 	f.IntVarP(&o.w, "width", "W", -1, "sub-problem: number of rows (default: to the end of A)")
 	f.IntVarP(&o.h, "height", "H", -1, "sub-problem: number of columns (default: to the end of B)")
+	// -1 stands for "to the end", which the usage says: pflag's "(default -1)" would say it again, less clearly.
+	f.Lookup("width").DefValue, f.Lookup("height").DefValue = "0", "0"
 	f.StringVar(&o.matrix, "matrix", "", "keep the checkpoint in `FILE` (sparse-matrix records), not to be removed after the run; on this machine, without -o, write no lines")
 	f.BoolVar(&o.trust, "trust-checkpoint", false, "keep the checkpoint's cells although the function (or its -e arguments) changed since they were computed: you vouch that the change does not alter them")
 	f.StringVar(&o.jobSize, "job-size", "", "-T: items of A × items of B in each job, as `WxH` or N for N×N (default: chosen by the model)")
