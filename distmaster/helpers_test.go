@@ -228,6 +228,36 @@ func (p *wfProblem) region() wavefront.Rect { return wavefront.Rect{X: 1, Y: 1, 
 
 // run runs the problem distributed on cfg, resuming from the checkpoint.
 func (p *wfProblem) run(ctx context.Context, t *testing.T, cfg Config, fn funcs.Cell, jobSize int) (WavefrontResult, error) {
+	w, out := p.wavefront(t, fn, jobSize)
+	defer out.Close()
+	return RunWavefront(ctx, cfg, w)
+}
+
+// wfOutcome is what a run started by start returned.
+type wfOutcome struct {
+	res WavefrontResult
+	err error
+}
+
+// start starts run's run in a goroutine, for a test that acts while it
+// runs, and returns where its outcome comes. The checkpoint is opened
+// here: t.Fatal must be called from the test's goroutine.
+func (p *wfProblem) start(ctx context.Context, t *testing.T, cfg Config, fn funcs.Cell, jobSize int) <-chan wfOutcome {
+	w, out := p.wavefront(t, fn, jobSize)
+	done := make(chan wfOutcome, 1)
+	go func() {
+		defer out.Close()
+		res, err := RunWavefront(ctx, cfg, w)
+		done <- wfOutcome{res, err}
+	}()
+	return done
+}
+
+// wavefront returns the problem's run of fn, resuming from the
+// checkpoint, and the checkpoint it writes to (its Out), which the caller
+// closes.
+func (p *wfProblem) wavefront(t *testing.T, fn funcs.Cell, jobSize int) (*Wavefront, io.Closer) {
+	t.Helper()
 	done, err := sparsematrix.Load(p.matrix)
 	if err != nil && !os.IsNotExist(err) {
 		t.Fatal(err)
@@ -236,8 +266,7 @@ func (p *wfProblem) run(ctx context.Context, t *testing.T, cfg Config, fn funcs.
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer out.Close()
-	return RunWavefront(ctx, cfg, &Wavefront{
+	return &Wavefront{
 		Func:   FunctionOf(fn.Info(), "", 0),
 		Cell:   fn,
 		Region: p.region(),
@@ -256,7 +285,7 @@ func (p *wfProblem) run(ctx context.Context, t *testing.T, cfg Config, fn funcs.
 		JobSize:    jobSize,
 		CellTime:   p.cellTime,
 		HereCores:  p.here,
-	})
+	}, out
 }
 
 // multicore computes the problem on this machine's cores.

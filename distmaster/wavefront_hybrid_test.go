@@ -281,6 +281,17 @@ func (c *countedCell) Call(ctx context.Context, x, y, d funcs.Input) ([]byte, er
 	return c.Cell.Call(ctx, x, y, d)
 }
 
+// waitNth waits for the nth call to start, failing the test if the run
+// (done) ends first.
+func (c *countedCell) waitNth(t *testing.T, done <-chan wfOutcome) {
+	t.Helper()
+	select {
+	case <-c.nth:
+	case out := <-done:
+		t.Fatalf("the run ended (%v) before call %d of the function", out.err, c.nthCall)
+	}
+}
+
 func (c *countedCell) nextPhase() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -315,16 +326,8 @@ func TestWavefrontHybridGivesWayToWorkerHere(t *testing.T) {
 	cfg := testConfig(t, d, "wavefront")
 	var explain bytes.Buffer
 	cfg.Explain = &explain
-	type outcome struct {
-		res WavefrontResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := p.run(context.Background(), t, cfg, fn, 2)
-		done <- outcome{res, err}
-	}()
-	<-fn.nth
+	done := p.start(context.Background(), t, cfg, fn, 2)
+	fn.waitNth(t, done)
 	ws.kill(0)
 	testutil.WaitFor(t, "the master to see the worker go", 30*time.Second, func() bool { return len(d.Master().Workers()) == 0 })
 	fn.nextPhase()
@@ -368,16 +371,8 @@ func TestWavefrontHybridRefitsBlocksForLateWorker(t *testing.T) {
 	cfg.Kind, cfg.Cluster, cfg.LocalCores = "wq", cl, 2
 	var explain bytes.Buffer
 	cfg.Explain = &explain
-	type outcome struct {
-		res WavefrontResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := p.run(context.Background(), t, cfg, fn, 0)
-		done <- outcome{res, err}
-	}()
-	<-fn.nth // the run has begun with no worker
+	done := p.start(context.Background(), t, cfg, fn, 0)
+	fn.waitNth(t, done) // the run has begun with no worker
 	startWorkers(t, d.Port(), 1)
 	out := <-done
 	if out.err != nil {
