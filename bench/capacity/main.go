@@ -54,6 +54,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/rightsize/rightsize/bench/internal/localworkers"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
@@ -148,19 +149,6 @@ func main() {
 	}
 }
 
-// ints parses "a,b,c".
-func ints(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q: want positive integers separated by commas", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // sizes returns a workload of exec with capacity c by design: the task's
 // bytes split evenly between input and output.
 func (b *bench) sizes(c float64, exec time.Duration) workload {
@@ -189,7 +177,7 @@ func counts(c int) []int {
 }
 
 func (b *bench) sweep(targets string, exec time.Duration, tasks int, tol float64) error {
-	cs, err := ints(targets)
+	cs, err := localworkers.Counts(targets)
 	if err != nil {
 		return fmt.Errorf("-targets %w", err)
 	}
@@ -293,7 +281,7 @@ func median(xs []float64) float64 {
 }
 
 func (b *bench) converge(starts string, exec time.Duration, target float64, shared int64, tasks int, tol float64) error {
-	ns, err := ints(starts)
+	ns, err := localworkers.Counts(starts)
 	if err != nil {
 		return fmt.Errorf("-start %w", err)
 	}
@@ -414,30 +402,17 @@ func drawConvergence(path string, runs []*run, caps []float64) error {
 // run runs tasks of w on n workers, all connected before the first task
 // is submitted, and returns what it measured.
 func (b *bench) run(w workload, n, tasks int) (*run, error) {
-	dir, err := os.MkdirTemp(b.dir, "run-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0", Bandwidth: b.bandwidth})
-	if err != nil {
-		return nil, err
-	}
-	workers, err := b.startWorkers(m.Port(), n, dir)
-	defer func() {
-		m.Close() // releases the workers, idle by now, so that they leave their sandboxes clean
-		stop(workers)
-	}()
-	if err != nil {
-		return nil, err
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for m.Stats().WorkersConnected < n {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("only %d of %d workers connected", m.Stats().WorkersConnected, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var r *run
+	err := localworkers.Run(b.workqueue, b.dir, workqueue.Config{Bandwidth: b.bandwidth}, n, func(m *workqueue.Master, _ []*exec.Cmd, dir string) error {
+		var err error
+		r, err = measure(m, dir, w, n, tasks)
+		return err
+	})
+	return r, err
+}
+
+// measure runs tasks of w on master m's n workers, their outputs in dir.
+func measure(m *workqueue.Master, dir string, w workload, n, tasks int) (*run, error) {
 
 	input := make([]byte, w.in)
 	sharedInput := make([]byte, w.shared)
@@ -478,32 +453,4 @@ func (b *bench) run(w workload, n, tasks int) (*run, error) {
 	r.throughput = float64(hi-lo) / (r.finished[hi] - r.finished[lo]).Seconds()
 	r.at90 = r.samples[hi]
 	return r, nil
-}
-
-// startWorkers starts n one-core workers of the master at port.
-func (b *bench) startWorkers(port, n int, dir string) ([]*exec.Cmd, error) {
-	var cmds []*exec.Cmd
-	for i := range n {
-		wd := filepath.Join(dir, "w"+strconv.Itoa(i))
-		if err := os.Mkdir(wd, 0o755); err != nil {
-			return cmds, err
-		}
-		c := exec.Command(b.workqueue, "worker", "--cores", "1", "--memory", "100", "--disk", "1000",
-			"--idle-timeout", "10m", "--connect-timeout", "1m", "--parent-death", "-i", "0.1s", "-b", "1s", "-s", wd, "127.0.0.1", strconv.Itoa(port))
-		c.Stderr = nil
-		if err := c.Start(); err != nil {
-			return cmds, fmt.Errorf("starting worker: %w", err)
-		}
-		cmds = append(cmds, c)
-	}
-	return cmds, nil
-}
-
-func stop(cmds []*exec.Cmd) {
-	for _, c := range cmds {
-		c.Process.Kill()
-	}
-	for _, c := range cmds {
-		c.Wait()
-	}
 }

@@ -37,6 +37,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/rightsize/rightsize/bench/internal/localworkers"
 	"github.com/rightsize/rightsize/workqueue"
 )
 
@@ -67,7 +68,7 @@ func main() {
 	flightSleep := flag.Duration("inflight-sleep", 100*time.Millisecond, "in flight: each task's sleep")
 	flightTasks := flag.Int("inflight-tasks", 2000, "in flight: tasks in all")
 	flag.Parse()
-	ns, err := ints(*counts)
+	ns, err := localworkers.Counts(*counts)
 	if err != nil {
 		log.Fatalf("-workers %v", err)
 	}
@@ -113,53 +114,18 @@ func main() {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-// ints parses "a,b,c".
-func ints(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n <= 0 {
-			return nil, fmt.Errorf("%q: want positive integers separated by commas", s)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
 // withWorkers runs do on a master with n workers connected, with a
 // directory for its outputs and a function that returns the CPU time the
 // workers have used so far, the tasks they have reaped included.
 func (b *bench) withWorkers(n int, do func(m *workqueue.Master, dir string, workersCPU func() time.Duration) error) error {
-	dir, err := os.MkdirTemp(b.dir, "run-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	m, err := workqueue.Listen(workqueue.Config{Addr: "127.0.0.1:0"})
-	if err != nil {
-		return err
-	}
-	workers, err := b.startWorkers(m.Port(), n, dir)
-	defer func() {
-		m.Close() // releases the workers, idle by now, so that they leave their sandboxes clean
-		stop(workers)
-	}()
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for m.Stats().WorkersConnected < n {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("only %d of %d workers connected", m.Stats().WorkersConnected, n)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	return do(m, dir, func() time.Duration {
-		var sum time.Duration
-		for _, c := range workers {
-			sum += processCPU(c.Process.Pid)
-		}
-		return sum
+	return localworkers.Run(b.workqueue, b.dir, workqueue.Config{}, n, func(m *workqueue.Master, workers []*exec.Cmd, dir string) error {
+		return do(m, dir, func() time.Duration {
+			var sum time.Duration
+			for _, c := range workers {
+				sum += processCPU(c.Process.Pid)
+			}
+			return sum
+		})
 	})
 }
 
@@ -255,33 +221,6 @@ func (b *bench) inFlight(m *workqueue.Master, dir string, tasks, k int, sleep ti
 		}
 	}
 	return float64(tasks) / time.Since(start).Seconds(), (selfCPU() - cpu0) / time.Duration(tasks), nil
-}
-
-// startWorkers starts n one-core workers of the master at port.
-func (b *bench) startWorkers(port, n int, dir string) ([]*exec.Cmd, error) {
-	var cmds []*exec.Cmd
-	for i := range n {
-		wd := filepath.Join(dir, "w"+strconv.Itoa(i))
-		if err := os.Mkdir(wd, 0o755); err != nil {
-			return cmds, err
-		}
-		c := exec.Command(b.workqueue, "worker", "--cores", "1", "--memory", "100", "--disk", "1000",
-			"--idle-timeout", "10m", "--connect-timeout", "1m", "--parent-death", "-i", "0.1s", "-b", "1s", "-s", wd, "127.0.0.1", strconv.Itoa(port))
-		if err := c.Start(); err != nil {
-			return cmds, fmt.Errorf("starting worker: %w", err)
-		}
-		cmds = append(cmds, c)
-	}
-	return cmds, nil
-}
-
-func stop(cmds []*exec.Cmd) {
-	for _, c := range cmds {
-		c.Process.Kill()
-	}
-	for _, c := range cmds {
-		c.Wait()
-	}
 }
 
 func selfCPU() time.Duration {
