@@ -39,8 +39,11 @@ run() {
     pid=$!
     worker=
     if [ "$when" != none ]; then
-      until [ -s "$out/port" ]; do sleep 0.01; done
+      # Not forever: a run that fails before it listens writes no port.
+      until [ -s "$out/port" ] || ! kill -0 "$pid" 2> /dev/null; do sleep 0.01; done
       [ "$when" = late ] && sleep "$LATE"
+    fi
+    if [ "$when" != none ] && [ -s "$out/port" ]; then
       bin/workqueue worker --cores 1 -t 120 -i 0.05 -b 0.2 -q -s "$out/w" 127.0.0.1 "$(cat "$out/port")" 2> /dev/null &
       worker=$!
     fi
