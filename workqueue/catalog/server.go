@@ -41,10 +41,10 @@ type ServerConfig struct {
 	MaxPerSource int
 	// MaxPerSubnet bounds the records from one subnet (/24 for IPv4, /64
 	// for IPv6), in bytes of memory as MaxTotal counts them (default a
-	// quarter of MaxTotal), so that a sender
-	// who can use any address of its own network, spoofed or not, cannot
-	// fill the catalog: a new record beyond it replaces the subnet's
-	// oldest record heard only once, or is dropped.
+	// quarter of MaxTotal), so that a sender who can use any address of
+	// its own network, spoofed or not, cannot fill the catalog: a new
+	// record beyond it replaces the subnet's oldest record heard only
+	// once, or is dropped.
 	MaxPerSubnet int
 	// MaxTotal bounds all records together, in bytes of the memory they
 	// take, as estimated from what each is made of: a record is held as
