@@ -53,8 +53,9 @@ import (
 // sending it.
 
 // workersLook is how often a hybrid run on Work Queue looks at the
-// master's workers while nothing else happens: a worker leaving this
-// machine gives its cores back to the cells here within that time.
+// master's workers besides at its jobs' events: a worker that joins is
+// given blocks, and one leaving this machine gives its cores back to the
+// cells here, within that time.
 const workersLook = 250 * time.Millisecond
 
 // OnThisMachine returns a test of whether an address is one of this
@@ -155,6 +156,11 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	}
 	begun := time.Now()
 	var saidHere, joined bool
+	// Look at the workers at the start, at each batch event and at each
+	// tick, not at each cell's end: a look is a round trip through the
+	// master and a copy of every worker's state, and cells of a
+	// millisecond end thousands of times a second.
+	lookNow := m != nil
 	fmt.Fprintf(cfg.Explain, "%d cells to compute: this machine's %d cores take cells, the cluster (%s, %s) blocks of %d×%d that become ready while the cores are busy\n",
 		hy.Undone(), cores, cfg.Kind, jobs, r.b, r.b)
 	if err := os.RemoveAll(cfg.WorkDir); err != nil {
@@ -361,7 +367,8 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	}
 
 	for {
-		if m != nil {
+		if lookNow {
+			lookNow = false
 			// A Work Queue master's cluster is the workers connected
 			// now: a block no worker has room for is better computed
 			// here, and with none connected the run is this machine's
@@ -434,6 +441,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			if !ok {
 				return errors.New("the batch driver closed while jobs were running")
 			}
+			lookNow = m != nil
 			j, mine := away[ev.ID]
 			switch {
 			case !mine: // a job taken back
@@ -445,6 +453,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 				}
 			}
 		case <-look:
+			lookNow = true
 		case <-ctx.Done():
 			return ctx.Err()
 		}
