@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -639,5 +640,82 @@ func TestSaveJobCostPerTool(t *testing.T) {
 	want := map[string]measurement{"allpairs": {0.07, now}, "wavefront": {0.012, now}}
 	if !maps.Equal(e.JobCosts, want) || e.JobCost != 0.07 || e.Dispatch != 0.03 {
 		t.Errorf("cache entry %+v, want job costs %v beside the old figure and the dispatch", e, want)
+	}
+}
+
+// TestSaveStartup: a Work Queue run's workers' joining is the batch
+// type's dispatch, whatever least wait a run saved as its dispatch, and
+// the workers that joined from here are reported.
+func TestSaveStartup(t *testing.T) {
+	now := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	many := make([]float64, 1000)
+	for i := range many {
+		many[i] = float64(len(many)-i) / 1000 // descending: saved sorted
+	}
+	for _, tc := range []struct {
+		name      string
+		kind      string
+		least     float64 // a run's least wait, saved before
+		st        Startup
+		dispatch  float64
+		source    string
+		here      float64
+		hereFirst float64
+		joins     []float64
+	}{
+		{"the joins, not the least wait", "wq", 11e-6,
+			Startup{Mean: 0.25, Joined: 8, Joins: []float64{0.4, 0.1, 0.2, 0.3}, Here: 8, HereFirst: 0.1}, 0.25,
+			"measured in a run: its 8 workers joined the master 0.25 s after it started, on average, 5 min old", 8, 0.1, []float64{0.1, 0.2, 0.3, 0.4}},
+		{"no worker from here", "wq", 0,
+			Startup{Mean: 0.5, Joined: 2, Joins: []float64{0.5, 0.5}}, 0.5,
+			"measured in a run: its 2 workers joined the master 0.5 s after it started, on average, 5 min old", 0, 0, []float64{0.5, 0.5}},
+		{"at most maxJoins kept, spread over them", "wq", 0,
+			Startup{Mean: 0.5, Joined: 1000, Joins: many}, 0.5,
+			"measured in a run: its 1000 workers joined the master 0.5 s after it started, on average, 5 min old", 0, 0, nil},
+		{"a run that saw no worker join saves nothing", "wq", 0.03,
+			Startup{}, 0.03, "measured in a run, 5 min old", 0, 0, nil},
+		{"a batch system's dispatch is its probe's", "slurm", 0,
+			Startup{Mean: 0.25, Joined: 8}, 2, "slurm", 0, 0, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(t, map[string]string{EnvVar: tc.kind + " hosts=8 cores=1"}, "", "")
+			o.Now = func() time.Time { return now }
+			if tc.kind == "slurm" {
+				o.Env = func(k string) string {
+					if k == EnvVar {
+						return "slurm hosts=8 cores=1 dispatch=2"
+					}
+					return ""
+				}
+			}
+			if tc.least > 0 {
+				if err := SaveDispatch(o, tc.kind, tc.least); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := SaveStartup(o, tc.kind, tc.st); err != nil {
+				t.Fatal(err)
+			}
+			now = now.Add(5 * time.Minute)
+			defer func() { now = now.Add(-5 * time.Minute) }()
+			c, err := Find(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Dispatch.Describe(now); c.Dispatch.V != tc.dispatch || (tc.kind == "wq" && got != tc.source) {
+				t.Errorf("dispatch %v (%s), want %v (%s)", c.Dispatch.V, got, tc.dispatch, tc.source)
+			}
+			if c.HereWorkers.V != tc.here || c.HereJoin != tc.hereFirst {
+				t.Errorf("workers here %v, the first after %v s; want %v after %v", c.HereWorkers.V, c.HereJoin, tc.here, tc.hereFirst)
+			}
+			switch {
+			case tc.joins != nil && !slices.Equal(c.Joins, tc.joins):
+				t.Errorf("joins %v, want %v", c.Joins, tc.joins)
+			case tc.st.Joined > maxJoins && tc.kind == "wq":
+				if len(c.Joins) != maxJoins || !slices.IsSorted(c.Joins) || c.Joins[0] != many[len(many)-1] {
+					t.Errorf("%d joins kept (sorted %v, first %v), want %d sorted from the least", len(c.Joins), slices.IsSorted(c.Joins), c.Joins[0], maxJoins)
+				}
+			}
+		})
 	}
 }

@@ -585,3 +585,61 @@ func TestDecideWavefrontSmallHybrid(t *testing.T) {
 		t.Errorf("hybrid predicted to save %.2f s: not a case of the smaller gain", gain)
 	}
 }
+
+// TestDecideAllPairsOnWorkQueue: on Work Queue the workers' start-up is
+// paid once, not per job or per host; jobs end in rounds; and this
+// machine's own worker stops taking jobs once a worker joins from here.
+func TestDecideAllPairsOnWorkQueue(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	wq := func(startup float64, joins []float64, here float64) *Cluster {
+		return &Cluster{
+			Kind: "wq", Named: "RIGHTSIZE_CLUSTER",
+			Hosts: measured(8, "given"), CoresPerHost: measured(1, "given"),
+			Dispatch: measured(startup, "joins"), Joins: joins,
+			JobCost: measured(0.05, "measured in a run"), Bandwidth: Value{V: DefaultBandwidth},
+			HereWorkers: measured(here, "joins"), HereJoin: 0.01,
+		}
+	}
+	sixBySix := AllPairsWork{N: 6, M: 6, Cells: 36, CellTime: measured(0.05, "s")}
+	for _, tc := range []struct {
+		name        string
+		w           AllPairsWork
+		c           *Cluster
+		distributed float64 // the model's figure
+		hybrid      float64
+		detail      string // in the hybrid's
+	}{
+		// Six jobs of 3×2 cells (0.3 s and 0.05 s of job cost) on six
+		// of the eight workers, in one round, after the start-up.
+		{"no start-up", sixBySix, wq(0, nil, 0), 0.35, 0.35, "2 cores here from the start, 6 slots after 0 s"},
+		{"the start-up is paid once", sixBySix, wq(0.25, nil, 0), 0.6, 0.6, "6 slots after 0.25 s"},
+		// The cores here do the six jobs two at a time by 0.9 s, before
+		// the workers join.
+		{"a longer start-up, once", sixBySix, wq(1, nil, 0), 1.35, 0.9, "6 slots after 1 s"},
+		// The workers join one by one, 0.05 s apart: nine jobs of 2×2
+		// cells (0.25 s each) on the eight, each job to the first slot
+		// free, an early joiner's second before a late one's first: the
+		// last end at 0.6 s. Hybrid: the cores here take four of them
+		// by 0.2 s.
+		{"the joins as measured", sixBySix, wq(0.25, []float64{0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4}, 0), 0.6, 0.5, ""},
+		// The cores here take a job each as the own worker connects,
+		// and no more once a worker joins from here at 0.01 s: the
+		// other four wait for the workers.
+		{"the own worker drains", sixBySix, wq(1, nil, 8), 1.35, 1.35, "which stop taking jobs after 0.01 s (8 of the cluster's workers run here)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideAllPairs(tc.w, two, tc.c, nil, now)
+			var b strings.Builder
+			d.Explain(&b)
+			if got := d.Predicted(Distributed); math.Abs(got-tc.distributed) > 1e-9 {
+				t.Errorf("distributed predicted %v, want %v\n%s", got, tc.distributed, b.String())
+			}
+			if got := d.Predicted(Hybrid); math.Abs(got-tc.hybrid) > 1e-9 {
+				t.Errorf("hybrid predicted %v, want %v\n%s", got, tc.hybrid, b.String())
+			}
+			if !strings.Contains(b.String(), tc.detail) || !strings.Contains(b.String(), "start-up") {
+				t.Errorf("the explanation says no %q or no start-up:\n%s", tc.detail, b.String())
+			}
+		})
+	}
+}
