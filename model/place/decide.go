@@ -168,6 +168,9 @@ func (c *Cluster) hybridSafe() bool {
 // queues, stragglers or lost workers) and hybrid to distributed within
 // localMargin (this machine's cores start at once), and says why.
 func (d *Decision) choose() {
+	if len(d.Predictions) == 3 {
+		d.boundUntried()
+	}
 	local, dist, hy := d.Predictions[0], d.Predictions[1], d.Predictions[2]
 	switch {
 	case d.Cluster == nil:
@@ -219,24 +222,38 @@ func (d *Decision) beats(p, local Prediction) (string, bool) {
 }
 
 // apply corrects the model's prediction for mode m on backend by what
-// earlier runs measured (cs, from Corrections; nil corrects nothing). A
-// cluster mode never run on backend borrows the other's correction: both
-// run on the same hosts, and a cluster slower than its figures said is
-// slower for both (without it, each untried mode would look best in turn).
+// earlier runs of m measured (cs, from Corrections; nil corrects nothing).
+// A mode never run there keeps its model's figure: the hybrid and
+// distributed models err differently (the hybrid's own worker, the
+// hybrid's smaller jobs), so that one's correction, borrowed, carried its
+// error into the other (×1.22–1.56 from hybrid runs on Work Queue, onto
+// distributed predictions already too slow). What the modes share is
+// bounded instead: see boundUntried.
 func apply(cs map[string]Correction, m Mode, backend string, model float64) Prediction {
 	c, ok := cs[CorrectionKey(m, backend)]
-	if !ok && m != Multicore {
-		other := Distributed
-		if m == Distributed {
-			other = Hybrid
-		}
-		c, ok = cs[CorrectionKey(other, backend)]
-		c.From = other
-	}
 	if !ok || c.Runs == 0 {
 		c = Correction{Factor: 1, Spread: 1}
 	}
 	return Prediction{Mode: m, Model: model, Seconds: model * c.Factor, Correction: c}
+}
+
+// boundUntried predicts a distributed run never measured no faster than
+// a hybrid one measured: a hybrid run is the distributed run with this
+// machine's cores taking the jobs the cluster's would have waited for, so
+// a cluster slower than its figures, which the hybrid runs found, is as
+// slow for it. (The converse bounds nothing: the hybrid's model already
+// takes the distributed one's figure where that is faster.)
+func (d *Decision) boundUntried() {
+	dist, hy := &d.Predictions[1], &d.Predictions[2]
+	if dist.Correction.Runs > 0 || hy.Correction.Runs == 0 || dist.Seconds >= hy.Seconds {
+		return
+	}
+	dist.Seconds = hy.Seconds
+	note := fmt.Sprintf("no faster than the hybrid run, as %v measured it", hy.Correction)
+	if dist.Detail != "" {
+		note = dist.Detail + "; " + note
+	}
+	dist.Detail = note
 }
 
 // Machine is what the decision needs of this machine.

@@ -257,7 +257,7 @@ func TestExplainSaysWhereInputsCameFrom(t *testing.T) {
 		"dispatch", "probe job, 2 h old",
 		"bandwidth", "assumed: nothing measured yet",
 		"×1.50 from 2 earlier runs",
-		"* hybrid", "choice: hybrid, because", "×1.50 from 2 earlier hybrid runs", // distributed borrows hybrid's correction
+		"* hybrid", "choice: hybrid, because", "no faster than the hybrid run, as ×1.50 from 2 earlier runs", // distributed is bounded by hybrid's runs
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("--explain lacks %q:\n%s", want, b.String())
