@@ -334,30 +334,49 @@ func allPairsEventInputs(c *Cluster, js []int, cellTime float64, hosts int, star
 }
 
 // allPairsRounds predicts a distributed All-Pairs run job by job, in jobs
-// as the master cuts them (model.AllPairsJobs), which end in rounds, and
-// returns the fastest job size and host count, for clusters of at most
-// maxRoundsSlots job slots (slots). ok is false where there are too many
+// as the master cuts them (model.AllPairsJobs), which end in rounds, on
+// all of the cluster's slots (a run submits every job; the batch system
+// or the master runs as many at once as it has slots), here too when
+// local > 0 (hybrid), and returns the fastest job size among those of one
+// job for each of 1…slots+local slots, and extra (if not 0), and on how
+// many slots its jobs run at once. ok is false where there are too many
 // to follow so: the flowing model (model.ChooseAllPairs) stands.
-func allPairsRounds(in model.AllPairsInputs, c *Cluster, start float64, slots int) (seconds float64, cells, hosts int, ok bool) {
+func allPairsRounds(in model.AllPairsInputs, c *Cluster, start float64, slots, local, extra int) (seconds float64, cells, hosts int, ok bool) {
 	if slots > maxRoundsSlots {
 		return 0, 0, 0, false
 	}
 	total := float64(in.N) * float64(in.M)
 	seconds = math.Inf(1)
-	for h := 1; h <= slots; h++ {
-		jc := math.Floor(total / float64(h))
+	try := func(jc float64) bool {
 		if in.CellTime > 0 {
 			jc = math.Min(jc, math.Floor(in.MaxJobTime/in.CellTime))
 		}
 		jc = math.Max(jc, 1)
 		js := model.AllPairsJobs(in.N, in.M, jc)
-		if len(js)*h > maxEventWork {
-			return 0, 0, 0, false
+		if len(js)*(slots+local) > maxEventWork {
+			return false
 		}
-		t := model.AllPairsEvents(allPairsEventInputs(c, js, in.CellTime*float64(c.JobCores()), h, start)) + model.AllPairsDataTime(in, int(jc), h)
-		if t < seconds {
+		ev := allPairsEventInputs(c, js, in.CellTime*float64(c.JobCores()), slots, start)
+		if local > 0 {
+			ev.LocalCores = local
+			if c.HereWorkers.V > 0 {
+				// The own worker stops once a worker joins from here.
+				ev.LocalStops, ev.LocalUntil = true, c.HereJoin
+			}
+		}
+		h := min(len(js), slots)
+		if t := model.AllPairsEvents(ev) + model.AllPairsDataTime(in, int(jc), h); t < seconds {
 			seconds, cells, hosts = t, int(jc), h
 		}
+		return true
+	}
+	for h := 1; h <= slots+local; h++ {
+		if !try(math.Floor(total / float64(h))) {
+			return 0, 0, 0, false
+		}
+	}
+	if extra > 0 && !try(float64(extra)) {
+		return 0, 0, 0, false
 	}
 	return seconds, cells, hosts, !math.IsInf(seconds, 1)
 }
@@ -482,8 +501,8 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 	if jobs > 0 && w.Cells > 0 {
 		ch = model.ChooseAllPairs(in)
 		ch.Cluster += start
-		if t, cells, hosts, ok := allPairsRounds(in, c, start, jobs); ok {
-			ch.Cluster, ch.JobCells, ch.Hosts = t, cells, hosts
+		if rt, cells, hosts, ok := allPairsRounds(in, c, start, jobs, 0, 0); ok {
+			ch.Cluster, ch.JobCells, ch.Hosts = rt, cells, hosts
 		}
 		dist = apply(cs, Distributed, c.Kind, ch.Cluster)
 		dist.Detail = fmt.Sprintf("jobs of %d cells on %d of %d slots", ch.JobCells, ch.Hosts, jobs)
@@ -502,16 +521,15 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 		hj := hybridJobCells(w.Cells, ch.JobCells, ch.Hosts*k+local, t/float64(k), perJob+c.JobCost.V)
 		var both float64
 		var how string
-		if js := model.AllPairsJobs(in.N, in.M, float64(hj)); len(js)*(local+ch.Hosts) <= maxEventWork {
-			// Jobs end in rounds: predicted event by event.
-			ev := allPairsEventInputs(c, js, t, ch.Hosts, start)
-			ev.LocalCores = local
-			if c.HereWorkers.V > 0 {
-				// The own worker stops once a worker joins from here.
-				ev.LocalStops, ev.LocalUntil = true, c.HereJoin
-				how = fmt.Sprintf(", which stop taking jobs after %s (%.0f of the cluster's workers run here)", Seconds(c.HereJoin), c.HereWorkers.V)
-			}
-			both = model.AllPairsEvents(ev) + model.AllPairsDataTime(in, hj, ch.Hosts)
+		if c.HereWorkers.V > 0 {
+			how = fmt.Sprintf(", which stop taking jobs after %s (%.0f of the cluster's workers run here)", Seconds(c.HereJoin), c.HereWorkers.V)
+		}
+		slots := ch.Hosts
+		if rt, cells, _, ok := allPairsRounds(in, c, start, jobs, local, hj); ok {
+			// Jobs end in rounds: predicted event by event, on all the
+			// cluster's slots and this machine's cores, in the fastest
+			// job size.
+			both, hj, slots = rt, cells, jobs
 		} else {
 			// Too many jobs to follow one by one: the work flows evenly
 			// over the slots. The cluster's slots join after its start
@@ -530,16 +548,17 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 				// The own worker stops once a worker joins from here:
 				// its cores do what they can until then.
 				here = 0
-				how = fmt.Sprintf(", which stop after %s (%.0f of the cluster's workers run here)", Seconds(c.HereJoin), c.HereWorkers.V)
 			}
 			both = hybridTime(work, here, float64(ch.Hosts*k)*eff, join) + model.AllPairsDataTime(in, hj, ch.Hosts)
 		}
 		hy = apply(cs, Hybrid, c.Kind, math.Min(both, ch.Cluster))
 		joined := Seconds(start + perJob)
-		if serial := allPairsEventInputs(c, nil, t, ch.Hosts, start).Submit; serial > 0 && ch.Hosts > 1 {
-			joined += " to " + Seconds(start+perJob+serial*float64(ch.Hosts-1))
+		if serial := allPairsEventInputs(c, nil, t, slots, start).Submit; serial > 0 && slots > 1 {
+			if last := Seconds(start + perJob + serial*float64(slots-1)); last != joined {
+				joined += " to " + last
+			}
 		}
-		hy.Detail = fmt.Sprintf("jobs of %d cells; %d cores here from the start%s, %d slots after %s", hj, local, how, ch.Hosts*k, joined)
+		hy.Detail = fmt.Sprintf("jobs of %d cells; %d cores here from the start%s, %d slots after %s", hj, local, how, slots*k, joined)
 		d.jobCells[Hybrid] = hj
 	}
 	d.Predictions = append(d.Predictions, dist, hy)

@@ -601,6 +601,7 @@ func TestDecideAllPairsOnWorkQueue(t *testing.T) {
 		}
 	}
 	sixBySix := AllPairsWork{N: 6, M: 6, Cells: 36, CellTime: measured(0.05, "s")}
+	twelve := AllPairsWork{N: 12, M: 12, Cells: 144, CellTime: measured(0.05, "s")}
 	for _, tc := range []struct {
 		name        string
 		w           AllPairsWork
@@ -610,22 +611,28 @@ func TestDecideAllPairsOnWorkQueue(t *testing.T) {
 		detail      string // in the hybrid's
 	}{
 		// Six jobs of 3×2 cells (0.3 s and 0.05 s of job cost) on six
-		// of the eight workers, in one round, after the start-up.
-		{"no start-up", sixBySix, wq(0, nil, 0), 0.35, 0.35, "2 cores here from the start, 6 slots after 0 s"},
-		{"the start-up is paid once", sixBySix, wq(0.25, nil, 0), 0.6, 0.6, "6 slots after 0.25 s"},
-		// The cores here do the six jobs two at a time by 0.9 s, before
-		// the workers join.
-		{"a longer start-up, once", sixBySix, wq(1, nil, 0), 1.35, 0.9, "6 slots after 1 s"},
+		// of the eight workers, in one round, after the start-up;
+		// hybrid, nine jobs of 2×2 on the eight workers and the two
+		// cores here, one round.
+		{"no start-up", sixBySix, wq(0, nil, 0), 0.35, 0.25, "2 cores here from the start, 8 slots after 0 s"},
+		{"the start-up is paid once", sixBySix, wq(0.25, nil, 0), 0.6, 0.5, "8 slots after 0.25 s"},
+		// The cores here do the whole as one job on both, 0.9 s,
+		// before the workers join.
+		{"a longer start-up, once", sixBySix, wq(1, nil, 0), 1.35, 0.9, "8 slots after 1 s"},
 		// The workers join one by one, 0.05 s apart: nine jobs of 2×2
 		// cells (0.25 s each) on the eight, each job to the first slot
 		// free, an early joiner's second before a late one's first: the
 		// last end at 0.6 s. Hybrid: the cores here take four of them
 		// by 0.2 s.
 		{"the joins as measured", sixBySix, wq(0.25, []float64{0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4}, 0), 0.6, 0.5, ""},
-		// The cores here take a job each as the own worker connects,
-		// and no more once a worker joins from here at 0.01 s: the
-		// other four wait for the workers.
-		{"the own worker drains", sixBySix, wq(1, nil, 8), 1.35, 1.35, "which stop taking jobs after 0.01 s (8 of the cluster's workers run here)"},
+		// A 12×12 with workers joining after 2 s: distributed, nine jobs
+		// of 5×4 items, the last of 8 cells on the first worker free.
+		// Hybrid: the cores here keep taking jobs of 5×5 until 1.75 s
+		// and end at 2.75 s; with workers joining from here at 0.01 s
+		// they take one job of 4×4 each as the own worker connects and
+		// no more, and the other seven end at 2.85 s.
+		{"the cores here keep taking jobs", twelve, wq(2, nil, 0), 3.05, 2.75, "8 slots after 2 s"},
+		{"the own worker drains", twelve, wq(2, nil, 8), 3.05, 2.85, "which stop taking jobs after 0.01 s (8 of the cluster's workers run here)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := DecideAllPairs(tc.w, two, tc.c, nil, now)
