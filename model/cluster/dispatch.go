@@ -35,9 +35,10 @@ type cached struct {
 	JobCosts    map[string]measurement `json:"job_cost_by_tool,omitempty"`
 	Bandwidth   float64                `json:"bandwidth_bps,omitempty"`
 	BandwidthAt time.Time              `json:"bandwidth_at,omitzero"`
-	// Startup is what a Work Queue run saw of its workers' joining
-	// (SaveStartup): the batch type's dispatch, paid once.
-	Startup *Startup `json:"startup,omitempty"`
+	// Startups are what the latest Work Queue runs, at most
+	// maxStartups, saw of their workers' joining (SaveStartup), the
+	// latest last: the batch type's dispatch, paid once.
+	Startups []Startup `json:"startups,omitempty"`
 }
 
 // A Startup is what a Work Queue run measured of its workers' joining of
@@ -72,15 +73,25 @@ func SaveStartup(o Options, kind string, st Startup) error {
 		return nil
 	}
 	st.At = o.now()
-	st.Joins = slices.Sorted(slices.Values(st.Joins))
-	if n := len(st.Joins); n > maxJoins {
-		kept := make([]float64, maxJoins)
-		for i := range kept {
-			kept[i] = st.Joins[i*n/maxJoins]
+	st.Joins = spread(slices.Sorted(slices.Values(st.Joins)), maxJoins)
+	return updateCache(o, kind, func(e *cached) {
+		e.Startups = append(e.Startups, st)
+		if n := len(e.Startups); n > maxStartups {
+			e.Startups = slices.Delete(e.Startups, 0, n-maxStartups)
 		}
-		st.Joins = kept
+	})
+}
+
+// spread returns at most n of xs, spread evenly over them.
+func spread(xs []float64, n int) []float64 {
+	if len(xs) <= n {
+		return xs
 	}
-	return updateCache(o, kind, func(e *cached) { e.Startup = &st })
+	kept := make([]float64, n)
+	for i := range kept {
+		kept[i] = xs[i*len(xs)/n]
+	}
+	return kept
 }
 
 // maxJoins bounds the workers' joins the cache keeps of a run: enough
@@ -88,17 +99,44 @@ func SaveStartup(o Options, kind string, st Startup) error {
 // pool's cache to stay small.
 const maxJoins = 256
 
-// startup returns the dispatch and the workers here that e's start-up
-// says, if it has one.
+// maxStartups is how many runs' start-ups the cache keeps, and a
+// decision pools: a run's own varies with the moment its master starts
+// against the workers' reconnect back-off (0.03–0.31 s from run to run
+// of eight workers reconnecting within half a second), so one run's is
+// a poor prediction of the next one's.
+const maxStartups = 8
+
+// startup returns the dispatch, the workers here and the joins that e's
+// start-ups say, pooled over the runs it keeps (maxStartups), if it has
+// any: the mean of all their joins, all their joins, and the latest
+// run's workers here, who joined after the mean of their first joins.
 func (e cached) startup() (dispatch, here place.Value, hereFirst float64, joins []float64, ok bool) {
-	st := e.Startup
-	if st == nil || st.Joined == 0 {
+	var sum, first float64
+	joined, firsts := 0, 0
+	for _, st := range e.Startups {
+		sum += st.Mean * float64(st.Joined)
+		joined += st.Joined
+		joins = append(joins, st.Joins...)
+		if st.Here > 0 {
+			first += st.HereFirst
+			firsts++
+		}
+	}
+	if joined == 0 {
 		return place.Value{}, place.Value{}, 0, nil, false
 	}
-	src := fmt.Sprintf("measured in a run: its %d workers joined the master %s after it started, on average", st.Joined, place.Seconds(st.Mean))
-	dispatch = place.Value{V: st.Mean, Source: src, Measured: st.At}
-	here = place.Value{V: float64(st.Here), Source: fmt.Sprintf("measured in a run: %d of its %d workers joined from this machine", st.Here, st.Joined), Measured: st.At}
-	return dispatch, here, st.HereFirst, st.Joins, true
+	latest := e.Startups[len(e.Startups)-1]
+	runs := "a run: its"
+	if n := len(e.Startups); n > 1 {
+		runs = fmt.Sprintf("the last %d runs: their", n)
+	}
+	mean := sum / float64(joined)
+	dispatch = place.Value{V: mean, Source: fmt.Sprintf("measured in %s %d workers joined the master %s after it started, on average", runs, joined, place.Seconds(mean)), Measured: latest.At}
+	here = place.Value{V: float64(latest.Here), Source: fmt.Sprintf("measured in a run: %d of its %d workers joined from this machine", latest.Here, latest.Joined), Measured: latest.At}
+	if firsts > 0 {
+		hereFirst = first / float64(firsts)
+	}
+	return dispatch, here, hereFirst, spread(slices.Sorted(slices.Values(joins)), maxJoins), true
 }
 
 // A measurement is a figure a run measured, and when.
