@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 // AllPairsInputs are the measured inputs of the All-Pairs models.
@@ -19,7 +20,8 @@ type AllPairsInputs struct {
 	// Submit is the master's own time to start a job, paid one job after
 	// another: a Work Queue master's send, an sbatch call. Zero means
 	// Dispatch, as in the original model, where the whole latency is
-	// serial.
+	// serial; negative means none (a Work Queue master sends a task in
+	// microseconds).
 	Submit float64
 	// MaxHosts bounds h; zero means 400, as in the original model.
 	MaxHosts int
@@ -84,7 +86,10 @@ func AllPairsClusterTime(in AllPairsInputs, c, h int) float64 {
 	}
 	jobs := cells / float64(c)
 	serial := in.Submit
-	if serial <= 0 {
+	switch {
+	case serial < 0:
+		serial = 0
+	case serial == 0:
 		serial = in.Dispatch
 	}
 	return jobs*(in.Dispatch+float64(c)*in.CellTime)/float64(h) +
@@ -147,4 +152,170 @@ func ChooseAllPairs(in AllPairsInputs) AllPairsChoice {
 	}
 	choice.Distribute = choice.Cluster < choice.Local
 	return choice
+}
+
+// AllPairsJobs returns the cells of each job of an n×m problem cut into
+// jobs of about c cells as the distributed master cuts it: blocks of
+// ⌈√c⌉ items of A by ⌈c/⌈√c⌉⌉ of B (fewer where the matrix is narrower),
+// the last row and column of blocks cut short by the matrix's edges. The
+// jobs are in the master's order, row of blocks after row.
+func AllPairsJobs(n, m int, c float64) []int {
+	if n < 1 || m < 1 {
+		return nil
+	}
+	c = math.Min(math.Max(c, 1), float64(n)*float64(m))
+	w := min(max(int(math.Ceil(math.Sqrt(c))), 1), n)
+	h := min(max(int(math.Ceil(c/float64(w))), 1), m)
+	jobs := make([]int, 0, ((n+w-1)/w)*((m+h-1)/h))
+	for y := 0; y < m; y += h {
+		for x := 0; x < n; x += w {
+			jobs = append(jobs, min(w, n-x)*min(h, m-y))
+		}
+	}
+	return jobs
+}
+
+// AllPairsEventInputs are the inputs of AllPairsEvents: jobs, and the
+// slots that run them, here and on the cluster.
+type AllPairsEventInputs struct {
+	Jobs     []int   // cells of each job, in the order the master submits them
+	CellTime float64 // seconds per cell on one core
+	// JobCores are the cores of a slot of the cluster, which a job there
+	// shares among its cells; zero means 1.
+	JobCores int
+	// LocalCores are this machine's cores taking jobs from time 0, each
+	// job without a dispatch or a job cost (the master runs it in its own
+	// process), the jobs here sharing the cores cell by cell, so that one
+	// left alone runs on all of them. With LocalStops, they start no job
+	// after LocalUntil, but for the first LocalCores, taken at once: the
+	// Work Queue master's own worker takes a task for each of its cores
+	// as it connects, and drains once a worker joins from this machine,
+	// whose cores those are.
+	LocalCores int
+	LocalStops bool
+	LocalUntil float64
+	// Slots are the cluster's, free from Start on (the workers' joining
+	// of a Work Queue master: once, for the whole run), or, where Joins
+	// are given, the i-th from Start + Joins[i·len(Joins)/Slots]: the
+	// workers' joins, measured, as offsets in ascending order.
+	Slots int
+	Start float64
+	Joins []float64
+	// Dispatch is each job's wait on a batch system, from its submission
+	// to the moment it may start on a free slot: a job waits it in the
+	// queue whether or not a slot is free. The first round's jobs, one
+	// for each slot, are submitted one after another, Submit apart, as
+	// AllPairsClusterTime's serial term has it (later jobs are submitted
+	// while the first run).
+	Dispatch, Submit float64
+	// JobCost is what a job costs on a cluster's slot beyond its cells.
+	JobCost float64
+}
+
+// AllPairsEvents predicts, event by event, when the last of a run's jobs
+// ends: each job in turn starts on the slot, here or on the cluster, where
+// it can start first (a Work Queue master sends a task to the first worker
+// with a free core; a batch.Hybrid lets a free core here take a job still
+// in the queue), and occupies it for its cells and, on the cluster, its
+// job cost. Jobs end in rounds: 9 jobs on 8 slots take two job times, where
+// spreading the work evenly over the slots (AllPairsClusterTime) takes
+// 9/8. It returns +Inf when no slot can take a job.
+func AllPairsEvents(in AllPairsEventInputs) float64 {
+	if len(in.Jobs) == 0 {
+		return 0
+	}
+	until := math.Inf(1)
+	if in.LocalStops {
+		until = in.LocalUntil
+	}
+	local := sharedCores{cores: in.LocalCores}
+	taken := 0
+	there := make([]float64, max(in.Slots, 0))
+	for i := range there {
+		there[i] = in.Start
+		if len(in.Joins) > 0 {
+			there[i] += in.Joins[i*len(in.Joins)/len(there)]
+		}
+	}
+	end := 0.0
+	for j, cells := range in.Jobs {
+		work := float64(cells) * in.CellTime
+		startHere, startThere := math.Inf(1), math.Inf(1)
+		if at := local.admits(); at < until || taken < in.LocalCores {
+			startHere = at
+		}
+		// The earliest free slot of the cluster: the slots are few (the
+		// callers bound jobs × slots), so a scan does.
+		t := -1
+		for i, f := range there {
+			if t < 0 || f < there[t] {
+				t = i
+			}
+		}
+		if t >= 0 {
+			ready := in.Dispatch + in.Submit*float64(min(j, in.Slots))
+			startThere = math.Max(there[t], ready)
+		}
+		switch {
+		case math.IsInf(startHere, 1) && math.IsInf(startThere, 1):
+			return math.Inf(1)
+		case startHere <= startThere:
+			local.admit(startHere, work)
+			taken++
+		default:
+			there[t] = startThere + work/float64(max(in.JobCores, 1)) + in.JobCost
+			end = math.Max(end, there[t])
+		}
+	}
+	return math.Max(end, local.drain())
+}
+
+// sharedCores are this machine's cores running jobs that share them cell
+// by cell: n jobs run at cores/n each (all the cores for one alone), and
+// a job is taken while fewer than cores run, as a worker of that many
+// cores takes tasks.
+type sharedCores struct {
+	cores int
+	now   float64   // the time of the last change
+	left  []float64 // core-seconds left of each running job
+}
+
+// admits returns the earliest time, from the last change on, at which
+// fewer jobs than cores run: +Inf with no cores.
+func (s *sharedCores) admits() float64 {
+	switch {
+	case s.cores <= 0:
+		return math.Inf(1)
+	case len(s.left) < s.cores:
+		return s.now
+	}
+	return s.now + slices.Min(s.left)*float64(len(s.left))/float64(s.cores)
+}
+
+// advance runs the jobs to time t, removing those that end by then.
+func (s *sharedCores) advance(t float64) {
+	for len(s.left) > 0 && s.now < t {
+		rate := float64(s.cores) / float64(len(s.left)) // each job's
+		dt := math.Min(t-s.now, slices.Min(s.left)/rate)
+		for i := range s.left {
+			s.left[i] -= dt * rate
+		}
+		s.now += dt
+		s.left = slices.DeleteFunc(s.left, func(l float64) bool { return l <= 1e-12 })
+	}
+	if !math.IsInf(t, 1) {
+		s.now = math.Max(s.now, t)
+	}
+}
+
+// admit starts a job of work core-seconds at time t.
+func (s *sharedCores) admit(t, work float64) {
+	s.advance(t)
+	s.left = append(s.left, work)
+}
+
+// drain runs the jobs to their end and returns it.
+func (s *sharedCores) drain() float64 {
+	s.advance(math.Inf(1))
+	return s.now
 }

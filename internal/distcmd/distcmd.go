@@ -34,6 +34,7 @@ import (
 	"github.com/rightsize/rightsize/distmaster"
 	"github.com/rightsize/rightsize/internal/cmdutil"
 	"github.com/rightsize/rightsize/lifecycle"
+	"github.com/rightsize/rightsize/model/cluster"
 	"github.com/rightsize/rightsize/model/place"
 	"github.com/rightsize/rightsize/status"
 	"github.com/rightsize/rightsize/workqueue"
@@ -239,9 +240,19 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 		}
 		wq.Notices = workqueue.NoticeLogger(Prefixed(msgs, tool+": "))
 	}
+	var joins *joinClock
+	if f.BatchType == "wq" {
+		// The workers' joining is Work Queue's dispatch, paid once: the
+		// run measures it for the next decision.
+		joins = watchJoins(&wq, onThisMachine())
+	}
 	var own *OwnWorker
 	if f.Hybrid && !f.HybridByCells() && f.BatchType == "wq" {
 		own = NewOwnWorker(&wq, tool, msgs, f.log)
+		joins.ignore(own.feature)
+	}
+	if joins != nil {
+		joins.started(time.Now())
 	}
 	d, err := distmaster.OpenDriver(f.BatchType, opts, wq, category, f.fastAbort())
 	if err != nil {
@@ -249,6 +260,10 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 	}
 	f.master = MasterOf(d)
 	closer := func() {
+		if joins != nil {
+			// Best effort, as SaveJobCost.
+			cluster.SaveStartup(cluster.Options{}, f.BatchType, joins.startup())
+		}
 		SaveBandwidth(f.BatchType, d)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()

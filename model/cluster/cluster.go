@@ -25,9 +25,12 @@
 // except that a start a year off — SLURM's plan when jobs without a time
 // limit hold the cores — is no prediction and counts as a probe's longest
 // wait, two minutes.
-// Probes, and the figures runs measure (SaveDispatch, SaveBandwidth,
-// SaveJobCost), are kept in ~/.cache/rightsize/cluster.json, per batch
-// type; the job cost, what a job costs beyond its work, per tool too: a
+// On Work Queue the dispatch is the workers' start-up, paid once per run:
+// the time from a master's start to its workers' joining, which each run
+// measures (SaveStartup, with the workers that joined from this machine).
+// Probes, and the figures runs measure (SaveDispatch, SaveStartup,
+// SaveBandwidth, SaveJobCost), are kept in ~/.cache/rightsize/cluster.json,
+// per batch type; the job cost, what a job costs beyond its work, per tool too: a
 // tool with no figure of its own borrows the latest another tool measured
 // on that batch type, and says so.
 package cluster

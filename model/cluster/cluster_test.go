@@ -5,8 +5,10 @@ import (
 	"errors"
 	"io/fs"
 	"maps"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -639,5 +641,91 @@ func TestSaveJobCostPerTool(t *testing.T) {
 	want := map[string]measurement{"allpairs": {0.07, now}, "wavefront": {0.012, now}}
 	if !maps.Equal(e.JobCosts, want) || e.JobCost != 0.07 || e.Dispatch != 0.03 {
 		t.Errorf("cache entry %+v, want job costs %v beside the old figure and the dispatch", e, want)
+	}
+}
+
+// TestSaveStartup: a Work Queue run's workers' joining is the batch
+// type's dispatch, whatever least wait a run saved as its dispatch, and
+// the workers that joined from here are reported.
+func TestSaveStartup(t *testing.T) {
+	now := time.Date(2026, 11, 29, 1, 0, 0, 0, time.UTC)
+	many := make([]float64, 1000)
+	for i := range many {
+		many[i] = float64(len(many)-i) / 1000 // descending: saved sorted
+	}
+	for _, tc := range []struct {
+		name      string
+		kind      string
+		least     float64 // a run's least wait, saved before
+		before    []Startup
+		st        Startup
+		dispatch  float64
+		source    string
+		here      float64
+		hereFirst float64
+		joins     []float64
+	}{
+		{"the joins, not the least wait", "wq", 11e-6, nil,
+			Startup{Mean: 0.25, Joined: 8, Joins: []float64{0.4, 0.1, 0.2, 0.3}, Here: 8, HereFirst: 0.1}, 0.25,
+			"measured in a run: its 8 workers joined the master 0.25 s after it started, on average, 5 min old", 8, 0.1, []float64{0.1, 0.2, 0.3, 0.4}},
+		{"no worker from here", "wq", 0, nil,
+			Startup{Mean: 0.5, Joined: 2, Joins: []float64{0.5, 0.5}}, 0.5,
+			"measured in a run: its 2 workers joined the master 0.5 s after it started, on average, 5 min old", 0, 0, []float64{0.5, 0.5}},
+		{"at most maxJoins kept, spread over them", "wq", 0, nil,
+			Startup{Mean: 0.5, Joined: 1000, Joins: many}, 0.5,
+			"measured in a run: its 1000 workers joined the master 0.5 s after it started, on average, 5 min old", 0, 0, nil},
+		{"a run that saw no worker join saves nothing", "wq", 0.03, nil,
+			Startup{}, 0.03, "measured in a run, 5 min old", 0, 0, nil},
+		{"a batch system's dispatch is its probe's", "slurm", 0, nil,
+			Startup{Mean: 0.25, Joined: 8}, 2, "slurm", 0, 0, nil},
+		// A run's start-up varies with the workers' back-off: the
+		// decision pools the latest runs', every join weighing alike.
+		{"the latest runs pooled", "wq", 0,
+			[]Startup{{Mean: 0.3, Joined: 2, Joins: []float64{0.2, 0.4}, Here: 2, HereFirst: 0.2}},
+			Startup{Mean: 0.05, Joined: 2, Joins: []float64{0.04, 0.06}, Here: 2, HereFirst: 0.04}, 0.175,
+			"measured in the last 2 runs: their 4 workers joined the master 0.17 s after it started, on average, 5 min old", 2, 0.12, []float64{0.04, 0.06, 0.2, 0.4}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := options(t, map[string]string{EnvVar: tc.kind + " hosts=8 cores=1"}, "", "")
+			o.Now = func() time.Time { return now }
+			if tc.kind == "slurm" {
+				o.Env = func(k string) string {
+					if k == EnvVar {
+						return "slurm hosts=8 cores=1 dispatch=2"
+					}
+					return ""
+				}
+			}
+			if tc.least > 0 {
+				if err := SaveDispatch(o, tc.kind, tc.least); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, st := range append(tc.before, tc.st) {
+				if err := SaveStartup(o, tc.kind, st); err != nil {
+					t.Fatal(err)
+				}
+			}
+			now = now.Add(5 * time.Minute)
+			defer func() { now = now.Add(-5 * time.Minute) }()
+			c, err := Find(context.Background(), o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Dispatch.Describe(now); math.Abs(c.Dispatch.V-tc.dispatch) > 1e-9 || (tc.kind == "wq" && got != tc.source) {
+				t.Errorf("dispatch %v (%s), want %v (%s)", c.Dispatch.V, got, tc.dispatch, tc.source)
+			}
+			if c.HereWorkers.V != tc.here || math.Abs(c.HereJoin-tc.hereFirst) > 1e-9 {
+				t.Errorf("workers here %v, the first after %v s; want %v after %v", c.HereWorkers.V, c.HereJoin, tc.here, tc.hereFirst)
+			}
+			switch {
+			case tc.joins != nil && !slices.Equal(c.Joins, tc.joins):
+				t.Errorf("joins %v, want %v", c.Joins, tc.joins)
+			case tc.st.Joined > maxJoins && tc.kind == "wq":
+				if len(c.Joins) != maxJoins || !slices.IsSorted(c.Joins) || c.Joins[0] != many[len(many)-1] {
+					t.Errorf("%d joins kept (sorted %v, first %v), want %d sorted from the least", len(c.Joins), slices.IsSorted(c.Joins), c.Joins[0], maxJoins)
+				}
+			}
+		})
 	}
 }

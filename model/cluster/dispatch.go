@@ -35,6 +35,108 @@ type cached struct {
 	JobCosts    map[string]measurement `json:"job_cost_by_tool,omitempty"`
 	Bandwidth   float64                `json:"bandwidth_bps,omitempty"`
 	BandwidthAt time.Time              `json:"bandwidth_at,omitzero"`
+	// Startups are what the latest Work Queue runs, at most
+	// maxStartups, saw of their workers' joining (SaveStartup), the
+	// latest last: the batch type's dispatch, paid once.
+	Startups []Startup `json:"startups,omitempty"`
+}
+
+// A Startup is what a Work Queue run measured of its workers' joining of
+// its master: how long after the master started listening they joined,
+// and which of them connected from this machine.
+type Startup struct {
+	// Mean is the workers' mean seconds from the master's start to their
+	// joining, over Joined workers (this machine's own worker, in the
+	// master's process, not counted).
+	Mean   float64 `json:"mean_s"`
+	Joined int     `json:"joined"`
+	// Joins are the workers' seconds to join, in ascending order: every
+	// one, or maxJoins spread evenly over them.
+	Joins []float64 `json:"joins_s,omitempty"`
+	// Here are the workers that joined from this machine; HereFirst is
+	// when the first of them did.
+	Here      int       `json:"here,omitempty"`
+	HereFirst float64   `json:"here_first_s,omitempty"`
+	At        time.Time `json:"at"`
+}
+
+// SaveStartup records the start-up a Work Queue run measured (the
+// workers' joining of its master) as the dispatch of batch type kind,
+// and the workers that joined from this machine. A master sends a task the
+// moment a worker has a free core, so this wait, paid once at the start
+// of a run, is the dispatch that matters there; a job's least wait from
+// submission to start measured it for some runs (an All-Pairs run's,
+// whose jobs are all submitted before the workers join) and not for others
+// (11 µs for a Wavefront's later blocks).
+func SaveStartup(o Options, kind string, st Startup) error {
+	if st.Joined == 0 {
+		return nil
+	}
+	st.At = o.now()
+	st.Joins = spread(slices.Sorted(slices.Values(st.Joins)), maxJoins)
+	return updateCache(o, kind, func(e *cached) {
+		e.Startups = append(e.Startups, st)
+		if n := len(e.Startups); n > maxStartups {
+			e.Startups = slices.Delete(e.Startups, 0, n-maxStartups)
+		}
+	})
+}
+
+// spread returns at most n of xs, spread evenly over them.
+func spread(xs []float64, n int) []float64 {
+	if len(xs) <= n {
+		return xs
+	}
+	kept := make([]float64, n)
+	for i := range kept {
+		kept[i] = xs[i*len(xs)/n]
+	}
+	return kept
+}
+
+// maxJoins bounds the workers' joins the cache keeps of a run: enough
+// to follow the first rounds of a run's jobs, few enough for a large
+// pool's cache to stay small.
+const maxJoins = 256
+
+// maxStartups is how many runs' start-ups the cache keeps, and a
+// decision pools: a run's own varies with the moment its master starts
+// against the workers' reconnect back-off (0.03–0.31 s from run to run
+// of eight workers reconnecting within half a second), so one run's is
+// a poor prediction of the next one's.
+const maxStartups = 8
+
+// startup returns the dispatch, the workers here and the joins that e's
+// start-ups say, pooled over the runs it keeps (maxStartups), if it has
+// any: the mean of all their joins, all their joins, and the latest
+// run's workers here, who joined after the mean of their first joins.
+func (e cached) startup() (dispatch, here place.Value, hereFirst float64, joins []float64, ok bool) {
+	var sum, first float64
+	joined, firsts := 0, 0
+	for _, st := range e.Startups {
+		sum += st.Mean * float64(st.Joined)
+		joined += st.Joined
+		joins = append(joins, st.Joins...)
+		if st.Here > 0 {
+			first += st.HereFirst
+			firsts++
+		}
+	}
+	if joined == 0 {
+		return place.Value{}, place.Value{}, 0, nil, false
+	}
+	latest := e.Startups[len(e.Startups)-1]
+	runs := "a run: its"
+	if n := len(e.Startups); n > 1 {
+		runs = fmt.Sprintf("the last %d runs: their", n)
+	}
+	mean := sum / float64(joined)
+	dispatch = place.Value{V: mean, Source: fmt.Sprintf("measured in %s %d workers joined the master %s after it started, on average", runs, joined, place.Seconds(mean)), Measured: latest.At}
+	here = place.Value{V: float64(latest.Here), Source: fmt.Sprintf("measured in a run: %d of its %d workers joined from this machine", latest.Here, latest.Joined), Measured: latest.At}
+	if firsts > 0 {
+		hereFirst = first / float64(firsts)
+	}
+	return dispatch, here, hereFirst, spread(slices.Sorted(slices.Values(joins)), maxJoins), true
 }
 
 // A measurement is a figure a run measured, and when.
@@ -258,6 +360,10 @@ func measureDispatch(ctx context.Context, o Options, sp *Spec, how string, c *pl
 func measureLatency(ctx context.Context, o Options, sp *Spec, c *place.Cluster) error {
 	now := o.now()
 	e, ok := readCache(o)[sp.Kind]
+	if d, here, first, joins, ok := e.startup(); ok && sp.Kind == "wq" {
+		c.Dispatch, c.HereWorkers, c.HereJoin, c.Joins = d, here, first, joins
+		return nil
+	}
 	ok = ok && e.Dispatch > 0
 	if ok && now.Sub(e.DispatchAt) < cacheFresh {
 		c.Dispatch = place.Value{V: e.Dispatch, Source: e.DispatchBy, Measured: e.DispatchAt}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"testing"
 	"time"
 
@@ -97,7 +98,7 @@ func TestFindWorkQueue(t *testing.T) {
 		JobCost:      place.Value{V: assumedJobCost},
 		Bandwidth:    place.Value{V: place.DefaultBandwidth},
 	}
-	if *c != want {
+	if !reflect.DeepEqual(*c, want) {
 		t.Errorf("found %+v,\nwant %+v", *c, want)
 	}
 

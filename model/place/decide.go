@@ -168,6 +168,9 @@ func (c *Cluster) hybridSafe() bool {
 // queues, stragglers or lost workers) and hybrid to distributed within
 // localMargin (this machine's cores start at once), and says why.
 func (d *Decision) choose() {
+	if len(d.Predictions) == 3 {
+		d.boundUntried()
+	}
 	local, dist, hy := d.Predictions[0], d.Predictions[1], d.Predictions[2]
 	switch {
 	case d.Cluster == nil:
@@ -219,24 +222,38 @@ func (d *Decision) beats(p, local Prediction) (string, bool) {
 }
 
 // apply corrects the model's prediction for mode m on backend by what
-// earlier runs measured (cs, from Corrections; nil corrects nothing). A
-// cluster mode never run on backend borrows the other's correction: both
-// run on the same hosts, and a cluster slower than its figures said is
-// slower for both (without it, each untried mode would look best in turn).
+// earlier runs of m measured (cs, from Corrections; nil corrects nothing).
+// A mode never run there keeps its model's figure: the hybrid and
+// distributed models err differently (the hybrid's own worker, the
+// hybrid's smaller jobs), so that one's correction, borrowed, carried its
+// error into the other (×1.22–1.56 from hybrid runs on Work Queue, onto
+// distributed predictions already too slow). What the modes share is
+// bounded instead: see boundUntried.
 func apply(cs map[string]Correction, m Mode, backend string, model float64) Prediction {
 	c, ok := cs[CorrectionKey(m, backend)]
-	if !ok && m != Multicore {
-		other := Distributed
-		if m == Distributed {
-			other = Hybrid
-		}
-		c, ok = cs[CorrectionKey(other, backend)]
-		c.From = other
-	}
 	if !ok || c.Runs == 0 {
 		c = Correction{Factor: 1, Spread: 1}
 	}
 	return Prediction{Mode: m, Model: model, Seconds: model * c.Factor, Correction: c}
+}
+
+// boundUntried predicts a distributed run never measured no faster than
+// a hybrid one measured: a hybrid run is the distributed run with this
+// machine's cores taking the jobs the cluster's would have waited for, so
+// a cluster slower than its figures, which the hybrid runs found, is as
+// slow for it. (The converse bounds nothing: the hybrid's model already
+// takes the distributed one's figure where that is faster.)
+func (d *Decision) boundUntried() {
+	dist, hy := &d.Predictions[1], &d.Predictions[2]
+	if dist.Correction.Runs > 0 || hy.Correction.Runs == 0 || dist.Seconds >= hy.Seconds {
+		return
+	}
+	dist.Seconds = hy.Seconds
+	note := fmt.Sprintf("no faster than the hybrid run, as %v measured it", hy.Correction)
+	if dist.Detail != "" {
+		note = dist.Detail + "; " + note
+	}
+	dist.Detail = note
 }
 
 // Machine is what the decision needs of this machine.
@@ -269,11 +286,99 @@ func (c *Cluster) perJob() float64 { return c.Dispatch.V + c.JobCost.V }
 // the master the run starts: once, not for every block (a first run's
 // 32 ms, charged for each of 65 blocks of a 12×12 Wavefront, predicted
 // 2.2 s where it took 1.6 s).
-func (c *Cluster) wavefrontDispatch() (start, perJob float64) {
+func (c *Cluster) wavefrontDispatch() (start, perJob float64) { return c.startDispatch() }
+
+// startDispatch is wavefrontDispatch for every tool: on Work Queue the
+// dispatch is the workers' start-up, paid once (an All-Pairs run's first
+// 8 jobs charged a 0.37 s start-up each, and 8 hosts one after another,
+// predicted 14 s for a run of 11.9 s).
+func (c *Cluster) startDispatch() (start, perJob float64) {
 	if c.Kind == "wq" {
 		return c.Dispatch.V, 0
 	}
 	return 0, c.Dispatch.V
+}
+
+// maxEventWork bounds the jobs times the slots of an All-Pairs run that
+// the decision follows job by job (model.AllPairsEvents); more are
+// predicted as work flowing evenly over the slots.
+const maxEventWork = 1 << 16
+
+// maxRoundsSlots bounds the slots over which the decision searches the
+// host count of a distributed All-Pairs run job by job.
+const maxRoundsSlots = 64
+
+// allPairsEventInputs are the inputs of model.AllPairsEvents for jobs js
+// of cells of cellTime (on one core) on hosts of c, joining after start.
+func allPairsEventInputs(c *Cluster, js []int, cellTime float64, hosts int, start float64) model.AllPairsEventInputs {
+	_, perJob := c.startDispatch()
+	ev := model.AllPairsEventInputs{
+		Jobs: js, CellTime: cellTime, JobCores: c.JobCores(),
+		Slots: hosts, Start: start,
+		Dispatch: perJob, JobCost: c.JobCost.V,
+	}
+	if start > 0 && len(c.Joins) > 0 {
+		// The workers join one by one, as a run saw them, not all at
+		// their mean.
+		ev.Start, ev.Joins = 0, c.Joins
+	}
+	if perJob > 0 {
+		// As the cluster model: a submission takes the whole dispatch
+		// where its own part was not measured.
+		ev.Submit = c.Submit.V
+		if ev.Submit <= 0 {
+			ev.Submit = perJob
+		}
+	}
+	return ev
+}
+
+// allPairsRounds predicts a distributed All-Pairs run job by job, in jobs
+// as the master cuts them (model.AllPairsJobs), which end in rounds, on
+// all of the cluster's slots (a run submits every job; the batch system
+// or the master runs as many at once as it has slots), here too when
+// local > 0 (hybrid), and returns the fastest job size among those of one
+// job for each of 1…slots+local slots, and extra (if not 0), and on how
+// many slots its jobs run at once. ok is false where there are too many
+// to follow so: the flowing model (model.ChooseAllPairs) stands.
+func allPairsRounds(in model.AllPairsInputs, c *Cluster, start float64, slots, local, extra int) (seconds float64, cells, hosts int, ok bool) {
+	if slots > maxRoundsSlots {
+		return 0, 0, 0, false
+	}
+	total := float64(in.N) * float64(in.M)
+	seconds = math.Inf(1)
+	try := func(jc float64) bool {
+		if in.CellTime > 0 {
+			jc = math.Min(jc, math.Floor(in.MaxJobTime/in.CellTime))
+		}
+		jc = math.Max(jc, 1)
+		js := model.AllPairsJobs(in.N, in.M, jc)
+		if len(js)*(slots+local) > maxEventWork {
+			return false
+		}
+		ev := allPairsEventInputs(c, js, in.CellTime*float64(c.JobCores()), slots, start)
+		if local > 0 {
+			ev.LocalCores = local
+			if c.HereWorkers.V > 0 {
+				// The own worker stops once a worker joins from here.
+				ev.LocalStops, ev.LocalUntil = true, c.HereJoin
+			}
+		}
+		h := min(len(js), slots)
+		if t := model.AllPairsEvents(ev) + model.AllPairsDataTime(in, int(jc), h); t < seconds {
+			seconds, cells, hosts = t, int(jc), h
+		}
+		return true
+	}
+	for h := 1; h <= slots+local; h++ {
+		if !try(math.Floor(total / float64(h))) {
+			return 0, 0, 0, false
+		}
+	}
+	if extra > 0 && !try(float64(extra)) {
+		return 0, 0, 0, false
+	}
+	return seconds, cells, hosts, !math.IsInf(seconds, 1)
 }
 
 // hereJobCost is what a job of a hybrid All-Pairs or Wavefront run costs
@@ -292,14 +397,22 @@ func (c *Cluster) inputs(now time.Time) []Input {
 	if c.Project != "" {
 		kind += " project " + c.Project
 	}
-	return []Input{
+	dispatch := "dispatch"
+	if c.Kind == "wq" {
+		dispatch = "start-up" // paid once: startDispatch
+	}
+	ins := []Input{
 		{"cluster", kind, c.Named},
 		{"hosts", fmt.Sprintf("%.0f", c.Hosts.V), c.Hosts.Describe(now)},
 		{"cores per host", fmt.Sprintf("%.0f", c.CoresPerHost.V), c.CoresPerHost.Describe(now)},
-		{"dispatch", Seconds(c.Dispatch.V), c.Dispatch.Describe(now)},
+		{dispatch, Seconds(c.Dispatch.V), c.Dispatch.Describe(now)},
 		{"job cost", Seconds(c.JobCost.V), c.JobCost.Describe(now)},
 		{"bandwidth", fmt.Sprintf("%.0f MB/s", c.Bandwidth.V/1e6), c.Bandwidth.Describe(now)},
 	}
+	if !c.HereWorkers.Assumed() {
+		ins = append(ins, Input{"workers here", fmt.Sprintf("%.0f, the first after %s", c.HereWorkers.V, Seconds(c.HereJoin)), c.HereWorkers.Describe(now)})
+	}
+	return ins
 }
 
 // AllPairsWork is an All-Pairs problem as the decision sees it.
@@ -376,38 +489,76 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 		LocalCores: local,
 		Star:       true, // what our masters do: they send, or a file server serves
 	}
+	// On Work Queue the dispatch is the workers' joining, once
+	// (startDispatch): the model's per-job and serial dispatch are
+	// then nothing.
+	start, perJob := c.startDispatch()
+	if c.Kind == "wq" {
+		in.Dispatch, in.Submit = c.JobCost.V, -1
+	}
 	dist := Prediction{Mode: Distributed, Seconds: math.Inf(1)}
 	var ch model.AllPairsChoice
 	if jobs > 0 && w.Cells > 0 {
 		ch = model.ChooseAllPairs(in)
+		ch.Cluster += start
+		if rt, cells, hosts, ok := allPairsRounds(in, c, start, jobs, 0, 0); ok {
+			ch.Cluster, ch.JobCells, ch.Hosts = rt, cells, hosts
+		}
 		dist = apply(cs, Distributed, c.Kind, ch.Cluster)
 		dist.Detail = fmt.Sprintf("jobs of %d cells on %d of %d slots", ch.JobCells, ch.Hosts, jobs)
 		if k > 1 {
 			dist.Detail = fmt.Sprintf("jobs of %d cells, %d cores each, on %d of %d hosts", ch.JobCells, k, ch.Hosts, jobs)
 		}
 	}
-	// Hybrid: the cluster's slots join after a dispatch and its serial
-	// part for h hosts (h·Submit in all, so on average half of it); each
-	// spends a dispatch per job, on jobs as the distributed model sized
-	// them, and the master's link carries the data as in that model. It
-	// is never slower than distributed: this machine's cores only take
-	// jobs the cluster's would have waited for. It may be slower than
-	// multicore, since every cell then runs in a job.
+	// Hybrid: this machine's cores take jobs from the start, the
+	// cluster's slots after its dispatch, on jobs as the distributed
+	// model sized them or smaller (hybridJobCells). It is never slower
+	// than distributed: this machine's cores only take jobs the
+	// cluster's would have waited for. It may be slower than multicore,
+	// since every cell then runs in a job.
 	hy := apply(cs, Hybrid, c.Kind, work/float64(local))
 	if ch.JobCells > 0 {
-		hj := hybridJobCells(w.Cells, ch.JobCells, ch.Hosts*k+local, t/float64(k), c.perJob())
-		job := float64(hj) * t / float64(k)
-		serial := c.Submit.V
-		if serial <= 0 {
-			serial = c.Dispatch.V
+		hj := hybridJobCells(w.Cells, ch.JobCells, ch.Hosts*k+local, t/float64(k), perJob+c.JobCost.V)
+		var both float64
+		var how string
+		if c.HereWorkers.V > 0 {
+			how = fmt.Sprintf(", which stop taking jobs after %s (%.0f of the cluster's workers run here)", Seconds(c.HereJoin), c.HereWorkers.V)
 		}
-		start := c.perJob() + serial*float64(ch.Hosts)/2
-		eff := job / (job + c.perJob())
-		// This machine's cores run the same jobs, without the dispatch.
-		here := float64(local) * job / (job + c.hereJobCost())
-		both := hybridTime(work, here, float64(ch.Hosts*k)*eff, start) + model.AllPairsDataTime(in, hj, ch.Hosts)
+		slots := ch.Hosts
+		if rt, cells, _, ok := allPairsRounds(in, c, start, jobs, local, hj); ok {
+			// Jobs end in rounds: predicted event by event, on all the
+			// cluster's slots and this machine's cores, in the fastest
+			// job size.
+			both, hj, slots = rt, cells, jobs
+		} else {
+			// Too many jobs to follow one by one: the work flows evenly
+			// over the slots. The cluster's slots join after its start
+			// and the serial part of a dispatch for h hosts (h·Submit in
+			// all, so on average half of it); each spends a dispatch per
+			// job.
+			job := float64(hj) * t / float64(k)
+			serial := c.Submit.V
+			if serial <= 0 {
+				serial = perJob
+			}
+			join := start + perJob + serial*float64(ch.Hosts)/2
+			eff := job / (job + perJob + c.JobCost.V)
+			here := float64(local) * job / (job + c.hereJobCost())
+			if c.HereWorkers.V > 0 {
+				// The own worker stops once a worker joins from here:
+				// its cores do what they can until then.
+				here = 0
+			}
+			both = hybridTime(work, here, float64(ch.Hosts*k)*eff, join) + model.AllPairsDataTime(in, hj, ch.Hosts)
+		}
 		hy = apply(cs, Hybrid, c.Kind, math.Min(both, ch.Cluster))
-		hy.Detail = fmt.Sprintf("jobs of %d cells; %d cores here from the start, %d slots after %s", hj, local, ch.Hosts*k, Seconds(start))
+		joined := Seconds(start + perJob)
+		if serial := allPairsEventInputs(c, nil, t, slots, start).Submit; serial > 0 && slots > 1 {
+			if last := Seconds(start + perJob + serial*float64(slots-1)); last != joined {
+				joined += " to " + last
+			}
+		}
+		hy.Detail = fmt.Sprintf("jobs of %d cells; %d cores here from the start%s, %d slots after %s", hj, local, how, slots*k, joined)
 		d.jobCells[Hybrid] = hj
 	}
 	d.Predictions = append(d.Predictions, dist, hy)

@@ -41,7 +41,7 @@ func ExampleDecideAllPairs() {
 	// predictions:
 	//    multicore    6h56m40s: 2 cores
 	//    distributed  7m48s: jobs of 10000 cells, 2 cores each, on 100 of 100 hosts
-	//  * hybrid       6m40s: jobs of 1650 cells; 2 cores here from the start, 200 slots after 102 s
+	//  * hybrid       6m40s: jobs of 1650 cells; 2 cores here from the start, 200 slots after 2 s to 3m20s
 	// choice: hybrid, because predicted 62.5× faster than this machine alone
 	// hybrid: predicted 6m40s (predicted 62.5× faster than this machine alone)
 }

@@ -214,8 +214,6 @@ type Correction struct {
 	// Spread is the geometric standard deviation of the runs' ratios (1
 	// when they agree): how far the corrected prediction may still be off.
 	Spread float64
-	// From, if not the mode corrected, is the mode whose runs it borrows.
-	From Mode
 }
 
 func (c Correction) String() string {
@@ -225,9 +223,6 @@ func (c Correction) String() string {
 	runs := "runs"
 	if c.Runs == 1 {
 		runs = "run"
-	}
-	if c.From != Multicore {
-		runs = c.From.String() + " " + runs
 	}
 	return fmt.Sprintf("×%.2f from %d earlier %s, spread ×%.2f", c.Factor, c.Runs, runs, c.Spread)
 }

@@ -105,7 +105,25 @@ type Cluster struct {
 
 	Hosts        Value // hosts (workers, nodes) available now
 	CoresPerHost Value // cores each host gives a job
-	Dispatch     Value // seconds between submitting a job and its start
+	// Dispatch is the seconds between submitting a job and its start. On
+	// Work Queue it is the workers' start-up, paid once at the start of a
+	// run: the time from a master's start to its workers' joining (their
+	// mean, as a run saw them join); the master then sends a task the
+	// moment a worker has a free core.
+	Dispatch Value
+	// Joins are, on Work Queue, the seconds from a master's start to
+	// each of its workers' joining, in ascending order (as a run saw
+	// them; Dispatch is their mean), for the models that follow jobs one
+	// by one; nil where not measured.
+	Joins []float64
+	// HereWorkers are the cluster's workers that connect from this
+	// machine (Work Queue; as a run saw them join), after HereJoin
+	// seconds, the first of them: they run on this machine's cores, so a
+	// hybrid run's own worker takes no more tasks once the first joins,
+	// and this machine's cores are then in the cluster's width, not
+	// beside it.
+	HereWorkers Value
+	HereJoin    float64
 	// Submit is the master's own seconds per job, paid one job after
 	// another (a send to a worker, an sbatch call); the rest of Dispatch
 	// passes for every job at once. Zero means all of Dispatch is serial,

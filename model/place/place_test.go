@@ -257,7 +257,7 @@ func TestExplainSaysWhereInputsCameFrom(t *testing.T) {
 		"dispatch", "probe job, 2 h old",
 		"bandwidth", "assumed: nothing measured yet",
 		"×1.50 from 2 earlier runs",
-		"* hybrid", "choice: hybrid, because", "×1.50 from 2 earlier hybrid runs", // distributed borrows hybrid's correction
+		"* hybrid", "choice: hybrid, because", "no faster than the hybrid run, as ×1.50 from 2 earlier runs", // distributed is bounded by hybrid's runs
 	} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("--explain lacks %q:\n%s", want, b.String())
@@ -583,5 +583,70 @@ func TestDecideWavefrontSmallHybrid(t *testing.T) {
 	}
 	if gain := d.Predicted(Multicore) - d.Predicted(Hybrid); gain >= localMinGain {
 		t.Errorf("hybrid predicted to save %.2f s: not a case of the smaller gain", gain)
+	}
+}
+
+// TestDecideAllPairsOnWorkQueue: on Work Queue the workers' start-up is
+// paid once, not per job or per host; jobs end in rounds; and this
+// machine's own worker stops taking jobs once a worker joins from here.
+func TestDecideAllPairsOnWorkQueue(t *testing.T) {
+	two := Machine{Cores: measured(2, "probed")}
+	wq := func(startup float64, joins []float64, here float64) *Cluster {
+		return &Cluster{
+			Kind: "wq", Named: "RIGHTSIZE_CLUSTER",
+			Hosts: measured(8, "given"), CoresPerHost: measured(1, "given"),
+			Dispatch: measured(startup, "joins"), Joins: joins,
+			JobCost: measured(0.05, "measured in a run"), Bandwidth: Value{V: DefaultBandwidth},
+			HereWorkers: measured(here, "joins"), HereJoin: 0.01,
+		}
+	}
+	sixBySix := AllPairsWork{N: 6, M: 6, Cells: 36, CellTime: measured(0.05, "s")}
+	twelve := AllPairsWork{N: 12, M: 12, Cells: 144, CellTime: measured(0.05, "s")}
+	for _, tc := range []struct {
+		name        string
+		w           AllPairsWork
+		c           *Cluster
+		distributed float64 // the model's figure
+		hybrid      float64
+		detail      string // in the hybrid's
+	}{
+		// Six jobs of 3×2 cells (0.3 s and 0.05 s of job cost) on six
+		// of the eight workers, in one round, after the start-up;
+		// hybrid, nine jobs of 2×2 on the eight workers and the two
+		// cores here, one round.
+		{"no start-up", sixBySix, wq(0, nil, 0), 0.35, 0.25, "2 cores here from the start, 8 slots after 0 s"},
+		{"the start-up is paid once", sixBySix, wq(0.25, nil, 0), 0.6, 0.5, "8 slots after 0.25 s"},
+		// The cores here do the whole as one job on both, 0.9 s,
+		// before the workers join.
+		{"a longer start-up, once", sixBySix, wq(1, nil, 0), 1.35, 0.9, "8 slots after 1 s"},
+		// The workers join one by one, 0.05 s apart: nine jobs of 2×2
+		// cells (0.25 s each) on the eight, each job to the first slot
+		// free, an early joiner's second before a late one's first: the
+		// last end at 0.6 s. Hybrid: the cores here take four of them
+		// by 0.2 s.
+		{"the joins as measured", sixBySix, wq(0.25, []float64{0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4}, 0), 0.6, 0.5, ""},
+		// A 12×12 with workers joining after 2 s: distributed, nine jobs
+		// of 5×4 items, the last of 8 cells on the first worker free.
+		// Hybrid: the cores here keep taking jobs of 5×5 until 1.75 s
+		// and end at 2.75 s; with workers joining from here at 0.01 s
+		// they take one job of 4×4 each as the own worker connects and
+		// no more, and the other seven end at 2.85 s.
+		{"the cores here keep taking jobs", twelve, wq(2, nil, 0), 3.05, 2.75, "8 slots after 2 s"},
+		{"the own worker drains", twelve, wq(2, nil, 8), 3.05, 2.85, "which stop taking jobs after 0.01 s (8 of the cluster's workers run here)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := DecideAllPairs(tc.w, two, tc.c, nil, now)
+			var b strings.Builder
+			d.Explain(&b)
+			if got := d.Predicted(Distributed); math.Abs(got-tc.distributed) > 1e-9 {
+				t.Errorf("distributed predicted %v, want %v\n%s", got, tc.distributed, b.String())
+			}
+			if got := d.Predicted(Hybrid); math.Abs(got-tc.hybrid) > 1e-9 {
+				t.Errorf("hybrid predicted %v, want %v\n%s", got, tc.hybrid, b.String())
+			}
+			if !strings.Contains(b.String(), tc.detail) || !strings.Contains(b.String(), "start-up") {
+				t.Errorf("the explanation says no %q or no start-up:\n%s", tc.detail, b.String())
+			}
+		})
 	}
 }
