@@ -244,7 +244,7 @@ func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver
 	if f.BatchType == "wq" {
 		// The workers' joining is Work Queue's dispatch, paid once: the
 		// run measures it for the next decision.
-		joins = watchJoins(&wq, onThisMachine())
+		joins = watchJoins(&wq, distmaster.OnThisMachine())
 	}
 	var own *OwnWorker
 	if f.Hybrid && !f.HybridByCells() && f.BatchType == "wq" {
