@@ -79,8 +79,9 @@ type AllPairsResult struct {
 	Blocks   int // blocks of the problem
 	Skipped  int // blocks already complete at the start
 	TrackerCounts
-	MeanJob  time.Duration // mean running time of the jobs that finished
-	HereJobs int           // jobs done in the master's process
+	MeanJob      time.Duration // mean running time of the jobs that finished
+	MeanJobCells float64       // mean cells of the jobs MeanJob counts
+	HereJobs     int           // jobs done in the master's process
 	// Dispatch is the least time from a job's submission to its start,
 	// as the driver reported them (0 if it did not).
 	Dispatch  time.Duration
@@ -186,7 +187,7 @@ func RunAllPairs(ctx context.Context, cfg Config, p *AllPairs) (AllPairsResult, 
 	}
 	defer os.RemoveAll(cfg.WorkDir)
 	st, runErr := runLoop(ctx, &cfg, r, ready, res.Blocks)
-	res.TrackerCounts, res.MeanJob, res.HereJobs, res.Dispatch = st.TrackerCounts, st.MeanJob, st.HereJobs, st.Dispatch
+	res.TrackerCounts, res.MeanJob, res.MeanJobCells, res.HereJobs, res.Dispatch = st.TrackerCounts, st.MeanJob, st.MeanJobCells, st.HereJobs, st.Dispatch
 	res.Computed = ck.Cells() - res.Resumed
 	if err := ck.Sync(); err != nil && runErr == nil {
 		runErr = fmt.Errorf("checkpoint %s: %w", ck.Path(), err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -110,6 +111,7 @@ func TestAllPairsEqualsMulticore(t *testing.T) {
 					if (be.name == inProcess) != (res.MeanJob == 0) {
 						t.Errorf("on %s, the mean job time of the processes is %v", be.name, res.MeanJob)
 					}
+					checkMeanJobCells(t, be.name, res.MeanJobCells, res.Computed, res.Done)
 					if !slices.Equal(got, want) {
 						t.Errorf("%d lines, want %d; first differing:\n%s", len(got), len(want), firstDiff(got, want))
 					}
@@ -189,6 +191,7 @@ func TestWavefrontEqualsMulticore(t *testing.T) {
 					if (be.name == inProcess) != (res.MeanJob == 0) {
 						t.Errorf("on %s, the mean job time of the processes is %v", be.name, res.MeanJob)
 					}
+					checkMeanJobCells(t, be.name, res.MeanJobCells, int64(res.Computed), res.Done)
 					if got := p.result(t); !equalCells(got, want) {
 						t.Errorf("%d cells, want %d, or values differ", len(got), len(want))
 					}
@@ -638,5 +641,20 @@ func TestBatchSystems(t *testing.T) {
 				t.Errorf("Wavefront: %d cells, want %d, or values differ", len(got), len(want))
 			}
 		})
+	}
+}
+
+// checkMeanJobCells checks a run's mean cells a job against its cells
+// computed over its blocks done: every job ran once, as a process unless
+// on the in-process back end, where no job says what a job costs. The
+// blocks at the edges are smaller, so this is not a whole block's cells.
+func checkMeanJobCells(t *testing.T, backend string, got float64, computed int64, done int) {
+	t.Helper()
+	want := 0.0
+	if backend != inProcess && done > 0 {
+		want = float64(computed) / float64(done)
+	}
+	if math.Abs(got-want) > 1e-9 {
+		t.Errorf("on %s, %v cells a job, want %v (%d cells in %d blocks)", backend, got, want, computed, done)
 	}
 }

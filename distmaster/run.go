@@ -298,6 +298,9 @@ type loopStats struct {
 	// and finished their blocks: what the cluster's jobs cost, which the
 	// blocks done in the master's process (batch.Job.Do) do not say.
 	MeanJob time.Duration
+	// MeanJobCells is the mean cells of the jobs MeanJob counts: not a
+	// whole block's, since the blocks at the problem's edges are smaller.
+	MeanJobCells float64
 	// HereJobs counts the jobs done in the master's process.
 	HereJobs int
 	// Dispatch is the least time from a job's submission to its start,
@@ -358,11 +361,13 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 	}
 	var ran time.Duration // by the jobs that ran as processes and finished
 	var ranJobs, hereJobs int
+	var ranCells int64 // of those jobs
 	var dispatch time.Duration
 	stats := func() loopStats {
 		st := loopStats{TrackerCounts: tr.Counts(), HereJobs: hereJobs, Dispatch: dispatch}
 		if ranJobs > 0 {
 			st.MeanJob = ran / time.Duration(ranJobs)
+			st.MeanJobCells = float64(ranCells) / float64(ranJobs)
 		}
 		return st
 	}
@@ -470,6 +475,7 @@ func runLoop(ctx context.Context, cfg *Config, src blockSource, ready []int, tot
 		if jobErr == nil && !info.here.Load() && !info.started.IsZero() {
 			ran += ended.Sub(info.started)
 			ranJobs++
+			ranCells += info.cells
 			leastDispatch(&dispatch, ev)
 		}
 		if info.here.Load() {

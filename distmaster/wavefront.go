@@ -83,10 +83,11 @@ type WavefrontResult struct {
 	JobSize  int
 	Blocks   int // blocks of the region
 	TrackerCounts
-	MeanJob   time.Duration
-	HereJobs  int // jobs done in the master's process
-	HereCells int // cells computed by this machine's cores (HereCores)
-	TakenBack int // blocks taken back from the batch system's queue (HereCores)
+	MeanJob      time.Duration
+	MeanJobCells float64 // mean cells of the jobs MeanJob counts
+	HereJobs     int     // jobs done in the master's process
+	HereCells    int     // cells computed by this machine's cores (HereCores)
+	TakenBack    int     // blocks taken back from the batch system's queue (HereCores)
 	// Dispatch is the least time from a block job's submission to its
 	// start, as the driver reported them (0 if it did not).
 	Dispatch  time.Duration
@@ -195,7 +196,7 @@ func (r *wfRun) runBlocks(ctx context.Context, res *WavefrontResult) error {
 	}
 	defer os.RemoveAll(r.cfg.WorkDir)
 	st, err := runLoop(ctx, r.cfg, r, ready, res.Blocks)
-	res.TrackerCounts, res.MeanJob, res.HereJobs, res.Dispatch = st.TrackerCounts, st.MeanJob, st.HereJobs, st.Dispatch
+	res.TrackerCounts, res.MeanJob, res.MeanJobCells, res.HereJobs, res.Dispatch = st.TrackerCounts, st.MeanJob, st.MeanJobCells, st.HereJobs, st.Dispatch
 	return err
 }
 

@@ -197,6 +197,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	failedBlock := map[int]bool{}
 	var ran time.Duration
 	var ranJobs int
+	var ranCells int64 // of the jobs ran counts
 	var inFlight int64 // cells running here or away
 	flight := func(delta int64) {
 		inFlight += delta
@@ -328,6 +329,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 			if !ev.Started.IsZero() {
 				ran += ended.Sub(ev.Started)
 				ranJobs++
+				ranCells += r.size(j.block)
 				leastDispatch(&res.Dispatch, ev)
 			}
 			res.Done++
@@ -463,6 +465,7 @@ func (r *wfRun) runHybrid(ctx context.Context, cores int, res *WavefrontResult) 
 	res.TakenBack = c.TakenBack
 	if ranJobs > 0 {
 		res.MeanJob = ran / time.Duration(ranJobs)
+		res.MeanJobCells = float64(ranCells) / float64(ranJobs)
 	}
 	if len(failures) > 0 {
 		res.Failed = len(failures)

@@ -94,8 +94,10 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	})
 	bar.Stop()
 	o.resumed = res.Resumed
-	if cells, ok := meanBlockCells(res); o.cellTime != nil && err == nil && ok {
-		o.dist.SaveJobCost(res.MeanJob, cells, o.cellTime.V)
+	if o.cellTime != nil && err == nil && res.MeanJobCells > 0 {
+		// Not a whole block's cells: the blocks at the matrix's edges are
+		// smaller (a 12×12 in blocks of 5×4 has 16 cells a block, not 20).
+		o.dist.SaveJobCost(res.MeanJob, res.MeanJobCells, o.cellTime.V)
 	}
 	if err == nil {
 		o.dist.SaveDispatch(res.Dispatch)
@@ -132,17 +134,4 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 	}
 	complete = true
 	return nil
-}
-
-// meanBlockCells returns the mean cells of the blocks run computed, for
-// the job cost: not a whole block's, since those at the matrix's edges are
-// smaller (a 12×12 in blocks of 5×4 has 16 cells a block, not 20: its
-// jobs' 0.85 s less 20 cells of 50 ms saved no job cost at all). It
-// reports false when the run computed no block.
-func meanBlockCells(res distmaster.AllPairsResult) (float64, bool) {
-	blocks := res.Blocks - res.Skipped
-	if blocks <= 0 || res.Computed <= 0 {
-		return 0, false
-	}
-	return float64(res.Computed) / float64(blocks), true
 }

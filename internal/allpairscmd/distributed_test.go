@@ -9,13 +9,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-
 	"strings"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/rightsize/rightsize/distmaster"
 
 	"github.com/rightsize/rightsize/internal/testutil"
 	"github.com/rightsize/rightsize/sparsematrix"
@@ -461,25 +458,5 @@ func TestWorkQueueHybrid(t *testing.T) {
 	}
 	if !strings.Contains(errs, "9 jobs, 9 done here by the master's own worker") {
 		t.Errorf("-v did not say the jobs were done here:\n%s", errs)
-	}
-}
-
-func TestMeanBlockCells(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		res  distmaster.AllPairsResult
-		want float64
-		ok   bool
-	}{
-		{"a 12×12 in blocks of 5×4: nine blocks, 16 cells each", distmaster.AllPairsResult{Computed: 144, Blocks: 9, JobW: 5, JobH: 4}, 16, true},
-		{"blocks already complete are not the run's", distmaster.AllPairsResult{Computed: 80, Blocks: 9, Skipped: 4, JobW: 5, JobH: 4}, 16, true},
-		{"nothing computed", distmaster.AllPairsResult{Blocks: 9, Skipped: 9}, 0, false},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got, ok := meanBlockCells(tc.res)
-			if got != tc.want || ok != tc.ok {
-				t.Errorf("meanBlockCells = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
-			}
-		})
 	}
 }

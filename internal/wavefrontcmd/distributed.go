@@ -104,8 +104,8 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 	if res.Predicted > 0 && err == nil && o.dist.Cluster == nil {
 		fmt.Fprintf(explain, "the model predicted %v; this run took %v\n", res.Predicted.Round(100*time.Millisecond), res.Elapsed.Round(100*time.Millisecond))
 	}
-	if o.cellTime != nil && err == nil {
-		o.dist.SaveJobCost(res.MeanJob, float64(res.JobSize*res.JobSize), o.cellTime.V)
+	if o.cellTime != nil && err == nil && res.MeanJobCells > 0 {
+		o.dist.SaveJobCost(res.MeanJob, res.MeanJobCells, o.cellTime.V)
 	}
 	if err == nil {
 		o.dist.SaveDispatch(res.Dispatch)
