@@ -53,7 +53,7 @@ func runDistributed(ctx context.Context, o *options, reg *funcs.Registry, args [
 			a.Source, len(a.Items), b.Source, len(b.Items), args[0], fn.Info().Kind, ck.Path())
 	}
 
-	d, closeDriver, err := o.dist.Open("allpairs", "allpairs", filepath.Dir(ck.Path()), msgs)
+	d, closeDriver, err := o.dist.Open("allpairs", filepath.Dir(ck.Path()), msgs)
 	if err != nil {
 		return err
 	}

@@ -199,7 +199,7 @@ func (f *Flags) fastAbort() distmaster.FastAbort {
 	return distmaster.FastAbort{Multiplier: f.FastAbort}
 }
 
-// Open opens the batch driver for jobs of category, with the batch
+// Open opens the batch driver for f.Tool's jobs of category, with the batch
 // systems' spool directory in spool. For Work Queue it says on msgs where
 // workers should connect, writes the port file, and reports on msgs a
 // password file or key others can read and the connections the master
@@ -209,7 +209,8 @@ func (f *Flags) fastAbort() distmaster.FastAbort {
 // Warnings go to msgs too, with or without -v: fast aborts, failed blocks
 // retried, and Work Queue workers dropped or kept out and why. They are
 // what explains a run that slows down or stalls.
-func (f *Flags) Open(tool, category, spool string, msgs io.Writer) (batch.Driver, func(), error) {
+func (f *Flags) Open(category, spool string, msgs io.Writer) (batch.Driver, func(), error) {
+	tool := f.Tool
 	f.log = slog.New(slog.NewTextHandler(msgs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := batch.Options{Spool: spool}
 	if c := f.Cluster; c != nil && f.BatchType == "local" {

@@ -26,13 +26,13 @@ func TestWorkQueueWarnings(t *testing.T) {
 			lines <- sc.Text()
 		}
 	}()
-	f := &Flags{BatchType: "wq", Port: 0}
+	f := &Flags{BatchType: "wq", Port: 0, Tool: "allpairs"}
 	opened := make(chan error, 1)
 	var d batch.Driver
 	var closeDriver func()
 	go func() {
 		var err error
-		d, closeDriver, err = f.Open("allpairs", "allpairs", t.TempDir(), w)
+		d, closeDriver, err = f.Open("allpairs", t.TempDir(), w)
 		opened <- err
 	}()
 	<-lines // where it listens

@@ -66,7 +66,7 @@ func runDistributed(ctx context.Context, o *options, p distributed) (multicore.W
 	if o.verbose || o.explain {
 		explain = distcmd.Prefixed(p.msgs, "wavefront: ")
 	}
-	d, closeDriver, err := o.dist.Open("wavefront", "wavefront", filepath.Dir(p.checkpoint), p.msgs)
+	d, closeDriver, err := o.dist.Open("wavefront", filepath.Dir(p.checkpoint), p.msgs)
 	if err != nil {
 		return multicore.WavefrontResult{}, err
 	}
