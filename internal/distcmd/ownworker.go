@@ -46,13 +46,7 @@ func NewOwnWorker(cfg *workqueue.Config, tool string, msgs io.Writer, log *slog.
 		here:    distmaster.OnThisMachine(),
 		cores:   runtime.NumCPU(),
 	}
-	prev := cfg.Joined
-	cfg.Joined = func(info workqueue.WorkerInfo) {
-		if prev != nil {
-			prev(info)
-		}
-		w.joined(info)
-	}
+	onJoin(cfg, w.joined)
 	return w
 }
 

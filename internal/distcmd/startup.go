@@ -30,14 +30,20 @@ type joinClock struct {
 // listening.
 func watchJoins(cfg *workqueue.Config, here func(net.IP) bool) *joinClock {
 	j := &joinClock{here: here, now: time.Now, start: time.Now()}
+	onJoin(cfg, j.joined)
+	return j
+}
+
+// onJoin makes cfg's master call f for each worker that joins, after the
+// Joined hook cfg had.
+func onJoin(cfg *workqueue.Config, f func(workqueue.WorkerInfo)) {
 	prev := cfg.Joined
 	cfg.Joined = func(info workqueue.WorkerInfo) {
 		if prev != nil {
 			prev(info)
 		}
-		j.joined(info)
+		f(info)
 	}
-	return j
 }
 
 // started marks the master's start: the joins are timed from it.
