@@ -638,9 +638,52 @@ func TestSaveJobCostPerTool(t *testing.T) {
 		}
 	}
 	e := readCache(o)["wq"]
-	want := map[string]measurement{"allpairs": {0.07, now}, "wavefront": {0.012, now}}
-	if !maps.Equal(e.JobCosts, want) || e.JobCost != 0.07 || e.Dispatch != 0.03 {
+	want := map[string]measurement{
+		"allpairs":  {V: 0.07, At: now, Runs: []float64{0.07}},
+		"wavefront": {V: 0.0135, At: now, Runs: []float64{0.015, 0.012}},
+	}
+	if !maps.EqualFunc(e.JobCosts, want, equalMeasurement) || e.JobCost != 0.07 || e.Dispatch != 0.03 {
 		t.Errorf("cache entry %+v, want job costs %v beside the old figure and the dispatch", e, want)
+	}
+}
+
+func equalMeasurement(a, b measurement) bool {
+	return math.Abs(a.V-b.V) < 1e-12 && a.At.Equal(b.At) && slices.Equal(a.Runs, b.Runs)
+}
+
+// TestJobCostPooled: a tool's job cost is the median of its latest
+// runs' (maxJobCosts), so that one run slowed by the load does not
+// decide the next run's jobs; a figure kept before runs were counts as
+// one run.
+func TestJobCostPooled(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	old := measurement{V: 0.05, At: now.Add(-time.Hour)}
+	for _, tc := range []struct {
+		name   string
+		start  measurement
+		runs   []float64
+		want   float64
+		kept   []float64
+		source string
+	}{
+		{"one run", measurement{}, []float64{0.053}, 0.053, []float64{0.053}, "measured in a run of allpairs"},
+		{"an outlier among three", measurement{}, []float64{0.053, 0.12, 0.06}, 0.06, []float64{0.053, 0.12, 0.06}, "the median of the last 3 runs of allpairs"},
+		{"two: their mean", measurement{}, []float64{0.05, 0.07}, 0.06, []float64{0.05, 0.07}, "the median of the last 2 runs of allpairs"},
+		{"an older cache's figure is a run", old, []float64{0.2, 0.06}, 0.06, []float64{0.05, 0.2, 0.06}, "the median of the last 3 runs of allpairs"},
+		{"the latest eight", measurement{}, []float64{9, 9, 9, 9, 1, 1, 1, 1, 1}, 1, []float64{9, 9, 9, 1, 1, 1, 1, 1}, "the median of the last 8 runs of allpairs"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.start
+			for _, v := range tc.runs {
+				m = m.add(v, now)
+			}
+			if math.Abs(m.V-tc.want) > 1e-12 || !slices.Equal(m.Runs, tc.kept) || !m.At.Equal(now) {
+				t.Errorf("%+v, want %v of %v at %v", m, tc.want, tc.kept, now)
+			}
+			if got := m.source("allpairs"); got != tc.source {
+				t.Errorf("source %q, want %q", got, tc.source)
+			}
+		})
 	}
 }
 

@@ -139,10 +139,50 @@ func (e cached) startup() (dispatch, here place.Value, hereFirst float64, joins 
 	return dispatch, here, hereFirst, spread(slices.Sorted(slices.Values(joins)), maxJoins), true
 }
 
-// A measurement is a figure a run measured, and when.
+// A measurement is a figure runs measured, and when the latest did.
 type measurement struct {
 	V  float64   `json:"s"`
 	At time.Time `json:"at"`
+	// Runs are the latest runs' own figures, at most maxJobCosts, the
+	// latest last; V is their median. A cache written before they were
+	// kept has V alone.
+	Runs []float64 `json:"runs_s,omitempty"`
+}
+
+// maxJobCosts is how many runs' job costs a tool's figure pools: one
+// run's varies with the load on the hosts (0.053 and then 0.12 s a job
+// in two runs of the same All-Pairs on the same eight workers), and the
+// median of a few is steadier than the latest, and follows a lasting
+// change once half of them have seen it.
+const maxJobCosts = 8
+
+// add returns m with a run's figure v, measured at t, added.
+func (m measurement) add(v float64, t time.Time) measurement {
+	runs := slices.Clone(m.Runs)
+	if len(runs) == 0 && !m.At.IsZero() {
+		runs = []float64{m.V} // a figure kept before runs were
+	}
+	runs = append(runs, v)
+	if n := len(runs); n > maxJobCosts {
+		runs = slices.Delete(runs, 0, n-maxJobCosts)
+	}
+	// The median, the middle two's mean for an even count (gonum's
+	// quantiles give one of the two).
+	sorted := slices.Sorted(slices.Values(runs))
+	mid := len(sorted) / 2
+	median := sorted[mid]
+	if len(sorted)%2 == 0 {
+		median = (sorted[mid-1] + sorted[mid]) / 2
+	}
+	return measurement{V: median, At: t, Runs: runs}
+}
+
+// source says where m's figure comes from, the runs of tool.
+func (m measurement) source(tool string) string {
+	if len(m.Runs) > 1 {
+		return fmt.Sprintf("the median of the last %d runs of %s", len(m.Runs), tool)
+	}
+	return "measured in a run of " + tool
 }
 
 // cacheFresh is how long a measured dispatch latency is used before a
@@ -220,8 +260,8 @@ func SaveDispatch(o Options, kind string, seconds float64) error {
 
 // SaveJobCost records what a run of o.Tool measured a job to cost on
 // kind's hosts beyond its work (its mean running time less its cells'
-// time), as that tool's figure; with no tool, as the batch type's figure
-// of no tool.
+// time), pooled with that tool's latest runs (maxJobCosts); with no
+// tool, as the batch type's figure of no tool.
 func SaveJobCost(o Options, kind string, seconds float64) error {
 	now := o.now()
 	return updateCache(o, kind, func(e *cached) {
@@ -232,7 +272,7 @@ func SaveJobCost(o Options, kind string, seconds float64) error {
 		if e.JobCosts == nil {
 			e.JobCosts = map[string]measurement{}
 		}
-		e.JobCosts[o.Tool] = measurement{V: seconds, At: now}
+		e.JobCosts[o.Tool] = e.JobCosts[o.Tool].add(seconds, now)
 	})
 }
 
@@ -242,7 +282,7 @@ func SaveJobCost(o Options, kind string, seconds float64) error {
 // it is; else the assumed one.
 func (e cached) jobCost(tool string) place.Value {
 	if m, ok := e.JobCosts[tool]; ok && tool != "" {
-		return place.Value{V: m.V, Source: "measured in a run of " + tool, Measured: m.At}
+		return place.Value{V: m.V, Source: m.source(tool), Measured: m.At}
 	}
 	var v place.Value
 	if !e.JobCostAt.IsZero() {
@@ -255,7 +295,7 @@ func (e cached) jobCost(tool string) place.Value {
 	// every time.
 	for _, other := range slices.Sorted(maps.Keys(e.JobCosts)) {
 		if m := e.JobCosts[other]; v.Assumed() || m.At.After(v.Measured) {
-			v = place.Value{V: m.V, Source: "measured in a run of " + other, Measured: m.At}
+			v = place.Value{V: m.V, Source: m.source(other), Measured: m.At}
 		}
 	}
 	switch {
