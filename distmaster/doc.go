@@ -52,6 +52,7 @@
 //
 // The package does not parse command lines, read R directories or choose
 // between running here and distributing: the allpairs and wavefront
-// commands do, and call it when -T is given. It does not start workers
+// commands do (package model/place), and call it when -T is given or
+// placement chooses the cluster or a hybrid run. It does not start workers
 // either (see workqueue's worker and factory).
 package distmaster

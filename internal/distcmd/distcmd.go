@@ -5,7 +5,9 @@
 // failed blocks, the live status page of --http (StatusPage), the HTML
 // report of --report (RunReport), and finding
 // the cluster, saying a placement decision, recording the run against it
-// and keeping what it measured (place.go; makeflow uses these too).
+// and keeping what it measured (place.go; makeflow uses these too), Work
+// Queue's start-up among it: when the workers joined the master
+// (startup.go).
 //
 // It does not run anything itself; package distmaster does, and package
 // model/place decides.

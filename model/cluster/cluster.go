@@ -30,9 +30,10 @@
 // measures (SaveStartup, with the workers that joined from this machine).
 // Probes, and the figures runs measure (SaveDispatch, SaveStartup,
 // SaveBandwidth, SaveJobCost), are kept in ~/.cache/rightsize/cluster.json,
-// per batch type; the job cost, what a job costs beyond its work, per tool too: a
-// tool with no figure of its own borrows the latest another tool measured
-// on that batch type, and says so.
+// per batch type. The job cost, what a job costs beyond its work, is kept
+// per tool too, as the median of that tool's latest eight runs; a tool
+// with no figure of its own borrows the latest another tool measured on
+// that batch type, and says so.
 package cluster
 
 import (
