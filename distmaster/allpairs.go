@@ -360,12 +360,11 @@ func (r *apRun) absorb(b int, dir string) (bool, error) {
 }
 
 // jobShape returns the items of A and of B of a job of about jobCells
-// cells: as square as the matrix allows.
+// cells, as model.AllPairsJobShape (and so the placement's predictions)
+// has it, no more than the problem's cells (half the matrix's when
+// symmetric).
 func (r *apRun) jobShape(jobCells float64) (w, h int) {
-	jobCells = math.Min(math.Max(jobCells, 1), float64(r.cells()))
-	w = min(max(int(math.Ceil(math.Sqrt(jobCells))), 1), r.n)
-	h = min(max(int(math.Ceil(jobCells/float64(w))), 1), r.m)
-	return w, h
+	return model.AllPairsJobShape(r.n, r.m, math.Min(jobCells, float64(r.cells())))
 }
 
 func (r *apRun) done(int) []int { return nil }

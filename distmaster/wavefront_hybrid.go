@@ -560,7 +560,7 @@ func (r *wfRun) refitBlocks(hy *blocks.Hybrid, local, workers int, elapsed time.
 	c.Kind = "wq"
 	c.Hosts = place.Value{V: float64(workers), Source: "the workers connected", Measured: time.Now()}
 	c.CoresPerHost = place.Value{V: 1, Source: "the workers connected", Measured: time.Now()}
-	// Work Queue's start (place.Cluster.wavefrontDispatch) is when the
+	// Work Queue's start (place.Cluster.startDispatch) is when the
 	// workers take their first block: now, as they have joined.
 	c.Dispatch = place.Value{V: elapsed.Seconds(), Source: "the time the cores ran alone", Measured: time.Now()}
 	n := max(r.w.Region.W, r.w.Region.H)

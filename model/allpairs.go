@@ -156,16 +156,15 @@ func ChooseAllPairs(in AllPairsInputs) AllPairsChoice {
 
 // AllPairsJobs returns the cells of each job of an n×m problem cut into
 // jobs of about c cells as the distributed master cuts it: blocks of
-// ⌈√c⌉ items of A by ⌈c/⌈√c⌉⌉ of B (fewer where the matrix is narrower),
-// the last row and column of blocks cut short by the matrix's edges. The
-// jobs are in the master's order, row of blocks after row.
+// AllPairsJobShape, ⌈√c⌉ items of A by ⌈c/⌈√c⌉⌉ of B (fewer where the
+// matrix is narrower), the last row and column of blocks cut short by the
+// matrix's edges. The jobs are in the master's order, row of blocks after
+// row.
 func AllPairsJobs(n, m int, c float64) []int {
 	if n < 1 || m < 1 {
 		return nil
 	}
-	c = math.Min(math.Max(c, 1), float64(n)*float64(m))
-	w := min(max(int(math.Ceil(math.Sqrt(c))), 1), n)
-	h := min(max(int(math.Ceil(c/float64(w))), 1), m)
+	w, h := AllPairsJobShape(n, m, c)
 	jobs := make([]int, 0, ((n+w-1)/w)*((m+h-1)/h))
 	for y := 0; y < m; y += h {
 		for x := 0; x < n; x += w {
@@ -173,6 +172,16 @@ func AllPairsJobs(n, m int, c float64) []int {
 		}
 	}
 	return jobs
+}
+
+// AllPairsJobShape returns the items of A and of B of a job of about c
+// cells of an n×m problem, as the distributed master cuts it: as square
+// as the matrix allows.
+func AllPairsJobShape(n, m int, c float64) (w, h int) {
+	c = math.Min(math.Max(c, 1), float64(n)*float64(m))
+	w = min(max(int(math.Ceil(math.Sqrt(c))), 1), n)
+	h = min(max(int(math.Ceil(c/float64(w))), 1), m)
+	return w, h
 }
 
 // AllPairsEventInputs are the inputs of AllPairsEvents: jobs, and the

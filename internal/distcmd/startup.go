@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/rightsize/rightsize/model/cluster"
 	"github.com/rightsize/rightsize/workqueue"
 )
@@ -85,12 +87,10 @@ func (j *joinClock) startup() cluster.Startup {
 	if len(j.joins) == 0 {
 		return st
 	}
-	var sum time.Duration
 	for _, d := range j.joins {
-		sum += d
 		st.Joins = append(st.Joins, d.Seconds())
 	}
-	st.Mean = sum.Seconds() / float64(len(j.joins))
+	st.Mean = stat.Mean(st.Joins, nil)
 	if len(j.hereJoins) > 0 {
 		st.HereFirst = slices.Min(j.hereJoins).Seconds()
 	}

@@ -278,19 +278,15 @@ func hybridTime(work, local, remote, start float64) float64 {
 // cost on the host.
 func (c *Cluster) perJob() float64 { return c.Dispatch.V + c.JobCost.V }
 
-// wavefrontDispatch splits the cluster's dispatch into what its slots
-// wait once, at the start, and what each job waits. A batch system's queue
+// startDispatch splits the cluster's dispatch into what its slots wait
+// once, at the start, and what each job waits. A batch system's queue
 // holds every job. Work Queue sends a task the moment a worker has a free
 // core (a run's least wait is microseconds once its workers are there),
-// and the wait a run measures beyond that is its workers' connection to
-// the master the run starts: once, not for every block (a first run's
-// 32 ms, charged for each of 65 blocks of a 12×12 Wavefront, predicted
-// 2.2 s where it took 1.6 s).
-func (c *Cluster) wavefrontDispatch() (start, perJob float64) { return c.startDispatch() }
-
-// startDispatch is wavefrontDispatch for every tool: on Work Queue the
-// dispatch is the workers' start-up, paid once (an All-Pairs run's first
-// 8 jobs charged a 0.37 s start-up each, and 8 hosts one after another,
+// and the wait a run measures beyond that is its workers' start-up, their
+// connection to the master the run starts: once, not for every job (a
+// first run's 32 ms, charged for each of 65 blocks of a 12×12 Wavefront,
+// predicted 2.2 s where it took 1.6 s; an All-Pairs run's first 8 jobs
+// charged a 0.37 s start-up each, and 8 hosts one after another,
 // predicted 14 s for a run of 11.9 s).
 func (c *Cluster) startDispatch() (start, perJob float64) {
 	if c.Kind == "wq" {
@@ -323,14 +319,19 @@ func allPairsEventInputs(c *Cluster, js []int, cellTime float64, hosts int, star
 		ev.Start, ev.Joins = 0, c.Joins
 	}
 	if perJob > 0 {
-		// As the cluster model: a submission takes the whole dispatch
-		// where its own part was not measured.
-		ev.Submit = c.Submit.V
-		if ev.Submit <= 0 {
-			ev.Submit = perJob
-		}
+		ev.Submit = c.serialSubmit(perJob)
 	}
 	return ev
+}
+
+// serialSubmit is the master's own seconds per job, paid one job after
+// another, of jobs that wait perJob each: Submit, or, as in the cluster
+// model, the whole dispatch where its own part was not measured.
+func (c *Cluster) serialSubmit(perJob float64) float64 {
+	if c.Submit.V > 0 {
+		return c.Submit.V
+	}
+	return perJob
 }
 
 // allPairsRounds predicts a distributed All-Pairs run job by job, in jobs
@@ -537,11 +538,7 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 			// all, so on average half of it); each spends a dispatch per
 			// job.
 			job := float64(hj) * t / float64(k)
-			serial := c.Submit.V
-			if serial <= 0 {
-				serial = perJob
-			}
-			join := start + perJob + serial*float64(ch.Hosts)/2
+			join := start + perJob + c.serialSubmit(perJob)*float64(ch.Hosts)/2
 			eff := job / (job + perJob + c.JobCost.V)
 			here := float64(local) * job / (job + c.hereJobCost())
 			if c.HereWorkers.V > 0 {
@@ -553,8 +550,8 @@ func DecideAllPairs(w AllPairsWork, m Machine, c *Cluster, cs map[string]Correct
 		}
 		hy = apply(cs, Hybrid, c.Kind, math.Min(both, ch.Cluster))
 		joined := Seconds(start + perJob)
-		if serial := allPairsEventInputs(c, nil, t, slots, start).Submit; serial > 0 && slots > 1 {
-			if last := Seconds(start + perJob + serial*float64(slots-1)); last != joined {
+		if perJob > 0 && slots > 1 {
+			if last := Seconds(start + perJob + c.serialSubmit(perJob)*float64(slots-1)); last != joined {
 				joined += " to " + last
 			}
 		}
@@ -606,7 +603,7 @@ func DecideWavefront(w WavefrontWork, m Machine, c *Cluster, cs map[string]Corre
 	k := c.JobCores()
 	slots := c.Slots() / k
 	limit := max(int(math.Sqrt(maxJobSeconds/math.Max(tau, 1e-9))), 1)
-	start, perJob := c.wavefrontDispatch()
+	start, perJob := c.startDispatch()
 	dt, db := bestWavefrontBlock(w.N, limit, slots, k, tau, perJob+c.JobCost.V)
 	dist := apply(cs, Distributed, c.Kind, start+dt)
 	dist.Detail = fmt.Sprintf("blocks of %d×%d on %d slots", db, db, slots)
@@ -651,7 +648,7 @@ func bestWavefrontBlock(n, limit, nodes, cpn int, tau, delta float64) (float64, 
 // and model.WavefrontHybrid simulates, each block side in turn:
 // model.BestWavefrontHybrid).
 func hybridCells(n, local, slots, k, limit int, tau float64, c *Cluster) (seconds float64, block int, detail string) {
-	start, perJob := c.wavefrontDispatch()
+	start, perJob := c.startDispatch()
 	best, b := model.BestWavefrontHybrid(model.WavefrontHybridInputs{
 		W: n, H: n, LocalCores: local, Slots: slots, JobCores: k,
 		CellTime: tau, Dispatch: perJob, JobCost: c.JobCost.V, Start: start,
@@ -675,9 +672,9 @@ func hybridCells(n, local, slots, k, limit int, tau float64, c *Cluster) (second
 // machine's cores alone.
 func hybridBlocks(n, local, slots, k, limit int, tau float64, c *Cluster) (seconds float64, block int, detail string) {
 	here := max(local/k, 1)
-	// Work Queue's workers join once, after start (wavefrontDispatch):
+	// Work Queue's workers join once, after start (startDispatch):
 	// the blocks' schedules are charged it whole, on the safe side.
-	start, perJob := c.wavefrontDispatch()
+	start, perJob := c.startDispatch()
 	ht, hb := bestWavefrontBlock(n, limit, slots+here, k, tau, perJob+c.JobCost.V)
 	ht += start
 	if lt, lb := bestWavefrontBlock(n, limit, local, 1, tau, c.hereJobCost()); lt < ht {

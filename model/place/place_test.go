@@ -483,7 +483,7 @@ func TestSampleCallsRunsInParallel(t *testing.T) {
 }
 
 // On Work Queue the wait a run measures beyond the send is its workers'
-// connection to the master, once (Cluster.wavefrontDispatch); on a batch
+// connection to the master, once (Cluster.startDispatch); on a batch
 // system every job waits in the queue. A Wavefront's predictions say so:
 // on Work Queue they are the models' with the wait at the start, on SLURM
 // with it for every block.
